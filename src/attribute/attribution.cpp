@@ -1,0 +1,118 @@
+#include "attribute/attribution.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+namespace aiflame {
+namespace {
+
+struct Execution {
+  uint64_t start, end;
+  uint32_t stack_id;
+};
+
+struct FunctionRuns {
+  std::vector<Execution> runs;  // sorted by start
+  uint64_t max_duration = 0;
+  std::vector<std::pair<uint32_t, double>> whole_run;  // stack -> share over the whole run (fallback)
+};
+
+std::vector<std::pair<uint32_t, double>> normalise(const std::map<uint32_t, double>& w) {
+  double total = 0;
+  for (const auto& [k, v] : w) total += v;
+  std::vector<std::pair<uint32_t, double>> out;
+  if (total <= 0) return out;
+  for (const auto& [k, v] : w) out.emplace_back(k, v / total);
+  return out;
+}
+
+}  // namespace
+
+bool is_duplicate_stall_reason(const std::string& name) {
+  static const std::string suffix = "_not_issued";
+  return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+AttributionResult attribute_samples(const Profile& p, uint64_t lag_ns) {
+  AttributionResult res;
+  if (lag_ns == 0) lag_ns = 2ull * (p.process && p.process->interval_ms ? p.process->interval_ms : 10) * 1000000ull;
+
+  std::unordered_map<uint32_t, uint32_t> stack_of_corr;
+  stack_of_corr.reserve(p.launches.size());
+  for (const auto& l : p.launches) stack_of_corr[l.correlation_id] = l.stack_id;
+
+  // Executions per (device, function). Kernels whose launch was not seen keep stack 0.
+  std::map<std::pair<uint32_t, uint32_t>, FunctionRuns> runs;
+  for (const auto& k : p.kernels) {
+    auto it = stack_of_corr.find(k.correlation_id);
+    uint32_t stack = it == stack_of_corr.end() ? 0 : it->second;
+    auto& fr = runs[{k.device, k.name}];
+    fr.runs.push_back({k.start, std::max(k.end, k.start + 1), stack});
+  }
+  for (auto& [key, fr] : runs) {
+    std::sort(fr.runs.begin(), fr.runs.end(), [](const Execution& a, const Execution& b) { return a.start < b.start; });
+    std::map<uint32_t, double> w;
+    for (const auto& e : fr.runs) {
+      fr.max_duration = std::max(fr.max_duration, e.end - e.start);
+      w[e.stack_id] += static_cast<double>(e.end - e.start);
+    }
+    fr.whole_run = normalise(w);
+  }
+
+  std::map<std::pair<uint32_t, uint32_t>, bool> duplicate;  // (device, reason) -> is "_not_issued"
+  auto is_dup = [&](uint32_t device, uint32_t reason) {
+    auto [it, fresh] = duplicate.try_emplace({device, reason}, false);
+    if (fresh) it->second = is_duplicate_stall_reason(p.stall_reason_name(device, reason));
+    return it->second;
+  };
+
+  for (const auto& b : p.batches) {
+    res.stats.dropped += b.dropped_samples;
+    uint64_t lo = b.prev_timestamp > lag_ns ? b.prev_timestamp - lag_ns : 0;
+    uint64_t hi = b.timestamp;
+    std::unordered_map<uint32_t, std::pair<std::vector<std::pair<uint32_t, double>>, bool>> split;  // function -> shares, in window
+    for (const auto& s : b.samples) {
+      if (is_dup(b.device, s.stall_reason)) continue;
+      res.stats.samples += s.count;
+      auto sp = split.find(s.function);
+      if (sp == split.end()) {
+        std::vector<std::pair<uint32_t, double>> shares;
+        bool in_window = false;
+        auto rit = runs.find({b.device, s.function});
+        if (rit != runs.end()) {
+          const FunctionRuns& fr = rit->second;
+          std::map<uint32_t, double> w;
+          uint64_t from = lo > fr.max_duration ? lo - fr.max_duration : 0;
+          auto it = std::lower_bound(fr.runs.begin(), fr.runs.end(), from,
+                                     [](const Execution& e, uint64_t t) { return e.start < t; });
+          for (; it != fr.runs.end() && it->start < hi; ++it) {
+            uint64_t a = std::max(it->start, lo), z = std::min(it->end, hi);
+            if (z > a) w[it->stack_id] += static_cast<double>(z - a);
+          }
+          shares = normalise(w);
+          in_window = !shares.empty();
+          if (!in_window) shares = fr.whole_run;
+        }
+        sp = split.emplace(s.function, std::make_pair(std::move(shares), in_window)).first;
+      }
+      const auto& [shares, in_window] = sp->second;
+      AttributedSample a{0, s.function, s.cubin_crc, s.pc_offset, s.stall_reason, b.device, 0};
+      if (shares.empty()) {
+        a.weight = s.count;
+        res.samples.push_back(a);
+        continue;
+      }
+      for (const auto& [stack, share] : shares) {
+        a.stack_id = stack;
+        a.weight = share * s.count;
+        if (stack) res.stats.attributed += a.weight;
+        if (stack && in_window) res.stats.in_window += a.weight;
+        res.samples.push_back(a);
+      }
+    }
+  }
+  return res;
+}
+
+}  // namespace aiflame

@@ -1,0 +1,46 @@
+// Attribution of GPU PC samples to the CPU launch stacks of their kernels.
+//
+// Continuous PC sampling gives samples per kernel function and drain batch, without correlation
+// ids. A batch's samples of function F are split over the executions of F (kernel activity records)
+// that overlap the batch's time window, in proportion to the overlap, and each execution carries the
+// launch stack of its correlation id. When no execution of F overlaps the window, all executions of
+// F on the device share the samples by GPU time. See docs/attribution.md for the error bound.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "profile/profile.h"
+
+namespace aiflame {
+
+struct AttributedSample {
+  uint32_t stack_id = 0;  // 0: no launch found
+  uint32_t function = 0;  // string id of the kernel's mangled name
+  uint64_t cubin_crc = 0;
+  uint64_t pc_offset = 0;
+  uint32_t stall_reason = 0;
+  uint32_t device = 0;
+  double weight = 0;      // samples (fractional after splitting)
+};
+
+struct AttributionStats {
+  uint64_t samples = 0;            // counted samples (the "_not_issued" duplicates excluded)
+  double attributed = 0;           // of which reached a launch stack
+  double in_window = 0;            // of which matched an execution inside their batch window
+  uint64_t dropped = 0;            // samples CUPTI reported dropped
+  double percent_attributed() const { return samples ? 100.0 * attributed / static_cast<double>(samples) : 100.0; }
+};
+
+struct AttributionResult {
+  std::vector<AttributedSample> samples;
+  AttributionStats stats;
+};
+
+// lag_ns: how far before its window's start a batch's samples may have run (CUPTI decodes on its own
+// thread); 0 picks two collection intervals.
+AttributionResult attribute_samples(const Profile& p, uint64_t lag_ns = 0);
+
+// True for CUPTI's "X_not_issued" reasons, which count a subset of X's samples again.
+bool is_duplicate_stall_reason(const std::string& name);
+
+}  // namespace aiflame

@@ -1,0 +1,153 @@
+#include "attribute/frame_builder.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
+#include "symbolize/demangle.h"
+
+namespace aiflame {
+
+bool is_interpreter_module(const std::string& m) {
+  return m.rfind("python", 0) == 0 || m.rfind("libpython", 0) == 0;
+}
+
+FrameKind classify_module(const std::string& m) {
+  static const char* runtime_prefixes[] = {"libcuda.", "libcudart", "libcupti", "libc.so", "libc-", "libpthread",
+                                           "ld-linux", "libstdc++", "libgcc_s", "libdl.", "libnvrtc",
+                                           "libaiflame_cupti"};
+  for (const char* pre : runtime_prefixes)
+    if (m.rfind(pre, 0) == 0) return FrameKind::Runtime;
+  if (is_interpreter_module(m)) return FrameKind::Runtime;
+  return FrameKind::Native;
+}
+
+std::string pc_frame_name(uint64_t offset) {
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(offset));
+  return buf;
+}
+
+std::string short_stall_name(const std::string& name) {
+  static const std::string prefixes[] = {"smsp__pcsamp_warps_issue_stalled_", "smsp__pcsamp_"};
+  for (const auto& pre : prefixes)
+    if (name.rfind(pre, 0) == 0) return name.substr(pre.size());
+  return name;
+}
+
+std::string FrameBuilder::process_name() const {
+  if (!p_.process || p_.process->command.empty()) return "[process]";
+  const std::string& cmd = p_.process->command;
+  return basename_of(cmd.substr(0, cmd.find(' ')));
+}
+
+Frame FrameBuilder::native_frame(uint64_t address) {
+  auto it = native_cache_.find(address);
+  if (it != native_cache_.end()) return it->second;
+  NativeSymbol s;
+  auto rec = p_.symbols.find(address);
+  if (rec != p_.symbols.end() && !rec->second.function.empty()) {
+    s.function = rec->second.function;
+    const ModuleRecord* m = sym_.module_of(address - 1);
+    if (m) s.module = basename_of(m->path);
+  } else {
+    s = sym_.lookup(address);
+  }
+  Frame f{s.function.empty() ? unknown_frame_name(s) : s.function, classify_module(s.module)};
+  native_cache_.emplace(address, f);
+  return f;
+}
+
+static std::string python_file_name(const std::string& path) {
+  std::string base = basename_of(path);
+  if (base == "__init__.py") {
+    auto slash = path.rfind('/');
+    if (slash != std::string::npos && slash > 0) {
+      auto prev = path.rfind('/', slash - 1);
+      return path.substr(prev == std::string::npos ? 0 : prev + 1);
+    }
+  }
+  return base;
+}
+
+const std::vector<Frame>& FrameBuilder::cpu_frames(uint32_t stack_id) {
+  auto it = cache_.find(stack_id);
+  if (it != cache_.end()) return it->second;
+  std::vector<Frame> frames;  // root first
+  auto st = p_.stacks.find(stack_id);
+  if (st != p_.stacks.end()) {
+    const StackRecord& s = st->second;
+    // Native frames, leaf first, symbolized once.
+    std::vector<Frame> native;
+    std::vector<bool> interp;
+    for (uint64_t a : s.native) {
+      Frame f = native_frame(a);
+      const ModuleRecord* m = sym_.module_of(a - 1);
+      interp.push_back(m && is_interpreter_module(basename_of(m->path)));
+      native.push_back(std::move(f));
+    }
+    // Python replaces the interpreter's part of the native stack: keep the native frames on the leaf
+    // side of the leaf-most interpreter frame (the extension code the Python code called into).
+    size_t native_keep = native.size();
+    bool have_python = opt_.python && !s.python.empty();
+    if (have_python) {
+      for (size_t i = 0; i < native.size(); i++)
+        if (interp[i]) { native_keep = i; break; }
+      for (size_t i = s.python.size(); i-- > 0;) {
+        const PyFrame& pf = s.python[i];
+        std::string name = p_.str(pf.function) + " (" + python_file_name(p_.str(pf.file)) + ":" +
+                           std::to_string(pf.line) + ")";
+        frames.push_back({std::move(name), FrameKind::Python});
+      }
+    }
+    if (opt_.native)
+      for (size_t i = native_keep; i-- > 0;) frames.push_back(native[i]);
+    if (opt_.max_depth && frames.size() > opt_.max_depth) frames.resize(opt_.max_depth);
+  }
+  return cache_.emplace(stack_id, std::move(frames)).first->second;
+}
+
+FlameData FrameBuilder::build(const AttributionResult& res) {
+  // Sum fractional weights per distinct frame list, then round with the largest-remainder method so
+  // the total stays exactly the number of samples.
+  std::map<std::vector<std::pair<std::string, FrameKind>>, double> acc;
+  std::unordered_map<uint32_t, std::string> kernel_names;
+  std::string proc = process_name();
+  for (const auto& a : res.samples) {
+    std::vector<std::pair<std::string, FrameKind>> key;
+    key.emplace_back(proc, FrameKind::Process);
+    if (a.stack_id == 0) {
+      key.emplace_back("[unattributed]", FrameKind::Unattributed);
+    } else {
+      for (const auto& f : cpu_frames(a.stack_id)) key.emplace_back(f.name, f.kind);
+    }
+    key.emplace_back("-", FrameKind::Separator);
+    auto kn = kernel_names.find(a.function);
+    if (kn == kernel_names.end()) kn = kernel_names.emplace(a.function, kernel_frame_name(p_.str(a.function))).first;
+    key.emplace_back(kn->second, FrameKind::GpuKernel);
+    key.emplace_back(pc_frame_name(a.pc_offset), FrameKind::GpuInstruction);
+    key.emplace_back(short_stall_name(p_.stall_reason_name(a.device, a.stall_reason)), FrameKind::Stall);
+    acc[key] += a.weight;
+  }
+  double total = 0;
+  for (const auto& [k, w] : acc) total += w;
+  uint64_t target = static_cast<uint64_t>(std::llround(total));
+  FlameData out;
+  std::vector<std::pair<double, size_t>> remainders;
+  uint64_t sum = 0;
+  for (const auto& [k, w] : acc) {
+    WeightedStack ws;
+    for (const auto& [name, kind] : k) ws.frames.push_back({name, kind});
+    ws.count = static_cast<uint64_t>(std::floor(w));
+    sum += ws.count;
+    remainders.emplace_back(w - std::floor(w), out.stacks.size());
+    out.stacks.push_back(std::move(ws));
+  }
+  std::stable_sort(remainders.begin(), remainders.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
+  for (size_t i = 0; sum < target && i < remainders.size(); i++, sum++) out.stacks[remainders[i].second].count++;
+  std::erase_if(out.stacks, [](const WeightedStack& s) { return s.count == 0; });
+  return out;
+}
+
+}  // namespace aiflame

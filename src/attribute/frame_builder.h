@@ -1,0 +1,47 @@
+// Turns attributed samples into named, typed frames (root to leaf) for the writers:
+// process; CPU frames (Python merged into native); "-"; kernel; PC offset; stall reason.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "attribute/attribution.h"
+#include "output/flame_stack.h"
+#include "profile/profile.h"
+#include "symbolize/symbolizer.h"
+
+namespace aiflame {
+
+struct FrameOptions {
+  bool python = true;
+  bool native = true;
+  size_t max_depth = 0;  // 0: unlimited CPU frames
+};
+
+class FrameBuilder {
+ public:
+  FrameBuilder(const Profile& p, Symbolizer& sym, FrameOptions opt) : p_(p), sym_(sym), opt_(opt) {}
+  // CPU frames of a recorded stack, root first, without the process frame.
+  const std::vector<Frame>& cpu_frames(uint32_t stack_id);
+  FlameData build(const AttributionResult& res);
+  std::string process_name() const;
+
+ private:
+  Frame native_frame(uint64_t address);
+  const Profile& p_;
+  Symbolizer& sym_;
+  FrameOptions opt_;
+  std::unordered_map<uint32_t, std::vector<Frame>> cache_;
+  std::unordered_map<uint64_t, Frame> native_cache_;
+};
+
+// Frame kind of a native frame by the object it lives in (CUDA runtime, libc, interpreter...).
+FrameKind classify_module(const std::string& module_basename);
+bool is_interpreter_module(const std::string& module_basename);
+// "0x1a0"
+std::string pc_frame_name(uint64_t offset);
+// CUPTI stall reason name -> short form ("smsp__pcsamp_warps_issue_stalled_long_scoreboard" -> "long_scoreboard").
+std::string short_stall_name(const std::string& name);
+
+}  // namespace aiflame

@@ -1,0 +1,52 @@
+// The subcommands of the aiflame CLI. Each returns the process exit status.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace aiflame {
+
+struct RecordArgs {
+  std::string output = "aiflame.data";
+  bool force = false;
+  std::string period = "";  // "" = built-in default, "default" = CUPTI's, or N (2^N cycles)
+  unsigned interval_ms = 10;
+  std::string unwind = "sampled";
+  bool no_python = false;
+  bool no_cubins = false;
+  bool no_pc_sampling = false;
+  std::string lib;
+  bool quiet = false;
+  std::vector<std::string> command;
+};
+
+struct ReportArgs {
+  std::vector<std::string> inputs;
+  std::string output;
+  std::string format;
+  bool no_python = false;
+  bool no_native = false;
+  size_t max_depth = 0;
+  std::string title;
+  bool quiet = false;
+};
+
+struct DemoArgs {
+  std::string prefix = "demo";
+  bool force = false;
+  bool bundled = false;
+};
+
+void add_record_command(CLI::App& app, RecordArgs& args);
+void add_report_command(CLI::App& app, ReportArgs& args);
+void add_demo_command(CLI::App& app, DemoArgs& args);
+
+int run_record(const RecordArgs& args);
+int run_report(const ReportArgs& args);
+int run_demo(const DemoArgs& args, const std::string& self_path);
+
+// Directory holding the running aiflame executable.
+std::string self_dir();
+
+}  // namespace aiflame

@@ -1,0 +1,28 @@
+// aiflame: AI flame graphs for NVIDIA GPUs. `aiflame --help` lists the commands.
+#include <iostream>
+
+#include "cli/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "aiflame " AIFLAME_VERSION
+      " - AI flame graphs: sampled GPU instructions with their stall reasons, joined to the CPU stacks "
+      "(Python and native) that launched their kernels."};
+  app.set_version_flag("--version", AIFLAME_VERSION);
+  app.require_subcommand(1);
+  aiflame::RecordArgs rec;
+  aiflame::ReportArgs rep;
+  aiflame::DemoArgs demo;
+  aiflame::add_record_command(app, rec);
+  aiflame::add_report_command(app, rep);
+  aiflame::add_demo_command(app, demo);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  if (app.got_subcommand("record")) return aiflame::run_record(rec);
+  if (app.got_subcommand("report")) return aiflame::run_report(rep);
+  if (app.got_subcommand("demo")) return aiflame::run_demo(demo, argv[0]);
+  return 2;
+}

@@ -1,0 +1,205 @@
+// `aiflame record [options] -- CMD [ARGS...]`: runs CMD with the injection library and turns what
+// each CUDA process of it wrote into a finished profile.
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstring>
+#include <iostream>
+
+#include "attribute/attribution.h"
+#include "cli/commands.h"
+#include "cli/finalize.h"
+#include "cli/summary.h"
+
+namespace aiflame {
+
+std::string self_dir() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return ".";
+  std::string p(buf, static_cast<size_t>(n));
+  return p.substr(0, p.rfind('/'));
+}
+
+void add_record_command(CLI::App& app, RecordArgs& a) {
+  auto* sub = app.add_subcommand("record", "Run a command and record GPU samples, kernels and launch stacks");
+  sub->add_option("-o,--output", a.output, "Profile file to write (an existing one is kept as FILE.old)")
+      ->capture_default_str();
+  sub->add_flag("-f,--force", a.force, "Overwrite the output file instead of rotating it to FILE.old");
+  sub->add_option("--period", a.period,
+                  "GPU sampling period as 2^N cycles, N in 5..31 (default 22), or 'default' for CUPTI's own period");
+  sub->add_option("--interval", a.interval_ms, "Milliseconds between drains of the GPU sample buffer")
+      ->check(CLI::Range(1u, 10000u))->capture_default_str();
+  sub->add_option("--unwind", a.unwind,
+                  "Native stack unwinding at launches: 'sampled' (unwind new launch sites and re-check them), "
+                  "'always' (every launch, slow), 'off' (Python frames only)")
+      ->check(CLI::IsMember({"sampled", "always", "off"}))->capture_default_str();
+  sub->add_flag("--no-python", a.no_python, "Do not read Python frames at launches");
+  sub->add_flag("--no-cubins", a.no_cubins, "Do not keep GPU code objects (smaller file; no GPU source lines later)");
+  sub->add_flag("--no-pc-sampling", a.no_pc_sampling, "Record launches and kernel times only, no GPU samples");
+  sub->add_option("--lib", a.lib, "Injection library (default: $AIFLAME_LIB or libaiflame_cupti.so next to aiflame)");
+  sub->add_flag("-q,--quiet", a.quiet, "Print only errors");
+  sub->add_option("command", a.command, "The command to profile, after --")->required()->expected(-1);
+}
+
+namespace {
+
+pid_t g_child = 0;
+
+void forward_signal(int sig) {
+  if (g_child > 0) kill(g_child, sig);
+}
+
+bool exists(const std::string& p) {
+  struct stat st;
+  return lstat(p.c_str(), &st) == 0;
+}
+
+std::string absolute(const std::string& p) {
+  if (!p.empty() && p[0] == '/') return p;
+  char buf[PATH_MAX];
+  if (!getcwd(buf, sizeof buf)) return p;
+  return std::string(buf) + "/" + p;
+}
+
+std::string find_library(const RecordArgs& a) {
+  if (!a.lib.empty()) return absolute(a.lib);
+  if (const char* e = std::getenv("AIFLAME_LIB"); e && *e) return absolute(e);
+  for (const char* rel : {"/libaiflame_cupti.so", "/../lib/libaiflame_cupti.so", "/../lib/aiflame/libaiflame_cupti.so"}) {
+    std::string p = self_dir() + rel;
+    if (exists(p)) return p;
+  }
+  return {};
+}
+
+// FILE.<pid> files the injection library wrote during this run.
+std::vector<std::string> per_process_files(const std::string& output, time_t since) {
+  std::string dir = output.substr(0, output.rfind('/'));
+  std::string base = output.substr(output.rfind('/') + 1) + ".";
+  std::vector<std::string> found;
+  DIR* d = opendir(dir.c_str());
+  if (!d) return found;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() <= base.size() || name.compare(0, base.size(), base) != 0) continue;
+    std::string rest = name.substr(base.size());
+    if (rest.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string full = dir + "/" + name;
+    struct stat st;
+    if (lstat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_mtime >= since) found.push_back(full);
+  }
+  closedir(d);
+  std::sort(found.begin(), found.end());
+  return found;
+}
+
+int exit_status_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+}  // namespace
+
+int run_record(const RecordArgs& a) {
+  std::string lib = find_library(a);
+  if (lib.empty() || !exists(lib)) {
+    std::cerr << "aiflame: injection library libaiflame_cupti.so not found next to aiflame; pass --lib PATH or set AIFLAME_LIB\n";
+    return 2;
+  }
+  if (!a.period.empty() && a.period != "default") {
+    char* end = nullptr;
+    long n = std::strtol(a.period.c_str(), &end, 10);
+    if (*end || n < 5 || n > 31) {
+      std::cerr << "aiflame: --period takes N in 5..31 (2^N cycles) or 'default', not '" << a.period << "'\n";
+      return 2;
+    }
+  }
+  std::string output = absolute(a.output);
+  if (exists(output)) {
+    if (a.force) {
+      unlink(output.c_str());
+    } else if (rename(output.c_str(), (output + ".old").c_str()) != 0) {
+      std::cerr << "aiflame: cannot move the existing " << output << " to .old: " << std::strerror(errno) << "\n";
+      return 2;
+    }
+  }
+  time_t started = time(nullptr);
+
+  setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
+  setenv("AIFLAME_OUTPUT", output.c_str(), 1);
+  if (!a.period.empty()) setenv("AIFLAME_PERIOD", a.period.c_str(), 1);
+  setenv("AIFLAME_INTERVAL_MS", std::to_string(a.interval_ms).c_str(), 1);
+  setenv("AIFLAME_UNWIND", a.unwind.c_str(), 1);
+  if (a.no_python) setenv("AIFLAME_PYTHON", "0", 1);
+  if (a.no_cubins) setenv("AIFLAME_CUBINS", "0", 1);
+  if (a.no_pc_sampling) setenv("AIFLAME_PC_SAMPLING", "0", 1);
+  if (a.quiet) setenv("AIFLAME_QUIET", "1", 1);
+
+  std::vector<char*> argv;
+  for (const auto& s : a.command) argv.push_back(const_cast<char*>(s.c_str()));
+  argv.push_back(nullptr);
+  // The child reports a failed exec through a close-on-exec pipe.
+  int pipefd[2];
+  if (pipe2(pipefd, O_CLOEXEC) != 0) {
+    std::cerr << "aiflame: pipe failed: " << std::strerror(errno) << "\n";
+    return 2;
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    std::cerr << "aiflame: fork failed: " << std::strerror(errno) << "\n";
+    return 2;
+  }
+  if (pid == 0) {
+    close(pipefd[0]);
+    execvp(argv[0], argv.data());
+    int err = errno;
+    (void)!write(pipefd[1], &err, sizeof err);
+    _exit(127);
+  }
+  close(pipefd[1]);
+  g_child = pid;
+  struct sigaction sa = {};
+  sa.sa_handler = forward_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaction(sig, &sa, nullptr);
+  int exec_errno = 0;
+  ssize_t got = read(pipefd[0], &exec_errno, sizeof exec_errno);
+  close(pipefd[0]);
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  if (got == static_cast<ssize_t>(sizeof exec_errno)) {
+    std::cerr << "aiflame: cannot run '" << a.command[0] << "': " << std::strerror(exec_errno) << "\n";
+    return 127;
+  }
+  int rc = exit_status_of(status);
+
+  auto files = per_process_files(output, started);
+  if (files.empty()) {
+    std::cerr << "aiflame: no profile was written: the command made no CUDA call (or the injection library could not "
+                 "start; see the messages above)\n";
+    return rc;
+  }
+  if (files.size() == 1 && rename(files[0].c_str(), output.c_str()) == 0) files[0] = output;
+  for (const auto& f : files) {
+    auto named = finalize_profile(f);
+    if (!named) std::cerr << "aiflame: symbolizing " << f << " failed: " << named.error() << "\n";
+    if (a.quiet) continue;
+    auto p = read_profile(f);
+    if (!p) {
+      std::cerr << "aiflame: " << p.error() << "\n";
+      continue;
+    }
+    print_summary(*p, attribute_samples(*p).stats, f, std::cerr);
+  }
+  if (!a.quiet && files.size() > 1)
+    std::cerr << "aiflame: " << files.size() << " CUDA processes recorded; `aiflame report` each file\n";
+  return rc;
+}
+
+}  // namespace aiflame

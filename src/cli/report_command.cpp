@@ -1,0 +1,67 @@
+// `aiflame report FILE [-o OUT] [--format F]`: symbolize, attribute and write one output.
+#include <iostream>
+
+#include "attribute/frame_builder.h"
+#include "cli/commands.h"
+#include "cli/output_file.h"
+#include "cli/summary.h"
+#include "output/writer.h"
+
+namespace aiflame {
+
+void add_report_command(CLI::App& app, ReportArgs& a) {
+  auto* sub = app.add_subcommand("report", "Attribute GPU samples to launch stacks and write a flame graph");
+  sub->add_option("file", a.inputs, "Profile written by `aiflame record`")->required()->expected(1);
+  sub->add_option("-o,--output", a.output, "Output file; its extension picks the format (.svg, .folded). Default: folded stacks on stdout");
+  sub->add_option("--format", a.format, "Output format, overriding the extension")->check(CLI::IsMember(writer_formats()));
+  sub->add_flag("--no-python", a.no_python, "Leave out Python frames");
+  sub->add_flag("--no-native", a.no_native, "Leave out native (C/C++) frames");
+  sub->add_option("--max-depth", a.max_depth, "Keep at most N CPU frames from the root (0: all)");
+  sub->add_option("--title", a.title, "Title of the flame graph");
+  sub->add_flag("-q,--quiet", a.quiet, "Print only errors");
+}
+
+int run_report(const ReportArgs& a) {
+  std::string format = a.format;
+  if (format.empty() && !a.output.empty()) {
+    format = format_from_path(a.output);
+    if (format.empty()) {
+      std::cerr << "aiflame: cannot tell the format of '" << a.output << "' from its extension; use --format (one of folded, svg)\n";
+      return 2;
+    }
+  }
+  if (format.empty()) format = "folded";
+  auto writer = make_writer(format);
+  if (!writer) {
+    std::cerr << "aiflame: unknown format '" << format << "'\n";
+    return 2;
+  }
+  const std::string& input = a.inputs.front();
+  auto p = read_profile(input);
+  if (!p) {
+    std::cerr << "aiflame: " << p.error() << "\n";
+    return 1;
+  }
+  AttributionResult res = attribute_samples(*p);
+  Symbolizer sym(p->modules);
+  FrameBuilder fb(*p, sym, FrameOptions{!a.no_python, !a.no_native, a.max_depth});
+  FlameData data = fb.build(res);
+  data.title = a.title.empty() ? "AI Flame Graph: " + fb.process_name() : a.title;
+  data.subtitle = (p->process ? p->process->command : std::string()) + "  |  " + std::to_string(res.stats.samples) +
+                  " GPU samples, " + std::to_string(p->kernels.size()) + " kernels";
+  if (!a.quiet) print_summary(*p, res.stats, input, std::cerr);
+  if (a.output.empty()) {
+    writer->write(data, std::cout);
+    std::cout.flush();
+    return std::cout ? 0 : 1;
+  }
+  Status st = write_output_file(a.output, [&](std::ostream& out) { writer->write(data, out); });
+  if (!st) {
+    std::cerr << "aiflame: " << st.error() << "\n";
+    return 1;
+  }
+  if (!a.quiet) std::cerr << "aiflame: wrote " << a.output << "\n";
+  return 0;
+}
+
+}  // namespace aiflame

@@ -1,0 +1,32 @@
+#include "cli/summary.h"
+
+#include <fmt/format.h>
+
+#include <set>
+
+namespace aiflame {
+
+void print_summary(const Profile& p, const AttributionStats& stats, const std::string& path, std::ostream& out) {
+  uint64_t start = p.process ? p.process->start_timestamp : 0;
+  uint64_t end = p.end ? p.end->timestamp : 0;
+  for (const auto& b : p.batches) end = std::max(end, b.timestamp);
+  for (const auto& k : p.kernels) end = std::max(end, k.end);
+  double secs = end > start && start ? static_cast<double>(end - start) / 1e9 : 0.0;
+  std::set<uint32_t> devices;
+  for (const auto& k : p.kernels) devices.insert(k.device);
+  uint64_t unwound = 0;
+  for (const auto& l : p.launches) unwound += l.native_unwound;
+  out << fmt::format("aiflame: {}: pid {}, {:.2f} s, {} GPU samples ({} dropped), {} kernels on {} GPU(s), {} launches "
+                     "({} unwound), {} stacks, {} cubins\n",
+                     path, p.process ? p.process->pid : 0, secs, stats.samples, stats.dropped, p.kernels.size(),
+                     devices.size(), p.launches.size(), unwound, p.stacks.size(), p.cubins.size());
+  out << fmt::format("aiflame: {:.2f}% of GPU samples attributed to a launch stack ({:.2f}% inside their drain window)\n",
+                     stats.percent_attributed(), stats.samples ? 100.0 * stats.in_window / stats.samples : 100.0);
+  if (p.end && p.end->launches)
+    out << fmt::format("aiflame: stack capture cost {:.2f} us per launch on the launching threads\n",
+                       static_cast<double>(p.end->capture_ns) / 1e3 / static_cast<double>(p.end->launches));
+  if (p.truncated) out << "aiflame: the profile was cut short (the program was killed or crashed); it is read up to its last flush\n";
+  for (const auto& w : p.warnings) out << "aiflame: recorded warning: " << w << "\n";
+}
+
+}  // namespace aiflame

@@ -1,0 +1,27 @@
+// One interface for every output format; the CLI picks a writer by format name.
+#pragma once
+#include <memory>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "output/flame_stack.h"
+
+namespace aiflame {
+
+class Writer {
+ public:
+  virtual ~Writer() = default;
+  virtual std::string_view format() const = 0;
+  virtual void write(const FlameData& data, std::ostream& out) const = 0;
+};
+
+// Known format names, e.g. "folded", "svg".
+std::vector<std::string> writer_formats();
+// nullptr when the name is unknown.
+std::unique_ptr<Writer> make_writer(std::string_view format);
+// Format implied by a file name's extension ("x.svg" -> "svg"), empty if none.
+std::string format_from_path(std::string_view path);
+
+}  // namespace aiflame

@@ -1,0 +1,42 @@
+// A whole recorded profile in memory, as the report side sees it.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "profile/records.h"
+#include "util/result.h"
+
+namespace aiflame {
+
+struct Profile {
+  uint32_t version = 0;
+  std::optional<ProcessRecord> process;
+  std::unordered_map<uint32_t, std::string> strings;
+  std::vector<StallReasonsRecord> stall_reasons;
+  std::vector<ModuleRecord> modules;
+  std::unordered_map<uint32_t, StackRecord> stacks;
+  std::vector<LaunchRecord> launches;
+  std::vector<KernelRecord> kernels;
+  std::vector<PcBatchRecord> batches;
+  std::map<uint64_t, CubinRecord> cubins;
+  std::unordered_map<uint64_t, SymbolRecord> symbols;
+  std::vector<std::string> warnings;
+  std::optional<EndRecord> end;
+  bool truncated = false;        // the file ends inside a chunk: the run was cut short
+  uint64_t unknown_records = 0;  // records of a newer minor kind, skipped
+  uint64_t valid_bytes = 0;      // end of the last whole chunk
+
+  const std::string& str(uint32_t id) const;
+  // Stall reason name for a device's hardware index ("stall_<idx>" when unknown).
+  std::string stall_reason_name(uint32_t device, uint32_t index) const;
+};
+
+// Reads a profile file. Errors are one line naming the file and what is wrong with it.
+Result<Profile> read_profile(const std::string& path);
+Result<Profile> parse_profile(const std::string& bytes, const std::string& name);
+
+}  // namespace aiflame

@@ -1,0 +1,60 @@
+// Appends records to an in-memory chunk and writes chunks to a file. Thread-safe: launch threads add
+// records, a collector thread flushes. Never throws; I/O errors are remembered and reported once.
+#pragma once
+#include <atomic>
+#include <mutex>
+#include <string>
+
+#include "profile/byte_io.h"
+#include "profile/chunk_format.h"
+#include "profile/record_codec.h"
+
+namespace aiflame {
+
+class ProfileWriter {
+ public:
+  ProfileWriter() = default;
+  ~ProfileWriter();
+  ProfileWriter(const ProfileWriter&) = delete;
+  ProfileWriter& operator=(const ProfileWriter&) = delete;
+
+  // Creates path (O_EXCL unless overwrite; never follows a symlink) and writes the file header.
+  bool open(const std::string& path, bool overwrite, std::string* error);
+  // Appends chunks to an existing profile, after truncating it to `valid_bytes` (its last whole chunk).
+  bool open_append(const std::string& path, uint64_t valid_bytes, std::string* error);
+  // Uses an already open descriptor (tests); takes ownership.
+  bool open_fd(int fd, std::string* error);
+  void set_compression(Compression c, int level = 1) { compression_ = c; level_ = level; }
+
+  template <class R>
+  void add(const R& rec) {
+    thread_local ByteWriter scratch;
+    scratch.clear();
+    encode(scratch, rec);
+    add_encoded(record_type_of<R>(), scratch.data());
+  }
+  void add_encoded(RecordType type, const std::string& payload);
+
+  // Writes what has been added as one chunk. Returns false after an I/O error.
+  bool flush();
+  bool close();
+  size_t pending_bytes();
+  uint64_t bytes_written() const { return bytes_written_.load(); }
+  const std::string& error() const { return error_; }
+
+ private:
+  bool write_all(const void* p, size_t n);
+  std::mutex add_mu_;
+  std::mutex write_mu_;
+  ByteWriter pending_;
+  int fd_ = -1;
+  Compression compression_ = Compression::Zlib;
+  int level_ = 1;
+  std::atomic<uint64_t> bytes_written_{0};
+  std::string error_;
+};
+
+// Compresses raw with the given codec into out; false when the codec is not built in.
+bool compress_chunk(Compression c, int level, const std::string& raw, std::string& out);
+
+}  // namespace aiflame

@@ -1,0 +1,48 @@
+// Encoding of each record's payload (see docs/format.md). Decoders return false on malformed input.
+#pragma once
+#include "profile/byte_io.h"
+#include "profile/records.h"
+
+namespace aiflame {
+
+void encode(ByteWriter& w, const ProcessRecord& r);
+void encode(ByteWriter& w, const StringRecord& r);
+void encode(ByteWriter& w, const StallReasonsRecord& r);
+void encode(ByteWriter& w, const ModuleRecord& r);
+void encode(ByteWriter& w, const StackRecord& r);
+void encode(ByteWriter& w, const LaunchRecord& r);
+void encode(ByteWriter& w, const KernelRecord& r);
+void encode(ByteWriter& w, const PcBatchRecord& r);
+void encode(ByteWriter& w, const CubinRecord& r);
+void encode(ByteWriter& w, const SymbolRecord& r);
+void encode(ByteWriter& w, const WarningRecord& r);
+void encode(ByteWriter& w, const EndRecord& r);
+
+bool decode(ByteReader& r, ProcessRecord& o);
+bool decode(ByteReader& r, StringRecord& o);
+bool decode(ByteReader& r, StallReasonsRecord& o);
+bool decode(ByteReader& r, ModuleRecord& o);
+bool decode(ByteReader& r, StackRecord& o);
+bool decode(ByteReader& r, LaunchRecord& o);
+bool decode(ByteReader& r, KernelRecord& o);
+bool decode(ByteReader& r, PcBatchRecord& o);
+bool decode(ByteReader& r, CubinRecord& o);
+bool decode(ByteReader& r, SymbolRecord& o);
+bool decode(ByteReader& r, WarningRecord& o);
+bool decode(ByteReader& r, EndRecord& o);
+
+template <class R> constexpr RecordType record_type_of();
+template <> constexpr RecordType record_type_of<ProcessRecord>() { return RecordType::Process; }
+template <> constexpr RecordType record_type_of<StringRecord>() { return RecordType::String; }
+template <> constexpr RecordType record_type_of<StallReasonsRecord>() { return RecordType::StallReasons; }
+template <> constexpr RecordType record_type_of<ModuleRecord>() { return RecordType::Module; }
+template <> constexpr RecordType record_type_of<StackRecord>() { return RecordType::Stack; }
+template <> constexpr RecordType record_type_of<LaunchRecord>() { return RecordType::Launch; }
+template <> constexpr RecordType record_type_of<KernelRecord>() { return RecordType::Kernel; }
+template <> constexpr RecordType record_type_of<PcBatchRecord>() { return RecordType::PcBatch; }
+template <> constexpr RecordType record_type_of<CubinRecord>() { return RecordType::Cubin; }
+template <> constexpr RecordType record_type_of<SymbolRecord>() { return RecordType::Symbol; }
+template <> constexpr RecordType record_type_of<WarningRecord>() { return RecordType::Warning; }
+template <> constexpr RecordType record_type_of<EndRecord>() { return RecordType::End; }
+
+}  // namespace aiflame

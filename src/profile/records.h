@@ -1,0 +1,147 @@
+// The recorded data, vendor-neutral: what the injection library writes and the report reads.
+// docs/format.md documents how each record is encoded.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace aiflame {
+
+// Record type tags inside a chunk. Values are part of the on-disk format: append, never renumber.
+enum class RecordType : uint8_t {
+  Process = 1,
+  String = 2,
+  StallReasons = 3,
+  Module = 4,
+  Stack = 5,
+  Launch = 6,
+  Kernel = 7,
+  PcBatch = 8,
+  Cubin = 9,
+  Symbol = 10,
+  Warning = 11,
+  End = 12,
+};
+
+struct ProcessRecord {
+  uint32_t pid = 0;
+  uint32_t ppid = 0;
+  std::string command;       // argv joined by spaces
+  std::string hostname;
+  int64_t start_realtime_ns = 0;   // CLOCK_REALTIME at start
+  uint64_t start_timestamp = 0;    // GPU-profiler clock (ns) at start; all timestamps below use this clock
+  uint32_t backend_version = 0;    // e.g. CUPTI API version
+  uint32_t driver_version = 0;
+  uint32_t sampling_period_log2 = 0;  // 0: the backend's default period
+  uint32_t interval_ms = 0;
+  std::string backend;             // "cupti"
+  std::string tool_version;
+};
+
+struct StringRecord {
+  uint32_t id = 0;
+  std::string text;
+};
+
+// Stall reason names by hardware index, for one device.
+struct StallReasonsRecord {
+  uint32_t device = 0;
+  std::vector<std::pair<uint32_t, std::string>> reasons;
+};
+
+// A loaded ELF object of the process (native code).
+struct ModuleRecord {
+  uint32_t id = 0;
+  std::string path;
+  uint64_t load_bias = 0;  // runtime address - ELF virtual address
+  uint64_t lo = 0, hi = 0; // runtime address range of its loaded segments
+  std::string build_id;    // hex, may be empty
+};
+
+struct PyFrame {
+  uint32_t file = 0;      // string id
+  uint32_t function = 0;  // string id
+  uint32_t line = 0;
+  bool operator==(const PyFrame&) const = default;
+};
+
+// An interned CPU stack; frames are stored leaf first.
+struct StackRecord {
+  uint32_t id = 0;
+  std::vector<uint64_t> native;  // return addresses, leaf first
+  std::vector<PyFrame> python;   // leaf first
+};
+
+struct LaunchRecord {
+  uint32_t correlation_id = 0;
+  uint32_t tid = 0;
+  uint64_t timestamp = 0;
+  uint32_t stack_id = 0;
+  uint32_t api = 0;          // backend's API id (CUPTI driver cbid)
+  bool native_unwound = false;  // native part unwound at this launch (else reused from the stack cache)
+};
+
+struct KernelRecord {
+  uint32_t correlation_id = 0;
+  uint64_t start = 0, end = 0;
+  uint32_t device = 0, context = 0, stream = 0;
+  uint32_t name = 0;         // string id (mangled name)
+  int32_t grid[3] = {0, 0, 0};
+  int32_t block[3] = {0, 0, 0};
+  uint64_t graph_id = 0;     // non-zero when run by a graph launch
+};
+
+struct PcSample {
+  uint32_t function = 0;     // string id (mangled name)
+  uint64_t cubin_crc = 0;
+  uint64_t pc_offset = 0;
+  uint32_t stall_reason = 0; // hardware stall reason index
+  uint32_t count = 0;
+  uint32_t correlation_id = 0;  // 0 when the backend gives none (continuous mode)
+};
+
+// One drain of the sampling buffer. The samples ran between prev_timestamp - lag and timestamp.
+struct PcBatchRecord {
+  uint64_t timestamp = 0;
+  uint64_t prev_timestamp = 0;
+  uint32_t device = 0;
+  uint32_t context = 0;
+  uint64_t total_samples = 0;
+  uint64_t dropped_samples = 0;
+  bool hardware_buffer_full = false;
+  std::vector<PcSample> samples;
+};
+
+struct CubinRecord {
+  uint64_t crc = 0;
+  uint32_t device = 0;
+  std::string image;  // the cubin/ELF bytes (may be empty when not kept)
+};
+
+// A symbolized native address, added when recording ends (or by the report).
+struct SymbolRecord {
+  uint64_t address = 0;
+  uint32_t module = 0;     // module id
+  std::string function;    // demangled; empty when unknown
+  uint64_t offset = 0;     // address - function start, or module-relative when unknown
+};
+
+struct WarningRecord {
+  std::string text;
+};
+
+struct EndRecord {
+  uint64_t timestamp = 0;
+  uint64_t launches = 0;
+  uint64_t launches_unwound = 0;
+  uint64_t stacks = 0;
+  uint64_t pc_records = 0;
+  uint64_t samples = 0;
+  uint64_t dropped_samples = 0;
+  uint64_t kernels = 0;
+  uint64_t cubins = 0;
+  uint64_t dropped_records = 0;   // activity records CUPTI reported dropped
+  uint64_t capture_ns = 0;        // CPU time spent capturing stacks on launch threads
+};
+
+}  // namespace aiflame

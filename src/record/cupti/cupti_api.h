@@ -1,0 +1,49 @@
+// The CUPTI entry points aiflame uses, as a table of function pointers filled at run time from the
+// libcupti that matches the program's CUDA. Tests fill the table with fakes (see tests/record).
+#pragma once
+#include <cupti.h>
+#include <cupti_pcsampling.h>
+
+#include <string>
+
+namespace aiflame {
+
+struct CuptiApi {
+#define AIFLAME_CUPTI_FUNCTIONS(X)                 \
+  X(cuptiGetVersion)                               \
+  X(cuptiGetResultString)                          \
+  X(cuptiSubscribe)                                \
+  X(cuptiUnsubscribe)                              \
+  X(cuptiEnableCallback)                           \
+  X(cuptiGetTimestamp)                             \
+  X(cuptiGetDeviceId)                              \
+  X(cuptiGetContextId)                             \
+  X(cuptiActivityRegisterCallbacks)                \
+  X(cuptiActivityEnable)                           \
+  X(cuptiActivityFlushAll)                         \
+  X(cuptiActivityGetNextRecord)                    \
+  X(cuptiActivityGetNumDroppedRecords)             \
+  X(cuptiGetCubinCrc)                              \
+  X(cuptiPCSamplingEnable)                         \
+  X(cuptiPCSamplingDisable)                        \
+  X(cuptiPCSamplingGetNumStallReasons)             \
+  X(cuptiPCSamplingGetStallReasons)                \
+  X(cuptiPCSamplingSetConfigurationAttribute)      \
+  X(cuptiPCSamplingGetData)
+#define AIFLAME_DECLARE(name) decltype(&::name) name = nullptr;
+  AIFLAME_CUPTI_FUNCTIONS(AIFLAME_DECLARE)
+#undef AIFLAME_DECLARE
+
+  std::string library_path;
+  uint32_t version = 0;
+
+  // "CUPTI_ERROR_X" for a result code.
+  std::string result_string(CUptiResult r) const;
+};
+
+// Finds and opens libcupti: one already loaded in the process, $AIFLAME_CUPTI, next to the loaded
+// CUDA runtime (pip's nvidia/cuda_runtime -> nvidia/cuda_cupti), $CUDA_HOME, /usr/local/cuda, then
+// the loader's search path. On failure returns false and explains in *error what was tried.
+bool load_cupti(CuptiApi* api, std::string* error);
+
+}  // namespace aiflame

@@ -1,0 +1,342 @@
+#include "record/cupti/cupti_backend.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace aiflame {
+namespace {
+
+CuptiBackend* g_backend = nullptr;
+
+void CUPTIAPI callback_trampoline(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (g_backend) g_backend->on_callback(domain, cbid, data);
+}
+
+constexpr size_t kActivityBufferSize = 4u << 20;
+
+void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
+  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kActivityBufferSize));
+  *size = *buffer ? kActivityBufferSize : 0;
+  *max_records = 0;
+}
+
+void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
+  if (g_backend && buffer) g_backend->on_activity_buffer(buffer, valid);
+  std::free(buffer);
+}
+
+constexpr CUpti_CallbackId kLaunchCallbacks[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel,          CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,        CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel, CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,           CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
+};
+
+constexpr size_t kPcBufferEntries = 10000;
+
+std::string fix_for(CUptiResult r) {
+  switch (r) {
+    case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
+      return "GPU sampling needs root, or the driver option NVreg_RestrictProfilingToAdminUsers=0";
+    case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+      return "another CUPTI tool (Nsight Systems/Compute, torch.profiler, a DCGM or kineto daemon) is attached to "
+             "this process; run aiflame without it";
+    case CUPTI_ERROR_NOT_SUPPORTED:
+    case CUPTI_ERROR_NOT_COMPATIBLE:
+      return "this GPU or driver does not support continuous PC sampling (needs compute capability 7.0+)";
+    default:
+      return {};
+  }
+}
+
+}  // namespace
+
+bool CuptiBackend::check(CUptiResult r, const char* call, const std::string& fix) {
+  if (r == CUPTI_SUCCESS) return true;
+  std::string f = fix.empty() ? fix_for(r) : fix;
+  rec_.warn(std::string(call) + " failed: " + api_.result_string(r) + (f.empty() ? "" : "; " + f));
+  return false;
+}
+
+bool CuptiBackend::start() {
+  g_backend = this;
+  CUptiResult r = api_.cuptiSubscribe(&subscriber_, callback_trampoline, nullptr);
+  if (r != CUPTI_SUCCESS) {
+    check(r, "cuptiSubscribe");
+    rec_.warn("nothing is recorded for this process; the program runs on unprofiled");
+    g_backend = nullptr;
+    return false;
+  }
+  check(api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED),
+        "cuptiEnableCallback(CONTEXT_CREATED)");
+  check(api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING),
+        "cuptiEnableCallback(CONTEXT_DESTROY_STARTING)");
+  check(api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED),
+        "cuptiEnableCallback(MODULE_LOADED)");
+  for (CUpti_CallbackId id : kLaunchCallbacks)
+    check(api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id), "cuptiEnableCallback(launch)");
+  if (rec_.options().kernel_activity) {
+    if (check(api_.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks"))
+      check(api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable(CONCURRENT_KERNEL)");
+  }
+  return true;
+}
+
+void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
+    auto* cb = static_cast<const CUpti_CallbackData*>(data);
+    if (cb->callbackSite != CUPTI_API_ENTER) return;
+    uint64_t ts = 0;
+    api_.cuptiGetTimestamp(&ts);
+    rec_.on_launch(cbid, cb->correlationId, reinterpret_cast<uint64_t>(cb->symbolName), ts);
+    return;
+  }
+  if (domain != CUPTI_CB_DOMAIN_RESOURCE) return;
+  auto* res = static_cast<const CUpti_ResourceData*>(data);
+  switch (cbid) {
+    case CUPTI_CBID_RESOURCE_CONTEXT_CREATED: context_created(res->context); break;
+    case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING: context_destroying(res->context); break;
+    case CUPTI_CBID_RESOURCE_MODULE_LOADED:
+      module_loaded(static_cast<const CUpti_ModuleResourceData*>(res->resourceDescriptor), res->context);
+      break;
+    default: break;
+  }
+}
+
+void CuptiBackend::context_created(CUcontext ctx) {
+  auto c = std::make_unique<Context>();
+  c->ctx = ctx;
+  api_.cuptiGetDeviceId(ctx, &c->device);
+  api_.cuptiGetContextId(ctx, &c->context_id);
+  api_.cuptiGetTimestamp(&c->last_drain);
+  if (rec_.options().pc_sampling && !sampling_failed_) c->enabled = enable_sampling(*c);
+  std::lock_guard<std::mutex> lock(contexts_mu_);
+  contexts_[ctx] = std::move(c);
+}
+
+bool CuptiBackend::enable_sampling(Context& c) {
+  CUpti_PCSamplingEnableParams en = {CUpti_PCSamplingEnableParamsSize};
+  en.ctx = c.ctx;
+  if (!check(api_.cuptiPCSamplingEnable(&en), "cuptiPCSamplingEnable")) {
+    sampling_failed_ = true;
+    rec_.warn("GPU PC sampling is off; launches and kernel times are still recorded");
+    return false;
+  }
+  size_t n = 0;
+  CUpti_PCSamplingGetNumStallReasonsParams np = {CUpti_PCSamplingGetNumStallReasonsParamsSize};
+  np.ctx = c.ctx;
+  np.numStallReasons = &n;
+  if (!check(api_.cuptiPCSamplingGetNumStallReasons(&np), "cuptiPCSamplingGetNumStallReasons")) return false;
+  std::vector<uint32_t> idx(n);
+  std::vector<std::vector<char>> names(n, std::vector<char>(CUPTI_STALL_REASON_STRING_SIZE));
+  std::vector<char*> name_ptrs(n);
+  for (size_t i = 0; i < n; i++) name_ptrs[i] = names[i].data();
+  CUpti_PCSamplingGetStallReasonsParams sp = {CUpti_PCSamplingGetStallReasonsParamsSize};
+  sp.ctx = c.ctx;
+  sp.numStallReasons = n;
+  sp.stallReasonIndex = idx.data();
+  sp.stallReasons = name_ptrs.data();
+  if (!check(api_.cuptiPCSamplingGetStallReasons(&sp), "cuptiPCSamplingGetStallReasons")) return false;
+  StallReasonsRecord sr;
+  sr.device = c.device;
+  for (size_t i = 0; i < n; i++) sr.reasons.emplace_back(idx[i], std::string(names[i].data()));
+  rec_.writer().add(sr);
+
+  c.pcs.assign(kPcBufferEntries, CUpti_PCSamplingPCData{});
+  c.reasons.assign(kPcBufferEntries, std::vector<CUpti_PCSamplingStallReason>(n));
+  for (size_t i = 0; i < kPcBufferEntries; i++) {
+    c.pcs[i].size = sizeof(CUpti_PCSamplingPCData);
+    c.pcs[i].stallReason = c.reasons[i].data();
+  }
+  c.data = {};
+  c.data.size = sizeof(CUpti_PCSamplingData);
+  c.data.collectNumPcs = kPcBufferEntries;
+  c.data.pPcData = c.pcs.data();
+
+  std::vector<CUpti_PCSamplingConfigurationInfo> cfg;
+  auto add = [&](CUpti_PCSamplingConfigurationAttributeType t) -> CUpti_PCSamplingConfigurationInfo& {
+    cfg.push_back({});
+    cfg.back().attributeType = t;
+    return cfg.back();
+  };
+  add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON).attributeData.stallReasonData = {n, idx.data()};
+  add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER)
+      .attributeData.samplingDataBufferData.samplingDataBuffer = &c.data;
+  add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE).attributeData.collectionModeData.collectionMode =
+      CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
+  // CUPTI's decode thread otherwise sleeps 100 ms, which would blur every batch's time window.
+  add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN)
+      .attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan = rec_.options().interval_ms;
+  if (rec_.options().period_log2)
+    add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD).attributeData.samplingPeriodData.samplingPeriod =
+        rec_.options().period_log2;
+  CUpti_PCSamplingConfigurationInfoParams cp = {CUpti_PCSamplingConfigurationInfoParamsSize};
+  cp.ctx = c.ctx;
+  cp.numAttributes = cfg.size();
+  cp.pPCSamplingConfigurationInfo = cfg.data();
+  if (!check(api_.cuptiPCSamplingSetConfigurationAttribute(&cp), "cuptiPCSamplingSetConfigurationAttribute")) {
+    CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize};
+    dp.ctx = c.ctx;
+    api_.cuptiPCSamplingDisable(&dp);
+    return false;
+  }
+  return true;
+}
+
+// Converts what the sampling buffer holds into one batch record and returns the buffer to CUPTI.
+static PcBatchRecord take_batch(CUpti_PCSamplingData& d, Recorder& rec) {
+  PcBatchRecord b;
+  b.total_samples = d.totalSamples;
+  b.dropped_samples = d.droppedSamples;
+  b.hardware_buffer_full = d.hardwareBufferFull != 0;
+  for (size_t i = 0; i < d.totalNumPcs; i++) {
+    CUpti_PCSamplingPCData& pc = d.pPcData[i];
+    uint32_t fn = rec.intern(pc.functionName ? pc.functionName : "[unknown kernel]");
+    std::free(pc.functionName);  // CUPTI allocates it for us to free
+    pc.functionName = nullptr;
+    for (size_t k = 0; k < pc.stallReasonCount; k++) {
+      if (!pc.stallReason[k].samples) continue;
+      PcSample s;
+      s.function = fn;
+      s.cubin_crc = pc.cubinCrc;
+      s.pc_offset = pc.pcOffset;
+      s.stall_reason = pc.stallReason[k].pcSamplingStallReasonIndex;
+      s.count = pc.stallReason[k].samples;
+      s.correlation_id = pc.size >= offsetof(CUpti_PCSamplingPCData, correlationId) + sizeof(uint32_t) ? pc.correlationId : 0;
+      b.samples.push_back(s);
+    }
+  }
+  rec.pc_records += d.totalNumPcs;
+  rec.samples += d.totalSamples;
+  rec.dropped_samples += d.droppedSamples;
+  d.totalNumPcs = 0;
+  return b;
+}
+
+void CuptiBackend::drain(Context& c) {
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (!c.enabled) return;
+  for (int guard = 0; guard < 1000; guard++) {
+    CUpti_PCSamplingGetDataParams gp = {CUpti_PCSamplingGetDataParamsSize};
+    gp.ctx = c.ctx;
+    gp.pcSamplingData = &c.data;
+    CUptiResult r = api_.cuptiPCSamplingGetData(&gp);
+    if (r != CUPTI_SUCCESS) {
+      if (r == CUPTI_ERROR_OUT_OF_MEMORY)
+        rec_.warn("the GPU's sampling buffer overflowed and samples were lost; use a larger --period or a shorter --interval");
+      else
+        check(r, "cuptiPCSamplingGetData");
+      break;
+    }
+    uint64_t now = 0;
+    api_.cuptiGetTimestamp(&now);
+    size_t remaining = c.data.remainingNumPcs;
+    if (c.data.totalNumPcs > 0 || c.data.droppedSamples > 0) {
+      PcBatchRecord b = take_batch(c.data, rec_);
+      b.timestamp = now;
+      b.prev_timestamp = c.last_drain;
+      b.device = c.device;
+      b.context = c.context_id;
+      rec_.writer().add(b);
+    }
+    if (remaining == 0) {
+      c.last_drain = now;
+      break;
+    }
+  }
+}
+
+void CuptiBackend::drain_all() {
+  std::vector<Context*> all;
+  {
+    std::lock_guard<std::mutex> lock(contexts_mu_);
+    for (auto& [ctx, c] : contexts_) all.push_back(c.get());
+  }
+  for (Context* c : all) drain(*c);
+}
+
+void CuptiBackend::disable(Context& c) {
+  drain(c);
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (!c.enabled) return;
+  c.enabled = false;
+  c.data.totalNumPcs = 0;
+  CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize};
+  dp.ctx = c.ctx;
+  check(api_.cuptiPCSamplingDisable(&dp), "cuptiPCSamplingDisable");
+  if (c.data.totalNumPcs > 0) {  // disabling flushes what CUPTI still held
+    uint64_t now = 0;
+    api_.cuptiGetTimestamp(&now);
+    PcBatchRecord b = take_batch(c.data, rec_);
+    b.timestamp = now;
+    b.prev_timestamp = c.last_drain;
+    b.device = c.device;
+    b.context = c.context_id;
+    rec_.writer().add(b);
+  }
+}
+
+void CuptiBackend::context_destroying(CUcontext ctx) {
+  std::unique_ptr<Context> c;
+  {
+    std::lock_guard<std::mutex> lock(contexts_mu_);
+    auto it = contexts_.find(ctx);
+    if (it == contexts_.end()) return;
+    disable(*it->second);
+    // Kept alive (not erased): the collector may hold a pointer; disabled contexts are skipped.
+  }
+  if (api_.cuptiActivityFlushAll) api_.cuptiActivityFlushAll(0);
+}
+
+void CuptiBackend::module_loaded(const CUpti_ModuleResourceData* m, CUcontext ctx) {
+  if (!m || !m->pCubin || m->cubinSize == 0) return;
+  CUpti_GetCubinCrcParams p = {CUpti_GetCubinCrcParamsSize};
+  p.cubinSize = m->cubinSize;
+  p.cubin = m->pCubin;
+  if (!check(api_.cuptiGetCubinCrc(&p), "cuptiGetCubinCrc")) return;
+  {
+    std::lock_guard<std::mutex> lock(cubins_mu_);
+    if (!cubins_seen_.insert(p.cubinCrc).second) return;
+  }
+  CubinRecord rec;
+  rec.crc = p.cubinCrc;
+  api_.cuptiGetDeviceId(ctx, &rec.device);
+  if (rec_.options().keep_cubins) rec.image.assign(m->pCubin, m->cubinSize);
+  rec_.writer().add(rec);
+  rec_.cubins++;
+}
+
+void CuptiBackend::on_activity_buffer(uint8_t* buffer, size_t valid) {
+  CUpti_Activity* r = nullptr;
+  while (api_.cuptiActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS) {
+    if (r->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && r->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
+    auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(r);
+    KernelRecord kr;
+    kr.correlation_id = k->correlationId;
+    kr.start = k->start;
+    kr.end = k->end;
+    kr.device = k->deviceId;
+    kr.context = k->contextId;
+    kr.stream = k->streamId;
+    kr.name = rec_.intern(k->name ? k->name : "[unknown kernel]");
+    kr.grid[0] = k->gridX; kr.grid[1] = k->gridY; kr.grid[2] = k->gridZ;
+    kr.block[0] = k->blockX; kr.block[1] = k->blockY; kr.block[2] = k->blockZ;
+    kr.graph_id = k->graphId;
+    rec_.writer().add(kr);
+    rec_.kernels++;
+  }
+}
+
+void CuptiBackend::stop() {
+  std::vector<Context*> all;
+  {
+    std::lock_guard<std::mutex> lock(contexts_mu_);
+    for (auto& [ctx, c] : contexts_) all.push_back(c.get());
+  }
+  for (Context* c : all) disable(*c);
+  if (rec_.options().kernel_activity) api_.cuptiActivityFlushAll(1);
+  size_t dropped = 0;
+  if (api_.cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) rec_.dropped_records += dropped;
+}
+
+}  // namespace aiflame

@@ -1,0 +1,61 @@
+// NVIDIA backend: CUPTI callbacks (contexts, modules, launches), kernel activity records and
+// continuous PC sampling, fed into the Recorder hub. Never throws; every CUPTI failure becomes one
+// warning that names the fix, and the program runs on.
+#pragma once
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "record/cupti/cupti_api.h"
+#include "record/recorder.h"
+
+namespace aiflame {
+
+class CuptiBackend {
+ public:
+  CuptiBackend(Recorder& rec, CuptiApi api) : rec_(rec), api_(std::move(api)) {}
+  // Subscribes and enables callbacks and activity. False when nothing can be recorded (warned).
+  bool start();
+  // Collector thread: drains the PC sampling buffers of every context.
+  void drain_all();
+  // At exit: final drain, disable sampling, flush activity.
+  void stop();
+
+  // Entry points for CUPTI (static trampolines route here).
+  void on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
+  void on_activity_buffer(uint8_t* buffer, size_t valid_size);
+
+ private:
+  struct Context {
+    CUcontext ctx = nullptr;
+    uint32_t device = 0;
+    uint32_t context_id = 0;
+    std::mutex mu;  // GetData, Disable and the buffer are used from several threads
+    CUpti_PCSamplingData data{};
+    std::vector<CUpti_PCSamplingPCData> pcs;
+    std::vector<std::vector<CUpti_PCSamplingStallReason>> reasons;
+    uint64_t last_drain = 0;
+    bool enabled = false;
+  };
+  void context_created(CUcontext ctx);
+  void context_destroying(CUcontext ctx);
+  void module_loaded(const CUpti_ModuleResourceData* m, CUcontext ctx);
+  bool enable_sampling(Context& c);
+  void drain(Context& c);
+  void disable(Context& c);
+  bool check(CUptiResult r, const char* call, const std::string& fix = {});
+
+  Recorder& rec_;
+  CuptiApi api_;
+  CUpti_SubscriberHandle subscriber_ = nullptr;
+  std::mutex contexts_mu_;
+  std::map<CUcontext, std::unique_ptr<Context>> contexts_;
+  std::mutex cubins_mu_;
+  std::set<uint64_t> cubins_seen_;
+  bool sampling_failed_ = false;
+};
+
+}  // namespace aiflame

@@ -1,0 +1,127 @@
+// Entry point of libaiflame_cupti.so: the CUDA driver calls InitializeInjection() from cuInit when
+// CUDA_INJECTION64_PATH names this library. Nothing here may throw or stop the program.
+#include <dlfcn.h>
+#include <pthread.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+
+#include "record/cupti/cupti_backend.h"
+#include "record/module_map.h"
+#include "record/recorder.h"
+
+namespace aiflame {
+namespace {
+
+// Leaked on purpose: they must outlive every static destructor and late CUDA callback.
+Recorder* g_recorder = nullptr;
+CuptiBackend* g_backend = nullptr;
+pid_t g_pid = 0;
+decltype(&::cuptiGetTimestamp) g_timestamp = nullptr;
+
+std::string read_cmdline() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string s((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!s.empty() && s.back() == '\0') s.pop_back();
+  for (char& c : s) if (c == '\0') c = ' ';
+  return s;
+}
+
+std::string hostname() {
+  char buf[256] = {};
+  gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+void at_exit() {
+  // A forked child that never exec'd shares our file descriptor: only the recording process finishes it.
+  if (!g_recorder || getpid() != g_pid) return;
+  g_recorder->stop_collector();
+  if (g_backend) g_backend->stop();
+  uint64_t kernels = g_recorder->kernels, samples = g_recorder->samples;
+  if (kernels > 0 && samples == 0 && g_recorder->options().pc_sampling && g_recorder->options().period_log2)
+    g_recorder->warn("kernels ran but no GPU sample came; some GPUs sample nothing at an explicit period: try --period default");
+  uint64_t ts = 0;
+  if (g_timestamp) g_timestamp(&ts);
+  g_recorder->finish(ts);
+}
+
+void skip_frames_of(StackCapture& st, const char* name) {
+  uint64_t lo, hi;
+  if (find_module_range(name, &lo, &hi)) st.add_skip_range(lo, hi);
+}
+
+int initialize() {
+  RecordOptions opt = record_options_from_env();
+  CuptiApi api;
+  std::string err;
+  if (!load_cupti(&api, &err)) {
+    std::fprintf(stderr, "aiflame: %s; the program runs on unprofiled\n", err.c_str());
+    return 1;
+  }
+  if (api.version < CUPTI_API_VERSION / 10000 * 10000) {
+    std::fprintf(stderr,
+                 "aiflame: %s has CUPTI API version %u, older than the CUPTI %d this aiflame was built with; "
+                 "run with a CUDA %d runtime (or AIFLAME_CUPTI=path to a newer libcupti); the program runs on unprofiled\n",
+                 api.library_path.c_str(), api.version, CUPTI_API_VERSION / 10000, CUPTI_API_VERSION / 10000);
+    return 1;
+  }
+  ProcessRecord p;
+  p.pid = static_cast<uint32_t>(getpid());
+  p.ppid = static_cast<uint32_t>(getppid());
+  p.command = read_cmdline();
+  p.hostname = hostname();
+  p.start_realtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                            std::chrono::system_clock::now().time_since_epoch()).count();
+  api.cuptiGetTimestamp(&p.start_timestamp);
+  p.backend_version = api.version;
+  if (auto get = reinterpret_cast<int (*)(int*)>(dlsym(RTLD_DEFAULT, "cuDriverGetVersion"))) {
+    int v = 0;
+    if (get(&v) == 0) p.driver_version = static_cast<uint32_t>(v);
+  }
+  p.sampling_period_log2 = opt.period_log2;
+  p.interval_ms = opt.interval_ms;
+  p.backend = "cupti";
+  p.tool_version = AIFLAME_VERSION;
+
+  auto* rec = new Recorder();
+  if (!rec->start(opt, p, &err)) {
+    std::fprintf(stderr, "aiflame: %s; the program runs on unprofiled\n", err.c_str());
+    delete rec;
+    return 1;
+  }
+  rec->stacks().init(opt.unwind, opt.python);
+  skip_frames_of(rec->stacks(), "libaiflame_cupti");
+  skip_frames_of(rec->stacks(), "libcupti.so");
+  skip_frames_of(rec->stacks(), "libcuda.so");
+  rec->write_modules_if_changed();
+  g_recorder = rec;
+  g_pid = getpid();
+  g_timestamp = api.cuptiGetTimestamp;
+  auto* backend = new CuptiBackend(*rec, api);
+  if (backend->start()) g_backend = backend;
+  rec->start_collector([] { if (g_backend) g_backend->drain_all(); });
+  std::atexit(at_exit);
+  return 1;
+}
+
+}  // namespace
+}  // namespace aiflame
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  static std::once_flag once;
+  static int result = 1;
+  std::call_once(once, [] {
+    try {
+      result = aiflame::initialize();
+    } catch (...) {
+      std::fprintf(stderr, "aiflame: internal error while starting; the program runs on unprofiled\n");
+    }
+  });
+  return result;
+}

@@ -1,0 +1,93 @@
+#include "record/module_map.h"
+
+#include <elf.h>
+#include <link.h>
+#include <unistd.h>
+
+#include <climits>
+#include <cstring>
+
+namespace aiflame {
+namespace {
+
+std::string hex(const unsigned char* p, size_t n) {
+  static const char digits[] = "0123456789abcdef";
+  std::string s;
+  for (size_t i = 0; i < n; i++) { s += digits[p[i] >> 4]; s += digits[p[i] & 15]; }
+  return s;
+}
+
+// The GNU build-id note from the object's PT_NOTE segments, which are mapped in memory.
+std::string build_id_of(const dl_phdr_info* info) {
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_NOTE) continue;
+    const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+    const char* end = p + ph.p_memsz;
+    while (p + sizeof(ElfW(Nhdr)) <= end) {
+      auto* nh = reinterpret_cast<const ElfW(Nhdr)*>(p);
+      const char* name = p + sizeof(ElfW(Nhdr));
+      const char* desc = name + ((nh->n_namesz + 3) & ~3u);
+      if (desc + nh->n_descsz > end) break;
+      if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0)
+        return hex(reinterpret_cast<const unsigned char*>(desc), nh->n_descsz);
+      p = desc + ((nh->n_descsz + 3) & ~3u);
+    }
+  }
+  return {};
+}
+
+std::string exe_path() {
+  char buf[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+int collect(dl_phdr_info* info, size_t, void* data) {
+  auto* out = static_cast<std::vector<ModuleRecord>*>(data);
+  ModuleRecord m;
+  m.path = info->dlpi_name ? info->dlpi_name : "";
+  if (m.path.empty()) {
+    if (!out->empty()) return 0;  // vdso and anonymous objects carry no file; the first one is the executable
+    m.path = exe_path();
+  }
+  m.load_bias = info->dlpi_addr;
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    lo = std::min<uint64_t>(lo, info->dlpi_addr + ph.p_vaddr);
+    hi = std::max<uint64_t>(hi, info->dlpi_addr + ph.p_vaddr + ph.p_memsz);
+  }
+  if (lo >= hi) return 0;
+  m.lo = lo;
+  m.hi = hi;
+  m.build_id = build_id_of(info);
+  m.id = static_cast<uint32_t>(out->size() + 1);
+  out->push_back(std::move(m));
+  return 0;
+}
+
+}  // namespace
+
+std::vector<ModuleRecord> read_loaded_modules() {
+  std::vector<ModuleRecord> mods;
+  dl_iterate_phdr(collect, &mods);
+  return mods;
+}
+
+bool find_module_range(const std::string& name_part, uint64_t* lo, uint64_t* hi, std::string* path) {
+  for (const auto& m : read_loaded_modules()) {
+    auto slash = m.path.rfind('/');
+    std::string base = slash == std::string::npos ? m.path : m.path.substr(slash + 1);
+    if (base.find(name_part) != std::string::npos) {
+      *lo = m.lo;
+      *hi = m.hi;
+      if (path) *path = m.path;
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace aiflame

@@ -1,0 +1,45 @@
+#include "record/record_options.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace aiflame {
+namespace {
+
+bool env_flag(const char* name, bool dflt) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return dflt;
+  return !(std::strcmp(v, "0") == 0 || std::strcmp(v, "no") == 0 || std::strcmp(v, "off") == 0);
+}
+
+uint32_t env_uint(const char* name, uint32_t dflt, uint32_t lo, uint32_t hi) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return dflt;
+  char* end = nullptr;
+  unsigned long x = std::strtoul(v, &end, 10);
+  if (*end || x < lo || x > hi) return dflt;
+  return static_cast<uint32_t>(x);
+}
+
+}  // namespace
+
+RecordOptions record_options_from_env() {
+  RecordOptions o;
+  if (const char* v = std::getenv("AIFLAME_OUTPUT"); v && *v) o.output = v;
+  const char* p = std::getenv("AIFLAME_PERIOD");
+  if (p && std::strcmp(p, "default") == 0) o.period_log2 = 0;
+  else o.period_log2 = env_uint("AIFLAME_PERIOD", kDefaultPeriodLog2, 5, 31);
+  o.interval_ms = env_uint("AIFLAME_INTERVAL_MS", 10, 1, 10000);
+  if (const char* u = std::getenv("AIFLAME_UNWIND")) {
+    if (std::strcmp(u, "always") == 0) o.unwind = UnwindPolicy::Always;
+    else if (std::strcmp(u, "off") == 0) o.unwind = UnwindPolicy::Off;
+  }
+  o.python = env_flag("AIFLAME_PYTHON", true);
+  o.pc_sampling = env_flag("AIFLAME_PC_SAMPLING", true);
+  o.kernel_activity = env_flag("AIFLAME_ACTIVITY", true);
+  o.keep_cubins = env_flag("AIFLAME_CUBINS", true);
+  o.quiet = env_flag("AIFLAME_QUIET", false);
+  return o;
+}
+
+}  // namespace aiflame

@@ -1,0 +1,30 @@
+// Settings of the injection library, passed by `aiflame record` through the environment.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "record/stack_capture.h"
+
+namespace aiflame {
+
+// Chosen by measurement on an H100 (bench/RESULTS.md): 2^22 cycles keeps gpt_train.py within budget
+// while giving tens of thousands of samples per second on a busy GPU.
+inline constexpr uint32_t kDefaultPeriodLog2 = 22;
+
+struct RecordOptions {
+  std::string output = "aiflame.data";  // the library writes OUTPUT.<pid>
+  uint32_t period_log2 = kDefaultPeriodLog2;  // 0: CUPTI's own default period
+  uint32_t interval_ms = 10;
+  UnwindPolicy unwind = UnwindPolicy::Sampled;
+  bool python = true;
+  bool pc_sampling = true;
+  bool kernel_activity = true;
+  bool keep_cubins = true;
+  bool quiet = false;
+};
+
+// AIFLAME_OUTPUT, AIFLAME_PERIOD, AIFLAME_INTERVAL_MS, AIFLAME_UNWIND=sampled|always|off,
+// AIFLAME_PYTHON=0, AIFLAME_PC_SAMPLING=0, AIFLAME_ACTIVITY=0, AIFLAME_CUBINS=0, AIFLAME_QUIET=1.
+RecordOptions record_options_from_env();
+
+}  // namespace aiflame

@@ -1,0 +1,100 @@
+#include "record/recorder.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+
+#include "record/module_map.h"
+
+namespace aiflame {
+
+bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std::string* error) {
+  opt_ = opt;
+  std::string path = opt.output + "." + std::to_string(getpid());
+  if (!writer_.open(path, /*overwrite=*/true, error)) return false;
+  writer_.add(process);
+  started_ = true;
+  return true;
+}
+
+void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, uint64_t timestamp) {
+  auto t0 = std::chrono::steady_clock::now();
+  StackCapture::Result st = stacks_.capture(site ^ (static_cast<uint64_t>(api) << 48));
+  LaunchRecord rec;
+  rec.correlation_id = correlation_id;
+  static thread_local uint32_t tid = static_cast<uint32_t>(gettid());
+  rec.tid = tid;
+  rec.timestamp = timestamp;
+  rec.stack_id = st.stack_id;
+  rec.api = api;
+  rec.native_unwound = st.unwound;
+  writer_.add(rec);
+  launches++;
+  if (st.unwound) launches_unwound++;
+  capture_ns += static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+}
+
+void Recorder::warn(const std::string& text) {
+  {
+    std::lock_guard<std::mutex> lock(warn_mu_);
+    if (!warned_.insert(text).second) return;
+  }
+  if (!opt_.quiet) std::fprintf(stderr, "aiflame: %s\n", text.c_str());
+  if (started_) writer_.add(WarningRecord{text});
+}
+
+void Recorder::write_modules_if_changed() {
+  std::lock_guard<std::mutex> lock(modules_mu_);
+  for (auto& m : read_loaded_modules()) {
+    if (modules_written_.insert({m.path, m.lo}).second) {
+      m.id = static_cast<uint32_t>(modules_written_.size());
+      writer_.add(m);
+    }
+  }
+}
+
+void Recorder::start_collector(std::function<void()> drain) {
+  collector_ = std::thread([this, drain = std::move(drain)] {
+    uint32_t ms = opt_.interval_ms;
+    uint32_t ticks = 0;
+    while (!stop_.load()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      if (stop_.load()) break;
+      drain();
+      // The module list rarely changes; look every 100 ticks (and at exit).
+      if (ticks++ % 100 == 0) write_modules_if_changed();
+      std::lock_guard<std::mutex> lock(collector_mu_);
+      writer_.flush();
+    }
+  });
+}
+
+void Recorder::stop_collector() {
+  stop_.store(true);
+  if (collector_.joinable()) collector_.join();
+}
+
+void Recorder::finish(uint64_t end_timestamp) {
+  if (!started_) return;
+  write_modules_if_changed();
+  EndRecord end;
+  end.timestamp = end_timestamp;
+  end.launches = launches;
+  end.launches_unwound = launches_unwound;
+  end.stacks = stacks_.stacks();
+  end.pc_records = pc_records;
+  end.samples = samples;
+  end.dropped_samples = dropped_samples;
+  end.kernels = kernels;
+  end.cubins = cubins;
+  end.dropped_records = dropped_records;
+  end.capture_ns = capture_ns;
+  writer_.add(end);
+  if (!writer_.close()) std::fprintf(stderr, "aiflame: writing the profile failed: %s\n", writer_.error().c_str());
+  started_ = false;
+}
+
+}  // namespace aiflame

@@ -1,0 +1,63 @@
+// The vendor-neutral hub of the injection library: GPU backends feed it launches, kernels, PC
+// samples and code objects; it owns the profile file, the stack capture and the collector thread.
+#pragma once
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "profile/profile_writer.h"
+#include "record/record_options.h"
+#include "record/stack_capture.h"
+#include "record/string_table.h"
+
+namespace aiflame {
+
+class Recorder {
+ public:
+  Recorder() : strings_(writer_), stacks_(writer_, strings_) {}
+
+  // Opens OUTPUT.<pid> and writes the process record. False (with *error) when the file cannot be made.
+  bool start(const RecordOptions& opt, const ProcessRecord& process, std::string* error);
+  bool started() const { return started_; }
+  const RecordOptions& options() const { return opt_; }
+
+  // Called on the launching thread at every kernel launch.
+  void on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, uint64_t timestamp);
+
+  // The collector thread: every interval, runs `drain` (backend's buffers) and flushes the file.
+  void start_collector(std::function<void()> drain);
+  void stop_collector();
+
+  // Prints "aiflame: <text>" on stderr once per distinct text and keeps it in the profile.
+  void warn(const std::string& text);
+
+  uint32_t intern(std::string_view s) { return strings_.intern(s); }
+  ProfileWriter& writer() { return writer_; }
+  StackCapture& stacks() { return stacks_; }
+  void write_modules_if_changed();
+
+  // Writes the End record and closes the file; the counters below go into it.
+  void finish(uint64_t end_timestamp);
+
+  std::atomic<uint64_t> launches{0}, launches_unwound{0}, capture_ns{0};
+  std::atomic<uint64_t> kernels{0}, pc_records{0}, samples{0}, dropped_samples{0}, cubins{0}, dropped_records{0};
+
+ private:
+  ProfileWriter writer_;
+  StringTable strings_;
+  StackCapture stacks_;
+  RecordOptions opt_;
+  bool started_ = false;
+  std::mutex warn_mu_;
+  std::set<std::string> warned_;
+  std::mutex modules_mu_;
+  std::set<std::pair<std::string, uint64_t>> modules_written_;
+  std::thread collector_;
+  std::atomic<bool> stop_{false};
+  std::mutex collector_mu_;
+};
+
+}  // namespace aiflame

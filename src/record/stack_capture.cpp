@@ -1,0 +1,113 @@
+#include "record/stack_capture.h"
+
+#include <execinfo.h>
+
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace aiflame {
+namespace {
+
+constexpr int kMaxNative = 256;
+constexpr int kMaxPython = 256;
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  // 64-bit multiplicative mixing (splitmix64 finaliser) over a running hash.
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  h ^= h >> 30; h *= 0xbf58476d1ce4e5b9ULL;
+  h ^= h >> 27; h *= 0x94d049bb133111ebULL;
+  return h ^ (h >> 31);
+}
+
+bool is_power_of_two(uint64_t v) { return v && !(v & (v - 1)); }
+
+}  // namespace
+
+void StackCapture::init(UnwindPolicy policy, bool python) {
+  policy_ = policy;
+  use_python_ = python;
+  if (python) python_.init();
+}
+
+int StackCapture::unwind(uint64_t* out, int max) const {
+  void* frames[kMaxNative];
+  int n = backtrace(frames, std::min(max, kMaxNative));
+  int first = 0;
+  // Drop the leaf frames that belong to aiflame, CUPTI and the driver: the launch is the first frame after them.
+  while (first < n) {
+    auto a = reinterpret_cast<uint64_t>(frames[first]);
+    bool skip = false;
+    for (const auto& [lo, hi] : skip_) skip |= a >= lo && a < hi;
+    if (!skip) break;
+    first++;
+  }
+  int k = 0;
+  for (int i = first; i < n; i++) out[k++] = reinterpret_cast<uint64_t>(frames[i]);
+  return k;
+}
+
+PyFrame StackCapture::name_python(const RawPyFrame& f) {
+  auto it = code_names_.find(f.code);
+  if (it == code_names_.end()) {
+    std::string file, function;
+    python_.describe(f.code, &file, &function);
+    it = code_names_.emplace(f.code, std::make_pair(strings_.intern(file), strings_.intern(function))).first;
+  }
+  return PyFrame{it->second.first, it->second.second, f.line};
+}
+
+uint32_t StackCapture::intern_stack(const uint64_t* native, int nn, const RawPyFrame* py, int np) {
+  std::vector<uint64_t> content;
+  content.reserve(2 + nn + 2 * np);
+  content.push_back(static_cast<uint64_t>(nn));
+  content.insert(content.end(), native, native + nn);
+  content.push_back(static_cast<uint64_t>(np));
+  for (int i = 0; i < np; i++) {
+    content.push_back(reinterpret_cast<uint64_t>(py[i].code));
+    content.push_back(py[i].line);
+  }
+  uint64_t h = 0;
+  for (uint64_t v : content) h = mix(h, v);
+  auto& bucket = stack_ids_[h];
+  for (uint32_t id : bucket)
+    if (stack_content_[id - 1] == content) return id;
+
+  uint32_t id = next_stack_id_++;
+  StackRecord rec;
+  rec.id = id;
+  rec.native.assign(native, native + nn);
+  rec.python.reserve(static_cast<size_t>(np));
+  for (int i = 0; i < np; i++) rec.python.push_back(name_python(py[i]));
+  writer_.add(rec);
+  bucket.push_back(id);
+  stack_content_.push_back(std::move(content));
+  return id;
+}
+
+StackCapture::Result StackCapture::capture(uint64_t site) {
+  RawPyFrame py[kMaxPython];
+  int np = use_python_ ? python_.capture(py, kMaxPython) : 0;
+  uint64_t key = mix(0, site);
+  for (int i = 0; i < np; i++) key = mix(mix(key, reinterpret_cast<uint64_t>(py[i].code)), py[i].line);
+
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    SiteEntry& e = sites_[key];
+    e.hits++;
+    bool need = e.stack_id == 0 || e.unstable || policy_ == UnwindPolicy::Always ||
+                (policy_ == UnwindPolicy::Sampled && is_power_of_two(e.hits));
+    if (!need) return {e.stack_id, false};
+  }
+  uint64_t native[kMaxNative];
+  int nn = policy_ == UnwindPolicy::Off ? 0 : unwind(native, kMaxNative);
+
+  std::lock_guard<std::mutex> lock(mu_);
+  uint32_t id = intern_stack(native, nn, py, np);
+  SiteEntry& e = sites_[key];
+  if (e.stack_id && e.stack_id != id) e.unstable = true;
+  e.stack_id = id;
+  return {id, policy_ != UnwindPolicy::Off};
+}
+
+}  // namespace aiflame

@@ -1,0 +1,173 @@
+#include "attribute/attribution.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <random>
+
+namespace aiflame {
+namespace {
+
+constexpr uint32_t kLongScoreboard = 3, kLongScoreboardNotIssued = 4;
+
+Profile base_profile() {
+  Profile p;
+  ProcessRecord pr;
+  pr.interval_ms = 10;
+  p.process = pr;
+  p.strings = {{1, "_Z4gemmv"}, {2, "_Z4reluv"}};
+  p.stall_reasons.push_back({0, {{kLongScoreboard, "smsp__pcsamp_warps_issue_stalled_long_scoreboard"},
+                                 {kLongScoreboardNotIssued, "smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued"}}});
+  return p;
+}
+
+void add_launch(Profile& p, uint32_t corr, uint32_t stack, uint32_t fn, uint64_t start, uint64_t end, uint32_t device = 0) {
+  p.launches.push_back({corr, 1, start, stack, 307, true});
+  KernelRecord k;
+  k.correlation_id = corr; k.start = start; k.end = end; k.device = device; k.name = fn;
+  p.kernels.push_back(k);
+}
+
+std::map<uint32_t, double> by_stack(const AttributionResult& r) {
+  std::map<uint32_t, double> m;
+  for (const auto& s : r.samples) m[s.stack_id] += s.weight;
+  return m;
+}
+
+TEST(Attribution, SplitsByGpuTimeInsideTheWindow) {
+  Profile p = base_profile();
+  // Inside the batch window [100ms, 200ms]: stack 1 runs 30 ms, stack 2 runs 10 ms of gemm.
+  add_launch(p, 1, 1, 1, 110'000'000, 140'000'000);
+  add_launch(p, 2, 2, 1, 150'000'000, 160'000'000);
+  PcBatchRecord b;
+  b.prev_timestamp = 120'000'000;  // window starts 20 ms (the lag) earlier: 100 ms
+  b.timestamp = 200'000'000;
+  b.samples = {{1, 0, 0x10, kLongScoreboard, 400, 0}};
+  p.batches.push_back(b);
+  auto r = attribute_samples(p);
+  auto m = by_stack(r);
+  EXPECT_NEAR(m[1], 300.0, 1e-9);
+  EXPECT_NEAR(m[2], 100.0, 1e-9);
+  EXPECT_EQ(r.stats.samples, 400u);
+  EXPECT_NEAR(r.stats.percent_attributed(), 100.0, 1e-9);
+  EXPECT_NEAR(r.stats.in_window, 400.0, 1e-9);
+}
+
+TEST(Attribution, ClipsExecutionsToTheWindow) {
+  Profile p = base_profile();
+  add_launch(p, 1, 1, 1, 0, 150'000'000);            // overlaps the window [100, 200] by 50 ms
+  add_launch(p, 2, 2, 1, 150'000'000, 200'000'000);  // 50 ms
+  add_launch(p, 3, 3, 1, 300'000'000, 400'000'000);  // after the window: no share
+  PcBatchRecord b;
+  b.prev_timestamp = 120'000'000;
+  b.timestamp = 200'000'000;
+  b.samples = {{1, 0, 0x10, kLongScoreboard, 10, 0}};
+  p.batches.push_back(b);
+  auto m = by_stack(attribute_samples(p));
+  EXPECT_NEAR(m[1], 5.0, 1e-9);
+  EXPECT_NEAR(m[2], 5.0, 1e-9);
+  EXPECT_EQ(m.count(3), 0u);
+}
+
+TEST(Attribution, NotIssuedReasonsAreNeverCountedTwice) {
+  Profile p = base_profile();
+  add_launch(p, 1, 1, 1, 100'000'000, 200'000'000);
+  PcBatchRecord b;
+  b.prev_timestamp = 120'000'000;
+  b.timestamp = 200'000'000;
+  b.samples = {{1, 0, 0x10, kLongScoreboard, 50, 0}, {1, 0, 0x10, kLongScoreboardNotIssued, 20, 0}};
+  p.batches.push_back(b);
+  auto r = attribute_samples(p);
+  EXPECT_EQ(r.stats.samples, 50u);
+  EXPECT_NEAR(by_stack(r)[1], 50.0, 1e-9);
+}
+
+TEST(Attribution, NoExecutionInTheWindowFallsBackToTheWholeRun) {
+  Profile p = base_profile();
+  add_launch(p, 1, 1, 1, 0, 3'000'000);              // 3 ms
+  add_launch(p, 2, 2, 1, 900'000'000, 901'000'000);  // 1 ms
+  PcBatchRecord b;
+  b.prev_timestamp = 500'000'000;
+  b.timestamp = 510'000'000;
+  b.samples = {{1, 0, 0x10, kLongScoreboard, 8, 0}};
+  p.batches.push_back(b);
+  auto r = attribute_samples(p);
+  auto m = by_stack(r);
+  EXPECT_NEAR(m[1], 6.0, 1e-9);
+  EXPECT_NEAR(m[2], 2.0, 1e-9);
+  EXPECT_NEAR(r.stats.attributed, 8.0, 1e-9);
+  EXPECT_NEAR(r.stats.in_window, 0.0, 1e-9);
+}
+
+TEST(Attribution, UnknownKernelIsKeptUnattributed) {
+  Profile p = base_profile();
+  add_launch(p, 1, 1, 1, 100'000'000, 200'000'000);
+  PcBatchRecord b;
+  b.prev_timestamp = 120'000'000;
+  b.timestamp = 200'000'000;
+  b.samples = {{2, 0, 0x20, kLongScoreboard, 7, 0}};  // relu never had an activity record
+  p.batches.push_back(b);
+  auto r = attribute_samples(p);
+  ASSERT_EQ(r.samples.size(), 1u);
+  EXPECT_EQ(r.samples[0].stack_id, 0u);
+  EXPECT_EQ(r.samples[0].weight, 7.0);
+  EXPECT_NEAR(r.stats.percent_attributed(), 0.0, 1e-9);
+}
+
+TEST(Attribution, DevicesAreKeptApart) {
+  Profile p = base_profile();
+  add_launch(p, 1, 1, 1, 100'000'000, 200'000'000, 0);
+  add_launch(p, 2, 2, 1, 100'000'000, 200'000'000, 1);
+  PcBatchRecord b;
+  b.prev_timestamp = 120'000'000;
+  b.timestamp = 200'000'000;
+  b.device = 1;
+  b.samples = {{1, 0, 0x10, kLongScoreboard, 9, 0}};
+  p.batches.push_back(b);
+  auto m = by_stack(attribute_samples(p));
+  EXPECT_EQ(m.count(1), 0u);
+  EXPECT_NEAR(m[2], 9.0, 1e-9);
+}
+
+// Property: for random runs, attribution never creates or loses samples, and every weight is
+// non-negative.
+TEST(Attribution, PropertyTotalsArePreserved) {
+  std::mt19937_64 rng(12345);
+  for (int trial = 0; trial < 200; trial++) {
+    Profile p = base_profile();
+    uint32_t corr = 1;
+    int kernels = static_cast<int>(rng() % 40);
+    for (int i = 0; i < kernels; i++) {
+      uint64_t start = rng() % 1'000'000'000;
+      add_launch(p, corr, static_cast<uint32_t>(1 + rng() % 5), static_cast<uint32_t>(1 + rng() % 2), start,
+                 start + rng() % 50'000'000, static_cast<uint32_t>(rng() % 2));
+      corr++;
+    }
+    uint64_t expected = 0;
+    for (int i = 0; i < 20; i++) {
+      PcBatchRecord b;
+      b.prev_timestamp = rng() % 1'000'000'000;
+      b.timestamp = b.prev_timestamp + rng() % 30'000'000;
+      b.device = static_cast<uint32_t>(rng() % 2);
+      for (int s = 0; s < 5; s++) {
+        uint32_t count = static_cast<uint32_t>(rng() % 100);
+        uint32_t reason = rng() % 3 == 0 ? kLongScoreboardNotIssued : kLongScoreboard;
+        if (reason == kLongScoreboard) expected += count;
+        b.samples.push_back({static_cast<uint32_t>(1 + rng() % 2), 0, rng() % 64 * 16, reason, count, 0});
+      }
+      p.batches.push_back(b);
+    }
+    auto r = attribute_samples(p);
+    double total = 0;
+    for (const auto& s : r.samples) {
+      ASSERT_GE(s.weight, 0.0);
+      total += s.weight;
+    }
+    ASSERT_NEAR(total, static_cast<double>(expected), 1e-6 * (1 + expected)) << "trial " << trial;
+    ASSERT_EQ(r.stats.samples, expected);
+    ASSERT_LE(r.stats.attributed, static_cast<double>(expected) + 1e-6);
+  }
+}
+
+}  // namespace
+}  // namespace aiflame

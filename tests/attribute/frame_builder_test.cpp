@@ -1,0 +1,112 @@
+#include "attribute/frame_builder.h"
+
+#include <gtest/gtest.h>
+
+namespace aiflame {
+namespace {
+
+// A Python process: python3.12 (interpreter) calls into libtorch_cuda.so, which calls cudaLaunchKernel.
+Profile python_profile() {
+  Profile p;
+  ProcessRecord pr;
+  pr.command = "/usr/bin/python3.12 train.py";
+  pr.interval_ms = 10;
+  p.process = pr;
+  p.modules = {{1, "/nonexistent/python3.12", 0, 0x400000, 0x800000, ""},
+               {2, "/nonexistent/libtorch_cuda.so", 0x7f0000000000, 0x7f0000000000, 0x7f0001000000, ""},
+               {3, "/nonexistent/libcudart.so.13", 0x7f1000000000, 0x7f1000000000, 0x7f1000100000, ""}};
+  p.strings = {{1, "train.py"}, {2, "main"}, {3, "step"}, {4, "_Z4gemmPf"}, {5, "/x/torch/nn/__init__.py"}, {6, "forward"}};
+  p.stall_reasons.push_back({0, {{3, "smsp__pcsamp_warps_issue_stalled_long_scoreboard"}}});
+  StackRecord s;
+  s.id = 1;
+  // leaf first: cudart, torch, torch, interpreter, interpreter
+  s.native = {0x7f1000000100, 0x7f0000000200, 0x7f0000000300, 0x400100, 0x400200};
+  s.python = {{5, 6, 9}, {1, 3, 20}, {1, 2, 30}};  // leaf first: forward <- step <- main
+  p.stacks[1] = s;
+  p.symbols[0x7f1000000100] = {0x7f1000000100, 3, "cudaLaunchKernel", 0};
+  p.symbols[0x7f0000000200] = {0x7f0000000200, 2, "at::native::gemm()", 0};
+  p.symbols[0x7f0000000300] = {0x7f0000000300, 2, "torch::autograd::THPVariable_mm()", 0};
+  p.symbols[0x400100] = {0x400100, 1, "_PyEval_EvalFrameDefault", 0};
+  p.symbols[0x400200] = {0x400200, 1, "main", 0};
+  return p;
+}
+
+std::vector<std::string> names(const std::vector<Frame>& f) {
+  std::vector<std::string> n;
+  for (const auto& x : f) n.push_back(x.name);
+  return n;
+}
+
+TEST(FrameBuilder, PythonFramesReplaceTheInterpreterPart) {
+  Profile p = python_profile();
+  Symbolizer sym(p.modules);
+  FrameBuilder fb(p, sym, {});
+  auto frames = fb.cpu_frames(1);
+  EXPECT_EQ(names(frames), (std::vector<std::string>{"main (train.py:30)", "step (train.py:20)", "forward (nn/__init__.py:9)",
+                                                      "torch::autograd::THPVariable_mm()", "at::native::gemm()",
+                                                      "cudaLaunchKernel"}));
+  EXPECT_EQ(frames[0].kind, FrameKind::Python);
+  EXPECT_EQ(frames[3].kind, FrameKind::Native);
+  EXPECT_EQ(frames[5].kind, FrameKind::Runtime);
+}
+
+TEST(FrameBuilder, NoPythonKeepsTheNativeStackWhole) {
+  Profile p = python_profile();
+  Symbolizer sym(p.modules);
+  FrameBuilder fb(p, sym, {false, true, 0});
+  auto n = names(fb.cpu_frames(1));
+  ASSERT_EQ(n.size(), 5u);
+  EXPECT_EQ(n.front(), "main");
+  EXPECT_EQ(n.back(), "cudaLaunchKernel");
+}
+
+TEST(FrameBuilder, UnknownAddressesNameTheirModule) {
+  Profile p = python_profile();
+  p.symbols.erase(0x7f0000000200);
+  Symbolizer sym(p.modules);
+  FrameBuilder fb(p, sym, {});
+  auto n = names(fb.cpu_frames(1));
+  EXPECT_EQ(n[4], "[libtorch_cuda.so+0x1ff]");  // return address - 1, module-relative
+}
+
+TEST(FrameBuilder, MaxDepthKeepsTheRoot) {
+  Profile p = python_profile();
+  Symbolizer sym(p.modules);
+  FrameBuilder fb(p, sym, {true, true, 2});
+  EXPECT_EQ(names(fb.cpu_frames(1)), (std::vector<std::string>{"main (train.py:30)", "step (train.py:20)"}));
+}
+
+TEST(FrameBuilder, BuildKeepsTheTotalExactAndLaysOutGpuFrames) {
+  Profile p = python_profile();
+  Symbolizer sym(p.modules);
+  FrameBuilder fb(p, sym, {});
+  AttributionResult r;
+  // 10 samples split three ways: fractional weights must round to exactly 10.
+  r.samples = {{1, 4, 0, 0x1a0, 3, 0, 10.0 / 3}, {1, 4, 0, 0x1b0, 3, 0, 10.0 / 3}, {0, 4, 0, 0x1c0, 3, 0, 10.0 / 3}};
+  FlameData d = fb.build(r);
+  EXPECT_EQ(d.total(), 10u);
+  ASSERT_EQ(d.stacks.size(), 3u);
+  bool saw_unattributed = false;
+  for (const auto& s : d.stacks) {
+    auto n = names(s.frames);
+    EXPECT_EQ(n.front(), "python3.12");
+    EXPECT_EQ(n[n.size() - 3], "gemm");
+    EXPECT_EQ(n.back(), "long_scoreboard");
+    EXPECT_EQ(s.frames[s.frames.size() - 4].kind, FrameKind::Separator);
+    if (n[1] == "[unattributed]") saw_unattributed = true;
+  }
+  EXPECT_TRUE(saw_unattributed);
+}
+
+TEST(FrameNames, KernelAndStallShortForms) {
+  EXPECT_EQ(kernel_frame_name("_Z12matmul_basicPKfS0_Pfi"), "matmul_basic");
+  EXPECT_EQ(kernel_frame_name("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEENS_6detail5ArrayIPcLi1EEEEEviT0_T1_"),
+            "at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >");
+  EXPECT_EQ(kernel_frame_name("triton_poi_fused_add_0"), "triton_poi_fused_add_0");
+  EXPECT_EQ(short_stall_name("smsp__pcsamp_warps_issue_stalled_long_scoreboard"), "long_scoreboard");
+  EXPECT_EQ(short_stall_name("smsp__pcsamp_sample_count"), "sample_count");
+  EXPECT_EQ(pc_frame_name(0x1a0), "0x1a0");
+}
+
+}  // namespace
+}  // namespace aiflame

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Every documented error path of the CLI: one line on stderr, a non-zero exit below 128 (no crash),
+# and no partial output file.
+set -u
+AIFLAME=$1
+SRC=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+pass=0
+
+expect_error() {  # expect_error NAME EXPECTED_SUBSTRING CMD...
+  local name=$1 want=$2
+  shift 2
+  "$@" >"$T/out" 2>"$T/err"
+  local rc=$?
+  local lines
+  lines=$(grep -c '' "$T/err")
+  if [ "$rc" -eq 0 ] || [ "$rc" -ge 128 ] || ! grep -q -- "$want" "$T/err" || [ "$lines" -ne 1 ]; then
+    echo "FAIL $name: rc=$rc lines=$lines stderr: $(cat "$T/err")"
+    fail=$((fail + 1))
+  else
+    pass=$((pass + 1))
+  fi
+}
+
+printf '' >"$T/empty.aiflame"
+printf 'hello, this is not a profile\n' >"$T/foreign.aiflame"
+printf 'AIFLAME\0\x63\0\0\0\0\0\0\0' >"$T/future.aiflame"
+head -c 40 "$SRC/tests/data/demo_matmul.aiflame" >"$T/cut.aiflame"
+cp "$SRC/tests/data/demo_matmul.aiflame" "$T/flipped.aiflame"
+printf '\xff' | dd of="$T/flipped.aiflame" bs=1 seek=200 conv=notrunc 2>/dev/null
+
+expect_error missing "No such file" "$AIFLAME" report "$T/nope.aiflame"
+expect_error empty "empty file" "$AIFLAME" report "$T/empty.aiflame"
+expect_error foreign "not an aiflame profile" "$AIFLAME" report "$T/foreign.aiflame"
+expect_error future "upgrade aiflame" "$AIFLAME" report "$T/future.aiflame"
+expect_error flipped "corrupt" "$AIFLAME" report "$T/flipped.aiflame" -q
+expect_error directory "aiflame:" "$AIFLAME" report "$T"
+expect_error bad_extension "use --format" "$AIFLAME" report "$SRC/tests/data/demo_matmul.aiflame" -q -o "$T/out.pdf"
+expect_error bad_format "format" "$AIFLAME" report "$SRC/tests/data/demo_matmul.aiflame" --format pdf
+expect_error unwritable "cannot create" "$AIFLAME" report "$SRC/tests/data/demo_matmul.aiflame" -q -o "$T/no/such/dir/x.svg"
+expect_error no_command "command" "$AIFLAME" record -o "$T/r.data"
+expect_error bad_period "--period" "$AIFLAME" record --period 99 -o "$T/r.data" -- true
+expect_error no_subcommand "subcommand" "$AIFLAME"
+
+# A profile cut short is readable: reported, with a note, exit 0.
+"$AIFLAME" report "$T/cut.aiflame" -o "$T/cut.folded" 2>"$T/err"
+if [ $? -ne 0 ] || ! grep -q "cut short" "$T/err"; then echo "FAIL cut: $(cat "$T/err")"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
+
+# Running a command that does not exist: exit 127 like a shell, one line.
+"$AIFLAME" record -o "$T/r.data" -- /no/such/program 2>"$T/err"
+rc=$?
+if [ $rc -ne 127 ] || ! grep -q "cannot run" "$T/err"; then echo "FAIL exec: rc=$rc $(cat "$T/err")"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
+
+# No partial output was left anywhere.
+if ls "$T" | grep -q '\.tmp\.'; then echo "FAIL: temporary files left: $(ls "$T")"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
+
+echo "cli_errors: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

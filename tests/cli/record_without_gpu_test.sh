@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# `aiflame record` on a machine without a GPU, or of a program that makes no CUDA call: the program
+# runs to completion with its own exit status and output, and aiflame says why there is no profile.
+set -u
+AIFLAME=$1
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+pass=0
+check() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL $1"; fail=$((fail + 1)); fi; }
+
+"$AIFLAME" record -o "$T/p.data" -- sh -c 'echo program-output; exit 3' >"$T/out" 2>"$T/err"
+rc=$?
+check "exit status passed through" '[ $rc -eq 3 ]'
+check "program output kept" 'grep -q program-output "$T/out"'
+check "explains the missing profile" 'grep -q "no profile was written" "$T/err"'
+check "no file written" '[ ! -e "$T/p.data" ]'
+
+# Signals reach the program: a TERM to aiflame ends the child, whose status comes back.
+"$AIFLAME" record -o "$T/p.data" -- sh -c 'trap "exit 42" TERM; sleep 5 & wait' 2>/dev/null &
+apid=$!
+sleep 0.5
+kill -TERM $apid
+wait $apid
+rc=$?
+check "TERM forwarded to the program" '[ $rc -eq 42 ]'
+
+# An existing output is rotated to .old, never overwritten without --force.
+echo keep >"$T/q.data"
+"$AIFLAME" record -o "$T/q.data" -- true 2>/dev/null
+check "rotated to .old" 'grep -q keep "$T/q.data.old"'
+
+echo "record_without_gpu: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

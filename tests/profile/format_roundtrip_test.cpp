@@ -1,0 +1,137 @@
+#include <gtest/gtest.h>
+
+#include "profile/profile.h"
+#include "profile/profile_writer.h"
+#include "test_util.h"
+
+namespace aiflame {
+namespace {
+
+// Writes one of every record in two chunks and returns the file's path.
+std::string write_sample_profile() {
+  std::string path = test::temp_path("roundtrip.aiflame");
+  ProfileWriter w;
+  std::string err;
+  EXPECT_TRUE(w.open(path, false, &err)) << err;
+  ProcessRecord p;
+  p.pid = 4242; p.ppid = 1; p.command = "python3 train.py --lr 3e-4"; p.hostname = "gpu-7";
+  p.start_realtime_ns = 1763800000123456789; p.start_timestamp = 1000; p.backend_version = 130001;
+  p.driver_version = 13000; p.sampling_period_log2 = 22; p.interval_ms = 10; p.backend = "cupti"; p.tool_version = "0.1.0";
+  w.add(p);
+  w.add(StringRecord{1, "_Z6kernelPf"});
+  w.add(StringRecord{2, "train.py"});
+  w.add(StallReasonsRecord{0, {{3, "smsp__pcsamp_warps_issue_stalled_long_scoreboard"}, {4, "smsp__pcsamp_warps_issue_stalled_selected"}}});
+  w.add(ModuleRecord{1, "/usr/lib/libtorch_cuda.so", 0x7f0000000000, 0x7f0000000000, 0x7f0000100000, "abcdef"});
+  EXPECT_TRUE(w.flush());
+  StackRecord s;
+  s.id = 1;
+  s.native = {0x7f0000001234, 0x7f0000000100, 0x401000};  // deltas go both ways
+  s.python = {{2, 2, 17}, {2, 2, 3}};
+  w.add(s);
+  w.add(LaunchRecord{77, 4243, 5000, 1, 307, true});
+  KernelRecord k;
+  k.correlation_id = 77; k.start = 6000; k.end = 9000; k.device = 1; k.context = 2; k.stream = 7; k.name = 1;
+  k.grid[0] = 128; k.grid[1] = 1; k.grid[2] = 1; k.block[0] = 256; k.block[1] = 1; k.block[2] = 1; k.graph_id = 0;
+  w.add(k);
+  PcBatchRecord b;
+  b.timestamp = 20000; b.prev_timestamp = 10000; b.device = 1; b.context = 2; b.total_samples = 30; b.dropped_samples = 2;
+  b.hardware_buffer_full = true;
+  b.samples = {{1, 0xdeadbeefcafe, 0x1a0, 3, 20, 0}, {1, 0xdeadbeefcafe, 0x1b0, 4, 10, 77}};
+  w.add(b);
+  w.add(CubinRecord{0xdeadbeefcafe, 1, std::string("\x7f" "ELF\0\1\2", 7)});
+  w.add(SymbolRecord{0x7f0000001234, 1, "at::native::launch()", 0x34});
+  w.add(WarningRecord{"something to say"});
+  EndRecord e;
+  e.timestamp = 30000; e.launches = 1; e.samples = 30; e.kernels = 1; e.capture_ns = 900;
+  w.add(e);
+  EXPECT_TRUE(w.close()) << w.error();
+  return path;
+}
+
+TEST(FormatRoundTrip, EveryRecordReadsBackEqual) {
+  std::string path = write_sample_profile();
+  auto r = read_profile(path);
+  ASSERT_TRUE(r.ok()) << r.error();
+  const Profile& p = *r;
+  EXPECT_FALSE(p.truncated);
+  ASSERT_TRUE(p.process);
+  EXPECT_EQ(p.process->pid, 4242u);
+  EXPECT_EQ(p.process->command, "python3 train.py --lr 3e-4");
+  EXPECT_EQ(p.process->start_realtime_ns, 1763800000123456789);
+  EXPECT_EQ(p.process->sampling_period_log2, 22u);
+  EXPECT_EQ(p.str(1), "_Z6kernelPf");
+  EXPECT_EQ(p.stall_reason_name(0, 3), "smsp__pcsamp_warps_issue_stalled_long_scoreboard");
+  EXPECT_EQ(p.stall_reason_name(5, 4), "smsp__pcsamp_warps_issue_stalled_selected");  // other device, same hardware
+  EXPECT_EQ(p.stall_reason_name(0, 99), "stall_99");
+  ASSERT_EQ(p.modules.size(), 1u);
+  EXPECT_EQ(p.modules[0].build_id, "abcdef");
+  ASSERT_EQ(p.stacks.count(1), 1u);
+  EXPECT_EQ(p.stacks.at(1).native, (std::vector<uint64_t>{0x7f0000001234, 0x7f0000000100, 0x401000}));
+  ASSERT_EQ(p.stacks.at(1).python.size(), 2u);
+  EXPECT_EQ(p.stacks.at(1).python[0].line, 17u);
+  ASSERT_EQ(p.launches.size(), 1u);
+  EXPECT_EQ(p.launches[0].correlation_id, 77u);
+  EXPECT_TRUE(p.launches[0].native_unwound);
+  ASSERT_EQ(p.kernels.size(), 1u);
+  EXPECT_EQ(p.kernels[0].end, 9000u);
+  EXPECT_EQ(p.kernels[0].grid[0], 128);
+  ASSERT_EQ(p.batches.size(), 1u);
+  EXPECT_TRUE(p.batches[0].hardware_buffer_full);
+  ASSERT_EQ(p.batches[0].samples.size(), 2u);
+  EXPECT_EQ(p.batches[0].samples[1].pc_offset, 0x1b0u);
+  EXPECT_EQ(p.batches[0].samples[1].correlation_id, 77u);
+  EXPECT_EQ(p.cubins.at(0xdeadbeefcafe).image.size(), 7u);
+  EXPECT_EQ(p.symbols.at(0x7f0000001234).function, "at::native::launch()");
+  ASSERT_EQ(p.warnings.size(), 1u);
+  ASSERT_TRUE(p.end);
+  EXPECT_EQ(p.end->capture_ns, 900u);
+  std::remove(path.c_str());
+}
+
+// A run killed mid-write leaves a partial last chunk: everything before it still reads.
+TEST(FormatRoundTrip, CutAtAnyByteOfTheLastChunkKeepsTheFirstChunk) {
+  std::string path = write_sample_profile();
+  std::string bytes = test::read_file(path);
+  auto whole = parse_profile(bytes, "x");
+  ASSERT_TRUE(whole.ok());
+  size_t first_chunk_end = 0;
+  {
+    // Find the end of the first chunk by parsing prefixes until strings appear.
+    for (size_t n = 16; n <= bytes.size(); n++) {
+      auto r = parse_profile(bytes.substr(0, n), "x");
+      if (r.ok() && !r->strings.empty()) { first_chunk_end = n; break; }
+    }
+  }
+  ASSERT_GT(first_chunk_end, 16u);
+  for (size_t n = first_chunk_end; n < bytes.size(); n++) {
+    auto r = parse_profile(bytes.substr(0, n), "cut");
+    ASSERT_TRUE(r.ok()) << "cut at " << n << ": " << r.error();
+    EXPECT_TRUE(r->truncated) << n;
+    EXPECT_EQ(r->strings.size(), 2u) << n;
+    EXPECT_TRUE(r->launches.empty()) << n;
+    EXPECT_EQ(r->valid_bytes, first_chunk_end);
+  }
+  std::remove(path.c_str());
+}
+
+TEST(FormatRoundTrip, AppendAfterTruncationKeepsTheFileReadable) {
+  std::string path = write_sample_profile();
+  std::string bytes = test::read_file(path);
+  test::write_file(path, bytes.substr(0, bytes.size() - 5));  // crash mid-chunk
+  auto cut = read_profile(path);
+  ASSERT_TRUE(cut.ok());
+  ASSERT_TRUE(cut->truncated);
+  ProfileWriter w;
+  std::string err;
+  ASSERT_TRUE(w.open_append(path, cut->valid_bytes, &err)) << err;
+  w.add(SymbolRecord{0x1234, 1, "late_symbol", 0});
+  ASSERT_TRUE(w.close());
+  auto again = read_profile(path);
+  ASSERT_TRUE(again.ok()) << again.error();
+  EXPECT_EQ(again->symbols.at(0x1234).function, "late_symbol");
+  EXPECT_TRUE(again->truncated);  // still no End record: still reported as cut short
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace aiflame

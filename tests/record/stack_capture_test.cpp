@@ -1,0 +1,82 @@
+#include "record/stack_capture.h"
+
+#include <gtest/gtest.h>
+
+#include "profile/profile.h"
+#include "test_util.h"
+
+namespace aiflame {
+namespace {
+
+struct Fixture {
+  std::string path = test::temp_path("stacks.aiflame");
+  ProfileWriter writer;
+  StringTable strings{writer};
+  StackCapture capture{writer, strings};
+  Fixture(UnwindPolicy policy) {
+    std::string err;
+    EXPECT_TRUE(writer.open(path, false, &err));
+    capture.init(policy, /*python=*/false);
+  }
+  ~Fixture() { std::remove(path.c_str()); }
+};
+
+__attribute__((noinline)) StackCapture::Result path_a(StackCapture& c, uint64_t site) {
+  auto r = c.capture(site);
+  asm volatile("");
+  return r;
+}
+__attribute__((noinline)) StackCapture::Result path_b(StackCapture& c, uint64_t site) {
+  auto r = c.capture(site);
+  asm volatile("");
+  return r;
+}
+
+TEST(StackCapture, SampledPolicyUnwindsAtPowersOfTwo) {
+  Fixture f(UnwindPolicy::Sampled);
+  int unwound = 0;
+  uint32_t id = 0;
+  for (int i = 1; i <= 100; i++) {
+    auto r = path_a(f.capture, 7);
+    unwound += r.unwound;
+    if (id) EXPECT_EQ(r.stack_id, id);
+    id = r.stack_id;
+  }
+  EXPECT_EQ(unwound, 7);  // hits 1, 2, 4, 8, 16, 32, 64
+  EXPECT_EQ(f.capture.stacks(), 1u);
+}
+
+TEST(StackCapture, ASiteReachedFromTwoPathsBecomesUnstableAndIsUnwoundEveryTime) {
+  Fixture f(UnwindPolicy::Sampled);
+  auto a = path_a(f.capture, 9);
+  auto b = path_b(f.capture, 9);  // hit 2: re-checked, differs
+  EXPECT_NE(a.stack_id, b.stack_id);
+  for (int i = 0; i < 10; i++) {
+    EXPECT_TRUE(path_a(f.capture, 9).unwound);
+    EXPECT_EQ(path_a(f.capture, 9).stack_id, a.stack_id);
+    EXPECT_EQ(path_b(f.capture, 9).stack_id, b.stack_id);
+  }
+}
+
+TEST(StackCapture, StacksAreWrittenOnceAndHoldThisTestsFrames) {
+  Fixture f(UnwindPolicy::Always);
+  for (int i = 0; i < 5; i++) path_a(f.capture, 1);
+  ASSERT_TRUE(f.writer.close());
+  auto p = read_profile(f.path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  ASSERT_EQ(p->stacks.size(), 1u);
+  EXPECT_GT(p->stacks.begin()->second.native.size(), 3u);
+}
+
+TEST(StackCapture, OffPolicyRecordsNoNativeFrames) {
+  Fixture f(UnwindPolicy::Off);
+  auto r = path_a(f.capture, 1);
+  EXPECT_FALSE(r.unwound);
+  ASSERT_TRUE(f.writer.close());
+  auto p = read_profile(f.path);
+  ASSERT_TRUE(p.ok());
+  EXPECT_TRUE(p->stacks.at(r.stack_id).native.empty());
+}
+
+}  // namespace
+}  // namespace aiflame
