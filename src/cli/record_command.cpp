@@ -178,6 +178,8 @@ int run_record(const RecordArgs& a) {
     return 127;
   }
   int rc = exit_status_of(status);
+  if (WIFSIGNALED(status) && !a.quiet)
+    std::cerr << "aiflame: the program was killed by signal " << WTERMSIG(status) << " (" << strsignal(WTERMSIG(status)) << ")\n";
 
   auto files = per_process_files(output, started);
   if (files.empty()) {

@@ -11,7 +11,10 @@
 #include <mutex>
 #include <sstream>
 
+#include <atomic>
+
 #include "record/cupti/cupti_backend.h"
+#include "record/debug_log.h"
 #include "record/module_map.h"
 #include "record/recorder.h"
 
@@ -41,6 +44,10 @@ std::string hostname() {
 void at_exit() {
   // A forked child that never exec'd shares our file descriptor: only the recording process finishes it.
   if (!g_recorder || getpid() != g_pid) return;
+  static std::atomic<bool> done{false};
+  if (done.exchange(true)) return;
+  debug("at exit: %llu launches, %llu samples so far", (unsigned long long)g_recorder->launches.load(),
+        (unsigned long long)g_recorder->samples.load());
   g_recorder->stop_collector();
   if (g_backend) g_backend->stop();
   uint64_t kernels = g_recorder->kernels, samples = g_recorder->samples;
@@ -49,6 +56,7 @@ void at_exit() {
   uint64_t ts = 0;
   if (g_timestamp) g_timestamp(&ts);
   g_recorder->finish(ts);
+  debug("profile written");
 }
 
 void skip_frames_of(StackCapture& st, const char* name) {
@@ -107,6 +115,7 @@ int initialize() {
   if (backend->start()) g_backend = backend;
   rec->start_collector([] { if (g_backend) g_backend->drain_all(); });
   std::atexit(at_exit);
+  debug("started: %s (CUPTI API %u), writing %s.%d", api.library_path.c_str(), api.version, opt.output.c_str(), (int)getpid());
   return 1;
 }
 

@@ -1,6 +1,7 @@
 #include "record/stack_capture.h"
 
 #include <execinfo.h>
+#include <pthread.h>
 
 #include <cstring>
 #include <string>
@@ -21,6 +22,24 @@ uint64_t mix(uint64_t h, uint64_t v) {
 }
 
 bool is_power_of_two(uint64_t v) { return v && !(v & (v - 1)); }
+
+// Depth of the calling thread's stack in bytes: free to read, and different call paths to the same
+// launch almost always sit at different depths, so it tells native launch sites apart without unwinding.
+uint64_t stack_depth() {
+  thread_local uintptr_t top = [] {
+    pthread_attr_t attr;
+    uintptr_t hi = 0;
+    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
+      void* addr = nullptr;
+      size_t size = 0;
+      if (pthread_attr_getstack(&attr, &addr, &size) == 0) hi = reinterpret_cast<uintptr_t>(addr) + size;
+      pthread_attr_destroy(&attr);
+    }
+    return hi;
+  }();
+  auto sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  return top > sp ? top - sp : sp;
+}
 
 }  // namespace
 
@@ -88,7 +107,7 @@ uint32_t StackCapture::intern_stack(const uint64_t* native, int nn, const RawPyF
 StackCapture::Result StackCapture::capture(uint64_t site) {
   RawPyFrame py[kMaxPython];
   int np = use_python_ ? python_.capture(py, kMaxPython) : 0;
-  uint64_t key = mix(0, site);
+  uint64_t key = mix(mix(0, site), stack_depth());
   for (int i = 0; i < np; i++) key = mix(mix(key, reinterpret_cast<uint64_t>(py[i].code)), py[i].line);
 
   {

@@ -1,7 +1,8 @@
 // The CPU stack of a kernel launch, captured on the launching thread inside the driver callback.
 //
 // Cost is what matters here (glibc backtrace() costs ~17 us at 43 frames). A launch site is keyed by
-// its Python stack (code object + line per frame), the kernel and the API. The native stack of a key
+// its Python stack (code object + line per frame), the kernel, the API and the depth of the native
+// stack in bytes (free to read; it separates native call paths). The native stack of a key
 // is unwound on first sight and re-checked at hits 2, 4, 8, ... (the "sampled" policy); a key whose
 // native stack ever changes is marked unstable and unwound at every launch from then on. Python
 // frames are read at every launch: they are cheap and they are what distinguishes most launch sites.

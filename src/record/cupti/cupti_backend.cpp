@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "record/debug_log.h"
+
 namespace aiflame {
 namespace {
 
@@ -110,6 +112,7 @@ void CuptiBackend::context_created(CUcontext ctx) {
   api_.cuptiGetContextId(ctx, &c->context_id);
   api_.cuptiGetTimestamp(&c->last_drain);
   if (rec_.options().pc_sampling && !sampling_failed_) c->enabled = enable_sampling(*c);
+  debug("context %u created on device %u, PC sampling %s", c->context_id, c->device, c->enabled ? "on" : "off");
   std::lock_guard<std::mutex> lock(contexts_mu_);
   contexts_[ctx] = std::move(c);
 }
@@ -127,7 +130,8 @@ bool CuptiBackend::enable_sampling(Context& c) {
   np.ctx = c.ctx;
   np.numStallReasons = &n;
   if (!check(api_.cuptiPCSamplingGetNumStallReasons(&np), "cuptiPCSamplingGetNumStallReasons")) return false;
-  std::vector<uint32_t> idx(n);
+  std::vector<uint32_t>& idx = c.reason_index;
+  idx.assign(n, 0);
   std::vector<std::vector<char>> names(n, std::vector<char>(CUPTI_STALL_REASON_STRING_SIZE));
   std::vector<char*> name_ptrs(n);
   for (size_t i = 0; i < n; i++) name_ptrs[i] = names[i].data();
@@ -139,7 +143,10 @@ bool CuptiBackend::enable_sampling(Context& c) {
   if (!check(api_.cuptiPCSamplingGetStallReasons(&sp), "cuptiPCSamplingGetStallReasons")) return false;
   StallReasonsRecord sr;
   sr.device = c.device;
-  for (size_t i = 0; i < n; i++) sr.reasons.emplace_back(idx[i], std::string(names[i].data()));
+  for (size_t i = 0; i < n; i++) {
+    sr.reasons.emplace_back(idx[i], std::string(names[i].data()));
+    if (sr.reasons.back().second.ends_with("_not_issued")) c.duplicate_reasons.insert(idx[i]);
+  }
   rec_.writer().add(sr);
 
   c.pcs.assign(kPcBufferEntries, CUpti_PCSamplingPCData{});
@@ -184,16 +191,25 @@ bool CuptiBackend::enable_sampling(Context& c) {
 }
 
 // Converts what the sampling buffer holds into one batch record and returns the buffer to CUPTI.
-static PcBatchRecord take_batch(CUpti_PCSamplingData& d, Recorder& rec) {
+PcBatchRecord CuptiBackend::take_batch(Context& c, uint64_t now) {
+  CUpti_PCSamplingData& d = c.data;
   PcBatchRecord b;
+  b.timestamp = now;
+  b.prev_timestamp = c.last_drain;
+  b.device = c.device;
+  b.context = c.context_id;
   b.total_samples = d.totalSamples;
   b.dropped_samples = d.droppedSamples;
   b.hardware_buffer_full = d.hardwareBufferFull != 0;
+  bool has_correlation = sizeof(CUpti_PCSamplingPCData) >= offsetof(CUpti_PCSamplingPCData, correlationId) + 4;
   for (size_t i = 0; i < d.totalNumPcs; i++) {
     CUpti_PCSamplingPCData& pc = d.pPcData[i];
-    uint32_t fn = rec.intern(pc.functionName ? pc.functionName : "[unknown kernel]");
-    std::free(pc.functionName);  // CUPTI allocates it for us to free
-    pc.functionName = nullptr;
+    uint32_t fn = rec_.intern(pc.functionName ? pc.functionName : "[unknown kernel]");
+    if (pc.functionName) {
+      // The same string may back many records (and activity records): free once, at the end.
+      std::lock_guard<std::mutex> lock(names_mu_);
+      function_names_.insert(pc.functionName);
+    }
     for (size_t k = 0; k < pc.stallReasonCount; k++) {
       if (!pc.stallReason[k].samples) continue;
       PcSample s;
@@ -202,13 +218,13 @@ static PcBatchRecord take_batch(CUpti_PCSamplingData& d, Recorder& rec) {
       s.pc_offset = pc.pcOffset;
       s.stall_reason = pc.stallReason[k].pcSamplingStallReasonIndex;
       s.count = pc.stallReason[k].samples;
-      s.correlation_id = pc.size >= offsetof(CUpti_PCSamplingPCData, correlationId) + sizeof(uint32_t) ? pc.correlationId : 0;
+      s.correlation_id = has_correlation ? pc.correlationId : 0;
+      if (!c.duplicate_reasons.count(s.stall_reason)) rec_.samples += s.count;
       b.samples.push_back(s);
     }
   }
-  rec.pc_records += d.totalNumPcs;
-  rec.samples += d.totalSamples;
-  rec.dropped_samples += d.droppedSamples;
+  rec_.pc_records += d.totalNumPcs;
+  rec_.dropped_samples += d.droppedSamples;
   d.totalNumPcs = 0;
   return b;
 }
@@ -231,14 +247,9 @@ void CuptiBackend::drain(Context& c) {
     uint64_t now = 0;
     api_.cuptiGetTimestamp(&now);
     size_t remaining = c.data.remainingNumPcs;
-    if (c.data.totalNumPcs > 0 || c.data.droppedSamples > 0) {
-      PcBatchRecord b = take_batch(c.data, rec_);
-      b.timestamp = now;
-      b.prev_timestamp = c.last_drain;
-      b.device = c.device;
-      b.context = c.context_id;
-      rec_.writer().add(b);
-    }
+    debug("GetData ctx %u: %zu PCs, %zu remaining, %llu samples, %llu dropped", c.context_id, c.data.totalNumPcs,
+          remaining, (unsigned long long)c.data.totalSamples, (unsigned long long)c.data.droppedSamples);
+    if (c.data.totalNumPcs > 0 || c.data.droppedSamples > 0) rec_.writer().add(take_batch(c, now));
     if (remaining == 0) {
       c.last_drain = now;
       break;
@@ -253,6 +264,8 @@ void CuptiBackend::drain_all() {
     for (auto& [ctx, c] : contexts_) all.push_back(c.get());
   }
   for (Context* c : all) drain(*c);
+  // Kernel records otherwise wait for a full 4 MB buffer; a run cut short would lose them.
+  if (rec_.options().kernel_activity && ++drains_ % 10 == 0) api_.cuptiActivityFlushAll(0);
 }
 
 void CuptiBackend::disable(Context& c) {
@@ -267,12 +280,7 @@ void CuptiBackend::disable(Context& c) {
   if (c.data.totalNumPcs > 0) {  // disabling flushes what CUPTI still held
     uint64_t now = 0;
     api_.cuptiGetTimestamp(&now);
-    PcBatchRecord b = take_batch(c.data, rec_);
-    b.timestamp = now;
-    b.prev_timestamp = c.last_drain;
-    b.device = c.device;
-    b.context = c.context_id;
-    rec_.writer().add(b);
+    rec_.writer().add(take_batch(c, now));
   }
 }
 
@@ -282,6 +290,7 @@ void CuptiBackend::context_destroying(CUcontext ctx) {
     std::lock_guard<std::mutex> lock(contexts_mu_);
     auto it = contexts_.find(ctx);
     if (it == contexts_.end()) return;
+    debug("context %u is being destroyed", it->second->context_id);
     disable(*it->second);
     // Kept alive (not erased): the collector may hold a pointer; disabled contexts are skipped.
   }
@@ -307,6 +316,7 @@ void CuptiBackend::module_loaded(const CUpti_ModuleResourceData* m, CUcontext ct
 }
 
 void CuptiBackend::on_activity_buffer(uint8_t* buffer, size_t valid) {
+  debug("activity buffer: %zu bytes", valid);
   CUpti_Activity* r = nullptr;
   while (api_.cuptiActivityGetNextRecord(buffer, valid, &r) == CUPTI_SUCCESS) {
     if (r->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && r->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
@@ -328,6 +338,7 @@ void CuptiBackend::on_activity_buffer(uint8_t* buffer, size_t valid) {
 }
 
 void CuptiBackend::stop() {
+  debug("stopping: final drain, disable, activity flush");
   std::vector<Context*> all;
   {
     std::lock_guard<std::mutex> lock(contexts_mu_);
@@ -337,6 +348,9 @@ void CuptiBackend::stop() {
   if (rec_.options().kernel_activity) api_.cuptiActivityFlushAll(1);
   size_t dropped = 0;
   if (api_.cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) rec_.dropped_records += dropped;
+  std::lock_guard<std::mutex> lock(names_mu_);
+  for (char* name : function_names_) std::free(name);
+  function_names_.clear();
 }
 
 }  // namespace aiflame

@@ -37,6 +37,8 @@ class CuptiBackend {
     CUpti_PCSamplingData data{};
     std::vector<CUpti_PCSamplingPCData> pcs;
     std::vector<std::vector<CUpti_PCSamplingStallReason>> reasons;
+    std::vector<uint32_t> reason_index;  // CUPTI may keep pointing at it after configuration
+    std::set<uint32_t> duplicate_reasons;  // "X_not_issued": a subset of X, not counted in totals
     uint64_t last_drain = 0;
     bool enabled = false;
   };
@@ -47,6 +49,7 @@ class CuptiBackend {
   void drain(Context& c);
   void disable(Context& c);
   bool check(CUptiResult r, const char* call, const std::string& fix = {});
+  PcBatchRecord take_batch(Context& c, uint64_t now);
 
   Recorder& rec_;
   CuptiApi api_;
@@ -55,7 +58,10 @@ class CuptiBackend {
   std::map<CUcontext, std::unique_ptr<Context>> contexts_;
   std::mutex cubins_mu_;
   std::set<uint64_t> cubins_seen_;
+  std::mutex names_mu_;
+  std::set<char*> function_names_;  // CUPTI shares these strings between records; freed at stop
   bool sampling_failed_ = false;
+  unsigned drains_ = 0;
 };
 
 }  // namespace aiflame
