@@ -28,7 +28,7 @@ run_one() {  # run_one WORKLOAD MODE -> prints "wall loop"
     "${cmd[@]}" >"$log" 2>&1
   else
     # shellcheck disable=SC2086
-    "$bin/aiflame" record -q --force $RECORD_OPTS -o "$out/bench.aiflame" -- "${cmd[@]}" >"$log" 2>&1
+    "$bin/aiflame" record -q --force ${RECORD_OPTS:-} -o "$out/bench.aiflame" -- "${cmd[@]}" >"$log" 2>&1
   fi
   t1=$(now)
   local loop

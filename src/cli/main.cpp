@@ -19,7 +19,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::cerr << "aiflame: " << e.what() << " (see aiflame --help)\n";
+    return 2;
   }
   if (app.got_subcommand("record")) return aiflame::run_record(rec);
   if (app.got_subcommand("report")) return aiflame::run_report(rep);

@@ -1,10 +1,7 @@
 #include "output/writer.h"
 
 #include "output/folded_writer.h"
-#if __has_include("output/svg_writer.h")
 #include "output/svg_writer.h"
-#define AIFLAME_HAVE_SVG_TMP 1
-#endif
 
 namespace aiflame {
 
@@ -12,9 +9,7 @@ std::vector<std::string> writer_formats() { return {"folded", "svg"}; }
 
 std::unique_ptr<Writer> make_writer(std::string_view format) {
   if (format == "folded") return std::make_unique<FoldedWriter>();
-#ifdef AIFLAME_HAVE_SVG_TMP
   if (format == "svg") return std::make_unique<SvgWriter>();
-#endif
   return nullptr;
 }
 

@@ -2,34 +2,112 @@
 
 #include <dlfcn.h>
 
+#include <cstdio>
+#include <cstring>
+
+#include "record/debug_log.h"
+
 namespace aiflame {
+namespace {
 
 template <class F>
-static bool sym(F& fn, const char* name) {
+bool sym(F& fn, const char* name) {
   fn = reinterpret_cast<F>(dlsym(RTLD_DEFAULT, name));
   return fn != nullptr;
 }
 
-void PythonFrames::init() {
-  ok_ = sym(gil_check_, "PyGILState_Check") && sym(this_thread_state_, "PyGILState_GetThisThreadState") &&
-        sym(get_frame_, "PyThreadState_GetFrame") && sym(frame_back_, "PyFrame_GetBack") &&
-        sym(frame_code_, "PyFrame_GetCode") && sym(frame_line_, "PyFrame_GetLineNumber") &&
-        sym(decref_, "Py_DecRef") && sym(incref_, "Py_IncRef") && sym(is_initialized_, "Py_IsInitialized") &&
-        sym(get_attr_, "PyObject_GetAttrString") && sym(as_utf8_, "PyUnicode_AsUTF8") &&
-        sym(err_clear_, "PyErr_Clear");
+template <class T>
+T read_at(const void* base, size_t off) {
+  T v;
+  std::memcpy(&v, static_cast<const char*>(base) + off, sizeof v);
+  return v;
 }
 
-int PythonFrames::capture(RawPyFrame* out, int max) const {
-  if (!ok_ || !is_initialized_() || gil_check_() != 1) return 0;
+bool plausible(const void* p) { return p && (reinterpret_cast<uintptr_t>(p) & 7) == 0; }
+
+// Offsets of the x86-64 release builds of CPython, from Include/cpython/pystate.h,
+// Include/internal/pycore_frame.h, Include/cpython/code.h and Include/cpython/unicodeobject.h.
+bool layout_for(int minor, PythonFrames::Layout& L) {
+  switch (minor) {
+    case 11:
+      L = {.ts_cframe = 56, .cframe_current = 8, .frame_code = 32, .frame_previous = 48, .frame_instr = 56,
+           .frame_owner = 69, .owner_cstack = 3, .code_filename = 112, .code_qualname = 128,
+           .code_firstlineno = 72, .code_adaptive = 184, .ascii_header = 48};
+      return true;
+    case 12:
+      L = {.ts_cframe = 56, .cframe_current = 0, .frame_code = 0, .frame_previous = 8, .frame_instr = 56,
+           .frame_owner = 70, .owner_cstack = 3, .code_filename = 112, .code_qualname = 128,
+           .code_firstlineno = 68, .code_adaptive = 192, .ascii_header = 40};
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace
+
+void PythonFrames::init() {
+  const char* (*get_version)() = nullptr;
+  api_ok_ = sym(gil_check_, "PyGILState_Check") && sym(this_thread_state_, "PyGILState_GetThisThreadState") &&
+            sym(get_frame_, "PyThreadState_GetFrame") && sym(frame_back_, "PyFrame_GetBack") &&
+            sym(frame_code_, "PyFrame_GetCode") && sym(frame_line_, "PyFrame_GetLineNumber") &&
+            sym(decref_, "Py_DecRef") && sym(is_initialized_, "Py_IsInitialized") &&
+            sym(addr2line_, "PyCode_Addr2Line") && sym(get_version, "Py_GetVersion");
+  if (!api_ok_) return;
+  sym(frame_lasti_, "PyFrame_GetLasti");  // 3.11+
+  version_ = get_version();
+  int major = 0, minor = 0;
+  std::sscanf(version_.c_str(), "%d.%d", &major, &minor);
+  layout_ok_ = major == 3 && layout_for(minor, L_);
+  debug("Python %d.%d: %s", major, minor, layout_ok_ ? "frames read in place" : "frames read only while the GIL is held");
+  if (layout_ok_ && is_initialized_() && gil_check_() == 1) validate();
+}
+
+// Compares the in-place walk with the C API on a thread that holds the GIL.
+bool PythonFrames::validate() {
+  RawPyFrame raw[64], api[64];
+  int n = walk_raw(raw, 64), m = walk_api(api, 64);
+  bool same = n == m && n > 0;
+  for (int i = 0; same && i < n; i++) same = raw[i].code == api[i].code && raw[i].lasti == api[i].lasti;
+  if (n == 0 && m == 0) return false;  // nothing to compare yet
+  validated_ = same;
+  validation_failed_ = !same;
+  debug("Python frame layout check: %s (%d in place, %d through the C API)", same ? "ok" : "MISMATCH", n, m);
+  return same;
+}
+
+int PythonFrames::walk_raw(RawPyFrame* out, int max) const {
+  void* ts = this_thread_state_();
+  if (!plausible(ts)) return 0;
+  const void* cframe = read_at<const void*>(ts, L_.ts_cframe);
+  if (!plausible(cframe)) return 0;
+  const void* frame = read_at<const void*>(cframe, L_.cframe_current);
+  int n = 0;
+  for (int guard = 0; plausible(frame) && n < max && guard < 4096; guard++) {
+    char owner = read_at<char>(frame, L_.frame_owner);
+    const void* code = read_at<const void*>(frame, L_.frame_code);
+    if (owner != L_.owner_cstack && plausible(code)) {
+      auto instr = read_at<const char*>(frame, L_.frame_instr);
+      const char* start = static_cast<const char*>(code) + L_.code_adaptive;
+      out[n].code = code;
+      out[n].lasti = instr >= start ? static_cast<int32_t>(instr - start) : -1;
+      n++;
+    }
+    frame = read_at<const void*>(frame, L_.frame_previous);
+  }
+  return n;
+}
+
+int PythonFrames::walk_api(RawPyFrame* out, int max) const {
   void* ts = this_thread_state_();
   if (!ts) return 0;
-  void* frame = get_frame_(ts);  // new reference (or null)
+  void* frame = get_frame_(ts);
   int n = 0;
   while (frame && n < max) {
-    void* code = frame_code_(frame);  // new reference
+    void* code = frame_code_(frame);
     out[n].code = code;
-    out[n].line = static_cast<uint32_t>(frame_line_(frame));
-    decref_(code);  // describe() takes its own reference when the code object is first named
+    out[n].lasti = frame_lasti_ ? frame_lasti_(frame) : -1;
+    decref_(code);
     n++;
     void* back = frame_back_(frame);
     decref_(frame);
@@ -39,21 +117,37 @@ int PythonFrames::capture(RawPyFrame* out, int max) const {
   return n;
 }
 
-void PythonFrames::describe(const void* code, std::string* file, std::string* function) const {
-  void* c = const_cast<void*>(code);
-  incref_(c);  // keeps the address from being reused by another code object
-  auto text = [&](const char* attr) -> std::string {
-    void* v = get_attr_(c, attr);
-    if (!v) { err_clear_(); return {}; }
-    const char* s = as_utf8_(v);
-    std::string r = s ? s : "";
-    if (!s) err_clear_();
-    decref_(v);
-    return r;
-  };
-  *file = text("co_filename");
-  *function = text("co_qualname");  // Python 3.11+
-  if (function->empty()) *function = text("co_name");
+int PythonFrames::capture(RawPyFrame* out, int max) {
+  if (!api_ok_ || !is_initialized_()) return 0;
+  if (layout_ok_ && !validated_ && !validation_failed_ && gil_check_() == 1) validate();
+  if (layout_ok_ && validated_) return walk_raw(out, max);
+  // Unverified layout: only the C API, and only with the GIL.
+  return gil_check_() == 1 ? walk_api(out, max) : 0;
+}
+
+std::string PythonFrames::ascii_string(const void* unicode) const {
+  if (!plausible(unicode)) return "?";
+  // PyASCIIObject: length at 16, state bits at 32 (kind 2-4, compact 5, ascii 6).
+  auto length = read_at<int64_t>(unicode, 16);
+  auto state = read_at<uint32_t>(unicode, 32);
+  bool compact_ascii = (state >> 5 & 1) && (state >> 6 & 1);
+  if (!compact_ascii || length < 0 || length > 4096) return "<non-ascii>";
+  return std::string(static_cast<const char*>(unicode) + L_.ascii_header, static_cast<size_t>(length));
+}
+
+void PythonFrames::describe(const RawPyFrame& f, std::string* file, std::string* function, uint32_t* line) const {
+  const void* code = f.code;
+  if (layout_ok_) {
+    *file = ascii_string(read_at<const void*>(code, L_.code_filename));
+    *function = ascii_string(read_at<const void*>(code, L_.code_qualname));
+  } else {
+    *file = "?";
+    *function = "?";
+  }
+  // PyCode_Addr2Line only reads the code object's immutable line table.
+  int l = f.lasti >= 0 ? addr2line_(const_cast<void*>(code), f.lasti) : -1;
+  if (l < 0 && layout_ok_) l = read_at<int>(code, L_.code_firstlineno);
+  *line = l > 0 ? static_cast<uint32_t>(l) : 0;
 }
 
 }  // namespace aiflame

@@ -1,41 +1,65 @@
-// Reads the Python call stack of the calling thread through CPython's public C API, found at run time.
-// Only used when the thread holds the GIL, so no Python object can change under us.
+// Reads the Python call stack of the calling thread at a kernel launch.
+//
+// PyTorch releases the GIL before it dispatches an operator, so the launching thread usually holds
+// no GIL and the C API (which moves reference counts) must not be used. Instead the thread's own
+// interpreter frames are read in place, read-only, like py-spy does from outside: they cannot change
+// while the thread sits in our callback. The structure offsets are per CPython minor version and
+// are checked against the C API once, on a thread that holds the GIL, before they are trusted.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <string>
 
 namespace aiflame {
 
 struct RawPyFrame {
-  const void* code = nullptr;  // PyCodeObject*, kept alive by the walker once named
-  uint32_t line = 0;
+  const void* code = nullptr;  // PyCodeObject*
+  int32_t lasti = -1;          // byte offset of the instruction in the code object (-1: unknown)
+  bool operator==(const RawPyFrame&) const = default;
 };
 
 class PythonFrames {
  public:
   // Looks the interpreter's symbols up; harmless when the process runs no Python.
   void init();
-  bool available() const { return ok_; }
-  // Fills up to max frames, leaf first. Returns 0 when the thread holds no Python frames or the GIL.
-  int capture(RawPyFrame* out, int max) const;
-  // File and qualified function name of a code object (call with the GIL held, i.e. right after
-  // capture on the same thread). Takes a reference so the code object outlives the profile.
-  void describe(const void* code, std::string* file, std::string* function) const;
+  bool available() const { return api_ok_; }
+  bool raw_walk_enabled() const { return layout_ok_ && validated_; }
+  // Fills up to max frames, leaf first. Returns 0 when the thread runs no Python.
+  int capture(RawPyFrame* out, int max);
+  // Names a frame captured on this same thread, while the launch callback still runs (its frames are alive).
+  void describe(const RawPyFrame& f, std::string* file, std::string* function, uint32_t* line) const;
+  std::string version() const { return version_; }
+
+  struct Layout {
+    size_t ts_cframe = 0, cframe_current = 0;      // PyThreadState -> _PyCFrame -> current frame
+    size_t frame_code = 0, frame_previous = 0, frame_instr = 0, frame_owner = 0;
+    int owner_cstack = 3;
+    size_t code_filename = 0, code_qualname = 0, code_firstlineno = 0, code_adaptive = 0;
+    size_t ascii_header = 0;                        // sizeof(PyASCIIObject)
+  };
 
  private:
-  bool ok_ = false;
+  int walk_raw(RawPyFrame* out, int max) const;
+  int walk_api(RawPyFrame* out, int max) const;
+  bool validate();
+  std::string ascii_string(const void* unicode) const;
+
+  bool api_ok_ = false;
+  bool layout_ok_ = false;
+  std::atomic<bool> validated_{false};
+  std::atomic<bool> validation_failed_{false};
+  std::string version_;
+  Layout L_;
   int (*gil_check_)() = nullptr;
   void* (*this_thread_state_)() = nullptr;
   void* (*get_frame_)(void*) = nullptr;
   void* (*frame_back_)(void*) = nullptr;
   void* (*frame_code_)(void*) = nullptr;
   int (*frame_line_)(void*) = nullptr;
+  int (*frame_lasti_)(void*) = nullptr;
+  int (*addr2line_)(void*, int) = nullptr;
   void (*decref_)(void*) = nullptr;
-  void (*incref_)(void*) = nullptr;
   int (*is_initialized_)() = nullptr;
-  void* (*get_attr_)(void*, const char*) = nullptr;
-  const char* (*as_utf8_)(void*) = nullptr;
-  void (*err_clear_)() = nullptr;
 };
 
 }  // namespace aiflame

@@ -67,13 +67,10 @@ int StackCapture::unwind(uint64_t* out, int max) const {
 }
 
 PyFrame StackCapture::name_python(const RawPyFrame& f) {
-  auto it = code_names_.find(f.code);
-  if (it == code_names_.end()) {
-    std::string file, function;
-    python_.describe(f.code, &file, &function);
-    it = code_names_.emplace(f.code, std::make_pair(strings_.intern(file), strings_.intern(function))).first;
-  }
-  return PyFrame{it->second.first, it->second.second, f.line};
+  std::string file, function;
+  uint32_t line = 0;
+  python_.describe(f, &file, &function, &line);
+  return PyFrame{strings_.intern(file), strings_.intern(function), line};
 }
 
 uint32_t StackCapture::intern_stack(const uint64_t* native, int nn, const RawPyFrame* py, int np) {
@@ -84,7 +81,7 @@ uint32_t StackCapture::intern_stack(const uint64_t* native, int nn, const RawPyF
   content.push_back(static_cast<uint64_t>(np));
   for (int i = 0; i < np; i++) {
     content.push_back(reinterpret_cast<uint64_t>(py[i].code));
-    content.push_back(py[i].line);
+    content.push_back(static_cast<uint64_t>(static_cast<uint32_t>(py[i].lasti)));
   }
   uint64_t h = 0;
   for (uint64_t v : content) h = mix(h, v);
@@ -108,7 +105,8 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
   RawPyFrame py[kMaxPython];
   int np = use_python_ ? python_.capture(py, kMaxPython) : 0;
   uint64_t key = mix(mix(0, site), stack_depth());
-  for (int i = 0; i < np; i++) key = mix(mix(key, reinterpret_cast<uint64_t>(py[i].code)), py[i].line);
+  for (int i = 0; i < np; i++)
+    key = mix(mix(key, reinterpret_cast<uint64_t>(py[i].code)), static_cast<uint32_t>(py[i].lasti));
 
   {
     std::lock_guard<std::mutex> lock(mu_);

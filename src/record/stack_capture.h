@@ -1,7 +1,7 @@
 // The CPU stack of a kernel launch, captured on the launching thread inside the driver callback.
 //
 // Cost is what matters here (glibc backtrace() costs ~17 us at 43 frames). A launch site is keyed by
-// its Python stack (code object + line per frame), the kernel, the API and the depth of the native
+// its Python stack (code object + instruction offset per frame), the kernel, the API and the depth of the native
 // stack in bytes (free to read; it separates native call paths). The native stack of a key
 // is unwound on first sight and re-checked at hits 2, 4, 8, ... (the "sampled" policy); a key whose
 // native stack ever changes is marked unstable and unwound at every launch from then on. Python
@@ -58,7 +58,6 @@ class StackCapture {
   std::unordered_map<uint64_t, SiteEntry> sites_;
   std::unordered_map<uint64_t, std::vector<uint32_t>> stack_ids_;  // content hash -> ids (collisions checked)
   std::vector<std::vector<uint64_t>> stack_content_;               // by id - 1, for collision checks
-  std::unordered_map<const void*, std::pair<uint32_t, uint32_t>> code_names_;  // code -> (file, function)
   std::atomic<uint32_t> next_stack_id_{1};
 };
 

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "symbolize/demangle.h"
+
 namespace aiflame {
 namespace {
 

@@ -264,7 +264,7 @@ TEST(SvgWriter, LabelsTruncatedToRectWidth) {
   ASSERT_GE(f->label.size(), 3u);
   EXPECT_EQ(f->label.substr(f->label.size() - 2), "..");
   EXPECT_EQ(longname.rfind(f->label.substr(0, f->label.size() - 2), 0), 0u);  // a prefix
-  EXPECT_LE(f->label.size() * 0.59 * 12, f->w - 6 + 1e-9);
+  EXPECT_LE(static_cast<double>(f->label.size()) * 0.59 * 12, f->w - 6 + 1e-9);
   EXPECT_EQ(find(fs, "wide_enough")->label, "wide_enough");
   EXPECT_EQ(find(fs, "all")->label, "all");
 }

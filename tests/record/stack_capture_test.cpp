@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <vector>
+
 #include "profile/profile.h"
 #include "test_util.h"
 
@@ -39,22 +41,33 @@ TEST(StackCapture, SampledPolicyUnwindsAtPowersOfTwo) {
   for (int i = 1; i <= 100; i++) {
     auto r = path_a(f.capture, 7);
     unwound += r.unwound;
-    if (id) EXPECT_EQ(r.stack_id, id);
+    if (id) {
+      EXPECT_EQ(r.stack_id, id);
+    }
     id = r.stack_id;
   }
   EXPECT_EQ(unwound, 7);  // hits 1, 2, 4, 8, 16, 32, 64
   EXPECT_EQ(f.capture.stacks(), 1u);
 }
 
+using Path = StackCapture::Result (*)(StackCapture&, uint64_t);
+// One call site for both paths: path_a and path_b have identical frames, so the launch site key
+// (site, stack depth) is the same and only the unwound return addresses tell them apart.
+__attribute__((noinline)) StackCapture::Result via(Path p, StackCapture& c) {
+  auto r = p(c, 9);
+  asm volatile("");
+  return r;
+}
+
 TEST(StackCapture, ASiteReachedFromTwoPathsBecomesUnstableAndIsUnwoundEveryTime) {
   Fixture f(UnwindPolicy::Sampled);
-  auto a = path_a(f.capture, 9);
-  auto b = path_b(f.capture, 9);  // hit 2: re-checked, differs
-  EXPECT_NE(a.stack_id, b.stack_id);
-  for (int i = 0; i < 10; i++) {
-    EXPECT_TRUE(path_a(f.capture, 9).unwound);
-    EXPECT_EQ(path_a(f.capture, 9).stack_id, a.stack_id);
-    EXPECT_EQ(path_b(f.capture, 9).stack_id, b.stack_id);
+  const Path paths[2] = {path_a, path_b};
+  std::vector<StackCapture::Result> r;
+  for (int i = 0; i < 22; i++) r.push_back(via(paths[i % 2], f.capture));  // one call site for all
+  EXPECT_NE(r[0].stack_id, r[1].stack_id);  // hit 2 was re-checked and differed
+  for (size_t i = 2; i < r.size(); i++) {
+    EXPECT_TRUE(r[i].unwound) << i;
+    EXPECT_EQ(r[i].stack_id, r[i % 2].stack_id) << i;
   }
 }
 

@@ -1,0 +1,32 @@
+// Loaded into a Python interpreter by python_frames_test.py through ctypes: reports the Python frames
+// that PythonFrames reads at the call, as "function file:line" lines, leaf first.
+#include <cstring>
+#include <string>
+
+#include "record/python_frames.h"
+
+namespace {
+aiflame::PythonFrames g_frames;
+}
+
+extern "C" int aiflame_probe_init() {
+  g_frames.init();
+  return g_frames.available() ? 1 : 0;
+}
+
+extern "C" int aiflame_probe_raw_enabled() { return g_frames.raw_walk_enabled() ? 1 : 0; }
+
+extern "C" int aiflame_probe_capture(char* buf, int size) {
+  aiflame::RawPyFrame frames[64];
+  int n = g_frames.capture(frames, 64);
+  std::string out;
+  for (int i = 0; i < n; i++) {
+    std::string file, function;
+    uint32_t line = 0;
+    g_frames.describe(frames[i], &file, &function, &line);
+    out += function + " " + file.substr(file.rfind('/') + 1) + ":" + std::to_string(line) + "\n";
+  }
+  std::strncpy(buf, out.c_str(), static_cast<size_t>(size) - 1);
+  buf[size - 1] = 0;
+  return n;
+}

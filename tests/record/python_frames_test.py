@@ -1,0 +1,56 @@
+"""Checks PythonFrames inside a real interpreter: with the GIL held (C API) and without it (in-place
+walk), the frames, names and line numbers must be those of this file. Usage: python3 this.py LIB.so"""
+import ctypes
+import sys
+
+lib_path = sys.argv[1]
+with_gil = ctypes.PyDLL(lib_path)     # calls keep the GIL
+without_gil = ctypes.CDLL(lib_path)   # calls release the GIL, like PyTorch around its kernels
+failures = 0
+
+
+def check(name, cond, detail=""):
+    global failures
+    if not cond:
+        failures += 1
+        print("FAIL", name, detail)
+
+
+def capture(dll):
+    buf = ctypes.create_string_buffer(8192)
+    dll.aiflame_probe_capture(buf, 8192)  # LINE_CAPTURE
+    return buf.value.decode().splitlines()
+
+
+def inner(dll):
+    return capture(dll)  # LINE_INNER
+
+
+class Model:
+    def forward(self, dll):
+        return inner(dll)  # LINE_FORWARD
+
+
+def line_of(tag):
+    for i, text in enumerate(open(__file__), 1):
+        if text.rstrip().endswith("# " + tag):
+            return i
+    raise AssertionError(tag)
+
+
+check("init", with_gil.aiflame_probe_init() == 1)
+expected = [
+    "capture python_frames_test.py:%d" % line_of("LINE_CAPTURE"),
+    "inner python_frames_test.py:%d" % line_of("LINE_INNER"),
+    "Model.forward python_frames_test.py:%d" % line_of("LINE_FORWARD"),
+]
+held = Model().forward(with_gil)
+check("frames with the GIL", held[:3] == expected, held)
+check("layout validated", with_gil.aiflame_probe_raw_enabled() == 1,
+      "in-place walk not enabled for Python %s" % sys.version)
+released = Model().forward(without_gil)
+check("frames without the GIL", released[:3] == expected, released)
+check("same depth both ways", len(held) == len(released), (held, released))
+check("module frame at the root", released and released[-1].startswith("<module> python_frames_test.py:"), released)
+print("python_frames: %d passed, %d failed" % (6 - failures, failures))
+sys.exit(1 if failures else 0)
