@@ -14,9 +14,11 @@ bool is_interpreter_module(const std::string& m) {
 }
 
 FrameKind classify_module(const std::string& m) {
-  static const char* runtime_prefixes[] = {"libcuda.", "libcudart", "libcupti", "libc.so", "libc-", "libpthread",
-                                           "ld-linux", "libstdc++", "libgcc_s", "libdl.", "libnvrtc",
-                                           "libaiflame_cupti"};
+  // NVIDIA's runtime and math libraries, the C/C++ runtimes and the loader: "the driver/runtime" layer.
+  static const char* runtime_prefixes[] = {"libcuda.", "libcudart", "libcupti", "libcublas", "libcudnn", "libnccl",
+                                           "libcufft", "libcurand", "libcusparse", "libcusolver", "libnvrtc",
+                                           "libnvJitLink", "libc.so", "libc-", "libpthread", "ld-linux", "libstdc++",
+                                           "libgcc_s", "libdl.", "libaiflame_cupti"};
   for (const char* pre : runtime_prefixes)
     if (m.rfind(pre, 0) == 0) return FrameKind::Runtime;
   if (is_interpreter_module(m)) return FrameKind::Runtime;
@@ -54,7 +56,15 @@ Frame FrameBuilder::native_frame(uint64_t address) {
   } else {
     s = sym_.lookup(address);
   }
-  Frame f{s.function.empty() ? unknown_frame_name(s) : s.function, classify_module(s.module)};
+  std::string name = s.function.empty()   ? unknown_frame_name(s)
+                     : opt_.full_names ? s.function
+                                       : short_function_name(s.function);
+  FrameKind kind = classify_module(s.module);
+  // The CUDA runtime linked statically into a program (nvcc's default) is still the runtime.
+  if (s.function.rfind("cuda", 0) == 0 || s.function.rfind("libcudart_static", 0) == 0 ||
+      s.function.rfind("__cudart", 0) == 0)
+    kind = FrameKind::Runtime;
+  Frame f{std::move(name), kind};
   native_cache_.emplace(address, f);
   return f;
 }

@@ -17,6 +17,7 @@ struct FrameOptions {
   bool python = true;
   bool native = true;
   size_t max_depth = 0;  // 0: unlimited CPU frames
+  bool full_names = false;  // keep C++ parameter lists and long template arguments
 };
 
 class FrameBuilder {

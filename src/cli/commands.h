@@ -28,6 +28,7 @@ struct ReportArgs {
   bool no_python = false;
   bool no_native = false;
   size_t max_depth = 0;
+  bool full_names = false;
   std::string title;
   bool quiet = false;
 };

@@ -7,7 +7,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <climits>
+#include <iomanip>
 #include <cstring>
 #include <iostream>
 
@@ -130,6 +132,7 @@ int run_record(const RecordArgs& a) {
     }
   }
   time_t started = time(nullptr);
+  auto t_start = std::chrono::steady_clock::now();
 
   setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
   setenv("AIFLAME_OUTPUT", output.c_str(), 1);
@@ -178,6 +181,7 @@ int run_record(const RecordArgs& a) {
     return 127;
   }
   int rc = exit_status_of(status);
+  auto t_exit = std::chrono::steady_clock::now();
   if (WIFSIGNALED(status) && !a.quiet)
     std::cerr << "aiflame: the program was killed by signal " << WTERMSIG(status) << " (" << strsignal(WTERMSIG(status)) << ")\n";
 
@@ -201,6 +205,12 @@ int run_record(const RecordArgs& a) {
   }
   if (!a.quiet && files.size() > 1)
     std::cerr << "aiflame: " << files.size() << " CUDA processes recorded; `aiflame report` each file\n";
+  if (!a.quiet) {
+    using secs = std::chrono::duration<double>;
+    std::cerr << "aiflame: the program ran " << std::fixed << std::setprecision(2)
+              << secs(t_exit - t_start).count() << " s; symbolizing and the summary took "
+              << secs(std::chrono::steady_clock::now() - t_exit).count() << " s\n";
+  }
   return rc;
 }
 

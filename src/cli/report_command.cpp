@@ -17,6 +17,7 @@ void add_report_command(CLI::App& app, ReportArgs& a) {
   sub->add_flag("--no-python", a.no_python, "Leave out Python frames");
   sub->add_flag("--no-native", a.no_native, "Leave out native (C/C++) frames");
   sub->add_option("--max-depth", a.max_depth, "Keep at most N CPU frames from the root (0: all)");
+  sub->add_flag("--full-names", a.full_names, "Keep C++ parameter lists and long template arguments in frame names");
   sub->add_option("--title", a.title, "Title of the flame graph");
   sub->add_flag("-q,--quiet", a.quiet, "Print only errors");
 }
@@ -44,7 +45,7 @@ int run_report(const ReportArgs& a) {
   }
   AttributionResult res = attribute_samples(*p);
   Symbolizer sym(p->modules);
-  FrameBuilder fb(*p, sym, FrameOptions{!a.no_python, !a.no_native, a.max_depth});
+  FrameBuilder fb(*p, sym, FrameOptions{!a.no_python, !a.no_native, a.max_depth, a.full_names});
   FlameData data = fb.build(res);
   data.title = a.title.empty() ? "AI Flame Graph: " + fb.process_name() : a.title;
   data.subtitle = (p->process ? p->process->command : std::string()) + "  |  " + std::to_string(res.stats.samples) +

@@ -45,11 +45,20 @@ TEST(FrameBuilder, PythonFramesReplaceTheInterpreterPart) {
   FrameBuilder fb(p, sym, {});
   auto frames = fb.cpu_frames(1);
   EXPECT_EQ(names(frames), (std::vector<std::string>{"main (train.py:30)", "step (train.py:20)", "forward (nn/__init__.py:9)",
-                                                      "torch::autograd::THPVariable_mm()", "at::native::gemm()",
+                                                      "torch::autograd::THPVariable_mm", "at::native::gemm",
                                                       "cudaLaunchKernel"}));
   EXPECT_EQ(frames[0].kind, FrameKind::Python);
   EXPECT_EQ(frames[3].kind, FrameKind::Native);
   EXPECT_EQ(frames[5].kind, FrameKind::Runtime);
+}
+
+TEST(FrameBuilder, FullNamesKeepParameterLists) {
+  Profile p = python_profile();
+  Symbolizer sym(p.modules);
+  FrameOptions opt;
+  opt.full_names = true;
+  FrameBuilder fb(p, sym, opt);
+  EXPECT_EQ(names(fb.cpu_frames(1))[4], "at::native::gemm()");
 }
 
 TEST(FrameBuilder, NoPythonKeepsTheNativeStackWhole) {

@@ -50,9 +50,9 @@ TEST(FixtureGolden, DemoShowsThreeTowersInTheExpectedOrder) {
   for (const auto& s : d.stacks) {
     std::string joined;
     for (const auto& f : s.frames) joined += f.name + ";";
-    bool host_basic = joined.find("multiply_basic(") != std::string::npos;
-    bool host_local = joined.find("multiply_local_access(") != std::string::npos;
-    bool host_tiling = joined.find("multiply_local_access_and_tiling(") != std::string::npos;
+    bool host_basic = joined.find(";multiply_basic;") != std::string::npos;
+    bool host_local = joined.find(";multiply_local_access;") != std::string::npos;
+    bool host_tiling = joined.find(";multiply_local_access_and_tiling;") != std::string::npos;
     if (host_basic && joined.find(";matmul_basic;") != std::string::npos) basic += s.count;
     if (host_local && joined.find(";matmul_local_access;") != std::string::npos) local += s.count;
     if (host_tiling && joined.find(";matmul_local_access_and_tiling;") != std::string::npos) tiling += s.count;

@@ -58,3 +58,28 @@ TEST(Demangle, CxxAndPlainNames) {
 
 }  // namespace
 }  // namespace aiflame
+
+namespace aiflame {
+namespace {
+
+TEST(ShortFunctionName, DropsParametersQualifiersAndClones) {
+  EXPECT_EQ(short_function_name("at::native::gemm(at::Tensor const&, long)"), "at::native::gemm");
+  EXPECT_EQ(short_function_name("Foo::bar(int) const"), "Foo::bar");
+  EXPECT_EQ(short_function_name("Foo::operator()(int) const &"), "Foo::operator()");
+  EXPECT_EQ(short_function_name("at::native::(anonymous namespace)::addmm_out_cuda_impl(at::Tensor&) [clone .isra.0]"),
+            "at::native::(anonymous namespace)::addmm_out_cuda_impl");
+  EXPECT_EQ(short_function_name("main"), "main");
+  EXPECT_EQ(short_function_name("(anonymous namespace)::f()"), "(anonymous namespace)::f");
+}
+
+TEST(ShortFunctionName, CollapsesOnlyLongTemplateArguments) {
+  EXPECT_EQ(short_function_name("std::vector<int>::push_back(int const&)"), "std::vector<int>::push_back");
+  std::string lng = "c10::impl::wrap_kernel_functor_unboxed_<c10::impl::detail::WrapFunctionIntoFunctor_<c10::CompileTimeFunctionPointer<at::Tensor (at::Tensor const&), &at::wrapper_CUDA_mm>, at::Tensor> >::call(c10::OperatorKernel*)";
+  EXPECT_EQ(short_function_name(lng), "c10::impl::wrap_kernel_functor_unboxed_<...>::call");
+  EXPECT_EQ(short_function_name("bool operator<(A const&, B const&)"), "bool operator<");
+  EXPECT_EQ(short_function_name("std::ostream::operator<<(int)"), "std::ostream::operator<<");
+  EXPECT_EQ(short_function_name("broken<unbalanced(int)"), "broken<unbalanced");
+}
+
+}  // namespace
+}  // namespace aiflame
