@@ -1,5 +1,7 @@
 // AIFLAME_DEBUG=1 traces what the injection library does, on stderr.
 #pragma once
+#include <time.h>
+
 #include <cstdio>
 #include <cstdlib>
 
@@ -16,7 +18,9 @@ inline bool debug_enabled() {
 template <class... A>
 void debug(const char* fmt, A... args) {
   if (!debug_enabled()) return;
-  std::fprintf(stderr, "aiflame[debug]: ");
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  std::fprintf(stderr, "aiflame[debug %ld.%03ld]: ", static_cast<long>(ts.tv_sec), ts.tv_nsec / 1000000);
   std::fprintf(stderr, fmt, args...);
   std::fputc('\n', stderr);
 }

@@ -12,9 +12,11 @@
 namespace aiflame {
 namespace {
 
+// Separate debug files are looked up by build-id only: the standard search also follows
+// .gnu_debuglink and checksums candidate files, seconds for PyTorch's gigabyte libraries.
 const Dwfl_Callbacks kOfflineCallbacks = {
     .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_debuginfo = dwfl_build_id_find_debuginfo,
     .section_address = dwfl_offline_section_address,
     .debuginfo_path = nullptr,
 };
@@ -73,7 +75,25 @@ Symbolizer::Opened& Symbolizer::open(const ModuleRecord& m) {
     if (n <= 0 || hex_of(bits, n) != m.build_id) return o;  // another build of the file: names would lie
   }
   o.usable = true;
+  o.any_address = m.lo;
+  index_functions(o);
   return o;
+}
+
+void Symbolizer::index_functions(Opened& o) {
+  Dwfl_Module* mod = dwfl_addrmodule(o.dwfl, o.any_address);
+  if (!mod) return;
+  int n = dwfl_module_getsymtab(mod);
+  for (int i = 1; i < n; i++) {
+    GElf_Sym sym;
+    GElf_Addr addr = 0;
+    const char* name = dwfl_module_getsym_info(mod, i, &sym, &addr, nullptr, nullptr, nullptr);
+    int type = GELF_ST_TYPE(sym.st_info);
+    if (!name || !*name || sym.st_shndx == SHN_UNDEF || (type != STT_FUNC && type != STT_GNU_IFUNC)) continue;
+    o.functions.push_back({addr, addr + sym.st_size, name});
+  }
+  std::stable_sort(o.functions.begin(), o.functions.end(),
+                   [](const FunctionSymbol& a, const FunctionSymbol& b) { return a.start < b.start; });
 }
 
 NativeSymbol Symbolizer::lookup(uint64_t address) {
@@ -89,14 +109,21 @@ NativeSymbol Symbolizer::lookup(uint64_t address) {
   s.offset = pc - m->load_bias;
   Opened& o = open(*m);
   if (!o.usable) return s;
-  Dwfl_Module* mod = dwfl_addrmodule(o.dwfl, pc);
-  if (!mod) return s;
-  GElf_Off off = 0;
-  GElf_Sym sym;
-  const char* name = dwfl_module_addrinfo(mod, pc, &off, &sym, nullptr, nullptr, nullptr);
-  if (!name) return s;
-  s.function = demangle(name);
-  s.offset = off;
+  auto it = std::upper_bound(o.functions.begin(), o.functions.end(), pc,
+                             [](uint64_t a, const FunctionSymbol& f) { return a < f.start; });
+  if (it == o.functions.begin()) return s;
+  // The last symbol starting at or before pc; among several at one address, the first that covers pc.
+  auto first = std::prev(it);
+  while (first != o.functions.begin() && std::prev(first)->start == first->start) --first;
+  const FunctionSymbol* hit = nullptr;
+  for (auto f = first; f != it; ++f)
+    if (pc < f->end || (f->end == f->start && (it == o.functions.end() || pc < it->start))) {
+      hit = &*f;
+      break;
+    }
+  if (!hit) return s;
+  s.function = demangle(hit->name);
+  s.offset = pc - hit->start;
   return s;
 }
 

@@ -32,10 +32,19 @@ class Symbolizer {
   const ModuleRecord* module_of(uint64_t address) const;
 
  private:
+  struct FunctionSymbol {
+    uint64_t start, end;  // runtime addresses
+    const char* name;     // points into the ELF string table Dwfl keeps mapped
+  };
   struct Opened {
     Dwfl* dwfl = nullptr;
     bool usable = false;
+    uint64_t any_address = 0;  // inside the module, to find it in its Dwfl
+    // libdw looks addresses up by scanning the whole symbol table; PyTorch's libraries hold about a
+    // million symbols, so one sorted index per module replaces the scan.
+    std::vector<FunctionSymbol> functions;
   };
+  void index_functions(Opened& o);
   Opened& open(const ModuleRecord& m);
   std::vector<ModuleRecord> modules_;  // sorted by lo
   std::map<uint32_t, Opened> opened_;

@@ -111,6 +111,7 @@ void CuptiBackend::context_created(CUcontext ctx) {
   api_.cuptiGetDeviceId(ctx, &c->device);
   api_.cuptiGetContextId(ctx, &c->context_id);
   api_.cuptiGetTimestamp(&c->last_drain);
+  debug("context created; enabling PC sampling");
   if (rec_.options().pc_sampling && !sampling_failed_) c->enabled = enable_sampling(*c);
   debug("context %u created on device %u, PC sampling %s", c->context_id, c->device, c->enabled ? "on" : "off");
   std::lock_guard<std::mutex> lock(contexts_mu_);
