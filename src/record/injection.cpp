@@ -72,13 +72,17 @@ int initialize() {
     std::fprintf(stderr, "aiflame: %s; the program runs on unprofiled\n", err.c_str());
     return 1;
   }
-  if (api.version < CUPTI_API_VERSION / 10000 * 10000) {
+  if (api.version < kCuptiApiMinimum) {
     std::fprintf(stderr,
-                 "aiflame: %s has CUPTI API version %u, older than the CUPTI %d this aiflame was built with; "
-                 "run with a CUDA %d runtime (or AIFLAME_CUPTI=path to a newer libcupti); the program runs on unprofiled\n",
-                 api.library_path.c_str(), api.version, CUPTI_API_VERSION / 10000, CUPTI_API_VERSION / 10000);
+                 "aiflame: %s has CUPTI API version %u; aiflame reads the records of CUDA 12.0 (API %u) and newer. "
+                 "Run with a newer CUDA runtime or point AIFLAME_CUPTI at a newer libcupti; the program runs on unprofiled\n",
+                 api.library_path.c_str(), api.version, kCuptiApiMinimum);
     return 1;
   }
+  if (api.version / 10000 > CUPTI_API_VERSION / 10000)
+    std::fprintf(stderr, "aiflame: %s (CUPTI API %u) is newer than the CUPTI %d aiflame was built with; if kernel times "
+                 "look wrong, rebuild aiflame against the newer CUDA headers\n",
+                 api.library_path.c_str(), api.version, CUPTI_API_VERSION / 10000);
   ProcessRecord p;
   p.pid = static_cast<uint32_t>(getpid());
   p.ppid = static_cast<uint32_t>(getppid());

@@ -8,6 +8,11 @@
 
 namespace aiflame {
 
+// CUPTI API versions: CUDA 12.0 is 18 (kernel records as CUpti_ActivityKernel9); PC sampling
+// records carry correlationId from 22; CUDA 13 is 130000 and up.
+inline constexpr uint32_t kCuptiApiMinimum = 18;
+inline constexpr uint32_t kCuptiApiWithPcCorrelation = 22;
+
 struct CuptiApi {
 #define AIFLAME_CUPTI_FUNCTIONS(X)                 \
   X(cuptiGetVersion)                               \

@@ -1,5 +1,8 @@
 #include "record/cupti/cupti_backend.h"
 
+#include <cupti_activity_deprecated.h>
+
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 
@@ -35,6 +38,22 @@ constexpr CUpti_CallbackId kLaunchCallbacks[] = {
 };
 
 constexpr size_t kPcBufferEntries = 10000;
+
+// CUPTI 12.x delivers kernel records as CUpti_ActivityKernel9, CUPTI 13 as CUpti_ActivityKernel10;
+// every field aiflame reads sits at the same offset in both, so one reader serves both.
+#define AIFLAME_SAME_OFFSET(f) \
+  static_assert(offsetof(CUpti_ActivityKernel9, f) == offsetof(CUpti_ActivityKernel10, f), #f " moved");
+AIFLAME_SAME_OFFSET(start)
+AIFLAME_SAME_OFFSET(end)
+AIFLAME_SAME_OFFSET(deviceId)
+AIFLAME_SAME_OFFSET(contextId)
+AIFLAME_SAME_OFFSET(streamId)
+AIFLAME_SAME_OFFSET(gridX)
+AIFLAME_SAME_OFFSET(blockZ)
+AIFLAME_SAME_OFFSET(correlationId)
+AIFLAME_SAME_OFFSET(name)
+AIFLAME_SAME_OFFSET(graphId)
+#undef AIFLAME_SAME_OFFSET
 
 std::string fix_for(CUptiResult r) {
   switch (r) {
@@ -202,7 +221,7 @@ PcBatchRecord CuptiBackend::take_batch(Context& c, uint64_t now) {
   b.total_samples = d.totalSamples;
   b.dropped_samples = d.droppedSamples;
   b.hardware_buffer_full = d.hardwareBufferFull != 0;
-  bool has_correlation = sizeof(CUpti_PCSamplingPCData) >= offsetof(CUpti_PCSamplingPCData, correlationId) + 4;
+  bool has_correlation = api_.version >= kCuptiApiWithPcCorrelation;
   for (size_t i = 0; i < d.totalNumPcs; i++) {
     CUpti_PCSamplingPCData& pc = d.pPcData[i];
     uint32_t fn = rec_.intern(pc.functionName ? pc.functionName : "[unknown kernel]");
