@@ -12,20 +12,29 @@ struct Execution {
   uint32_t stack_id;
 };
 
+struct Share {
+  uint32_t stack;
+  double fraction;
+  uint64_t time;  // GPU-time-weighted middle of the executions that make up this share
+};
+
+// Per stack: summed weight and weight x time.
+using Weights = std::map<uint32_t, std::pair<double, double>>;
+
+std::vector<Share> normalise(const Weights& w) {
+  double total = 0;
+  for (const auto& [k, v] : w) total += v.first;
+  std::vector<Share> out;
+  if (total <= 0) return out;
+  for (const auto& [k, v] : w) out.push_back({k, v.first / total, static_cast<uint64_t>(v.second / v.first)});
+  return out;
+}
+
 struct FunctionRuns {
   std::vector<Execution> runs;  // sorted by start
   uint64_t max_duration = 0;
-  std::vector<std::pair<uint32_t, double>> whole_run;  // stack -> share over the whole run (fallback)
+  std::vector<Share> whole_run;  // shares over the whole run (fallback)
 };
-
-std::vector<std::pair<uint32_t, double>> normalise(const std::map<uint32_t, double>& w) {
-  double total = 0;
-  for (const auto& [k, v] : w) total += v;
-  std::vector<std::pair<uint32_t, double>> out;
-  if (total <= 0) return out;
-  for (const auto& [k, v] : w) out.emplace_back(k, v / total);
-  return out;
-}
 
 }  // namespace
 
@@ -52,10 +61,12 @@ AttributionResult attribute_samples(const Profile& p, uint64_t lag_ns) {
   }
   for (auto& [key, fr] : runs) {
     std::sort(fr.runs.begin(), fr.runs.end(), [](const Execution& a, const Execution& b) { return a.start < b.start; });
-    std::map<uint32_t, double> w;
+    Weights w;
     for (const auto& e : fr.runs) {
       fr.max_duration = std::max(fr.max_duration, e.end - e.start);
-      w[e.stack_id] += static_cast<double>(e.end - e.start);
+      double d = static_cast<double>(e.end - e.start);
+      w[e.stack_id].first += d;
+      w[e.stack_id].second += d * (static_cast<double>(e.start) + d / 2);
     }
     fr.whole_run = normalise(w);
   }
@@ -71,24 +82,28 @@ AttributionResult attribute_samples(const Profile& p, uint64_t lag_ns) {
     res.stats.dropped += b.dropped_samples;
     uint64_t lo = b.prev_timestamp > lag_ns ? b.prev_timestamp - lag_ns : 0;
     uint64_t hi = b.timestamp;
-    std::unordered_map<uint32_t, std::pair<std::vector<std::pair<uint32_t, double>>, bool>> split;  // function -> shares, in window
+    std::unordered_map<uint32_t, std::pair<std::vector<Share>, bool>> split;  // function -> shares, in window
     for (const auto& s : b.samples) {
       if (is_dup(b.device, s.stall_reason)) continue;
       res.stats.samples += s.count;
       auto sp = split.find(s.function);
       if (sp == split.end()) {
-        std::vector<std::pair<uint32_t, double>> shares;
+        std::vector<Share> shares;
         bool in_window = false;
         auto rit = runs.find({b.device, s.function});
         if (rit != runs.end()) {
           const FunctionRuns& fr = rit->second;
-          std::map<uint32_t, double> w;
+          Weights w;
           uint64_t from = lo > fr.max_duration ? lo - fr.max_duration : 0;
           auto it = std::lower_bound(fr.runs.begin(), fr.runs.end(), from,
                                      [](const Execution& e, uint64_t t) { return e.start < t; });
           for (; it != fr.runs.end() && it->start < hi; ++it) {
             uint64_t a = std::max(it->start, lo), z = std::min(it->end, hi);
-            if (z > a) w[it->stack_id] += static_cast<double>(z - a);
+            if (z > a) {
+              double d = static_cast<double>(z - a);
+              w[it->stack_id].first += d;
+              w[it->stack_id].second += d * (static_cast<double>(a) + d / 2);
+            }
           }
           shares = normalise(w);
           in_window = !shares.empty();
@@ -97,17 +112,19 @@ AttributionResult attribute_samples(const Profile& p, uint64_t lag_ns) {
         sp = split.emplace(s.function, std::make_pair(std::move(shares), in_window)).first;
       }
       const auto& [shares, in_window] = sp->second;
-      AttributedSample a{0, s.function, s.cubin_crc, s.pc_offset, s.stall_reason, b.device, 0};
+      AttributedSample a{0, s.function, s.cubin_crc, s.pc_offset, s.stall_reason, b.device, 0, lo / 2 + hi / 2};
       if (shares.empty()) {
         a.weight = s.count;
         res.samples.push_back(a);
         continue;
       }
-      for (const auto& [stack, share] : shares) {
-        a.stack_id = stack;
-        a.weight = share * s.count;
-        if (stack) res.stats.attributed += a.weight;
-        if (stack && in_window) res.stats.in_window += a.weight;
+      for (const Share& sh : shares) {
+        a.stack_id = sh.stack;
+        a.weight = sh.fraction * s.count;
+        // Outside the window (fallback shares) the executions' times say nothing about this batch.
+        a.time_ns = in_window ? sh.time : lo / 2 + hi / 2;
+        if (sh.stack) res.stats.attributed += a.weight;
+        if (sh.stack && in_window) res.stats.in_window += a.weight;
         res.samples.push_back(a);
       }
     }

@@ -21,6 +21,7 @@ struct AttributedSample {
   uint32_t stall_reason = 0;
   uint32_t device = 0;
   double weight = 0;      // samples (fractional after splitting)
+  uint64_t time_ns = 0;   // estimated time the samples ran (profiler clock)
 };
 
 struct AttributionStats {

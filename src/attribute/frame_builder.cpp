@@ -121,11 +121,19 @@ const std::vector<Frame>& FrameBuilder::cpu_frames(uint32_t stack_id) {
 FlameData FrameBuilder::build(const AttributionResult& res) {
   // Sum fractional weights per distinct frame list, then round with the largest-remainder method so
   // the total stays exactly the number of samples.
-  std::map<std::vector<std::pair<std::string, FrameKind>>, double> acc;
+  using Key = std::vector<std::pair<std::string, FrameKind>>;
+  std::map<Key, double> acc;
+  std::vector<const Key*> key_of_sample;
+  key_of_sample.reserve(res.samples.size());
   std::unordered_map<uint32_t, std::string> kernel_names;
+  auto kernel_name = [&](uint32_t fn) -> const std::string& {
+    auto kn = kernel_names.find(fn);
+    if (kn == kernel_names.end()) kn = kernel_names.emplace(fn, kernel_frame_name(p_.str(fn))).first;
+    return kn->second;
+  };
   std::string proc = process_name();
   for (const auto& a : res.samples) {
-    std::vector<std::pair<std::string, FrameKind>> key;
+    Key key;
     key.emplace_back(proc, FrameKind::Process);
     if (a.stack_id == 0) {
       key.emplace_back("[unattributed]", FrameKind::Unattributed);
@@ -133,17 +141,18 @@ FlameData FrameBuilder::build(const AttributionResult& res) {
       for (const auto& f : cpu_frames(a.stack_id)) key.emplace_back(f.name, f.kind);
     }
     key.emplace_back("-", FrameKind::Separator);
-    auto kn = kernel_names.find(a.function);
-    if (kn == kernel_names.end()) kn = kernel_names.emplace(a.function, kernel_frame_name(p_.str(a.function))).first;
-    key.emplace_back(kn->second, FrameKind::GpuKernel);
+    key.emplace_back(kernel_name(a.function), FrameKind::GpuKernel);
     key.emplace_back(pc_frame_name(a.pc_offset), FrameKind::GpuInstruction);
     key.emplace_back(short_stall_name(p_.stall_reason_name(a.device, a.stall_reason)), FrameKind::Stall);
-    acc[key] += a.weight;
+    auto it = acc.try_emplace(std::move(key), 0.0).first;
+    it->second += a.weight;
+    key_of_sample.push_back(&it->first);
   }
   double total = 0;
   for (const auto& [k, w] : acc) total += w;
   uint64_t target = static_cast<uint64_t>(std::llround(total));
   FlameData out;
+  std::map<const Key*, uint32_t> index_of;
   std::vector<std::pair<double, size_t>> remainders;
   uint64_t sum = 0;
   for (const auto& [k, w] : acc) {
@@ -152,11 +161,56 @@ FlameData FrameBuilder::build(const AttributionResult& res) {
     ws.count = static_cast<uint64_t>(std::floor(w));
     sum += ws.count;
     remainders.emplace_back(w - std::floor(w), out.stacks.size());
+    index_of[&k] = static_cast<uint32_t>(out.stacks.size());
     out.stacks.push_back(std::move(ws));
   }
   std::stable_sort(remainders.begin(), remainders.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
   for (size_t i = 0; sum < target && i < remainders.size(); i++, sum++) out.stacks[remainders[i].second].count++;
-  std::erase_if(out.stacks, [](const WeightedStack& s) { return s.count == 0; });
+
+  // Times and kernels, relative to the start of the profile.
+  out.process = proc;
+  out.pid = p_.process ? p_.process->pid : 0;
+  uint64_t start = p_.process ? p_.process->start_timestamp : 0, end = start;
+  for (const auto& k : p_.kernels) {
+    if (!start || k.start < start) start = k.start;
+    end = std::max(end, k.end);
+  }
+  for (const auto& b : p_.batches) end = std::max(end, b.timestamp);
+  out.start_ns = start;
+  out.duration_ns = end > start ? end - start : 0;
+  // The time series, at 1 ms resolution: finer than any drain interval, coarse enough to stay small.
+  constexpr uint64_t kResolution = 1000000;
+  std::map<std::tuple<uint32_t, uint32_t, uint64_t>, double> timed;
+  for (size_t i = 0; i < res.samples.size(); i++) {
+    const auto& a = res.samples[i];
+    uint64_t t = a.time_ns > start ? (a.time_ns - start) / kResolution * kResolution : 0;
+    timed[{index_of[key_of_sample[i]], a.device, t}] += a.weight;
+  }
+  for (const auto& [k, w] : timed) out.timeline.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), w});
+  std::unordered_map<uint32_t, uint32_t> stack_of_corr;
+  for (const auto& l : p_.launches) stack_of_corr[l.correlation_id] = l.stack_id;
+  std::unordered_map<uint32_t, int32_t> cpu_index;
+  for (const auto& k : p_.kernels) {
+    KernelSpan span;
+    span.name = kernel_name(k.name);
+    span.device = k.device;
+    span.stream = k.stream;
+    span.start_ns = k.start > start ? k.start - start : 0;
+    span.end_ns = k.end > start ? k.end - start : 0;
+    span.correlation_id = k.correlation_id;
+    auto st = stack_of_corr.find(k.correlation_id);
+    if (st != stack_of_corr.end()) {
+      auto [ci, fresh] = cpu_index.try_emplace(st->second, static_cast<int32_t>(out.cpu_stacks.size()));
+      if (fresh) {
+        std::vector<Frame> frames{{proc, FrameKind::Process}};
+        for (const auto& f : cpu_frames(st->second)) frames.push_back(f);
+        out.cpu_stacks.push_back(std::move(frames));
+      }
+      span.cpu_stack = ci->second;
+    }
+    out.kernels.push_back(std::move(span));
+  }
+  // Zero-count stacks stay (the timeline refers to them by index); writers skip them.
   return out;
 }
 

@@ -34,11 +34,36 @@ struct WeightedStack {
   uint64_t count = 0;
 };
 
-// A whole picture: stacks plus a title line for writers that show one.
+// Samples of one stack at one time: the time series behind heatmaps and timed outputs.
+struct TimedCount {
+  uint32_t stack = 0;    // index into FlameData::stacks
+  uint32_t device = 0;
+  uint64_t time_ns = 0;  // since FlameData::start_ns (estimated; see docs/attribution.md)
+  double weight = 0;     // samples; fractional where a batch's samples were split between launches
+};
+
+// One kernel execution, for trace outputs.
+struct KernelSpan {
+  std::string name;        // frame name of the kernel
+  uint32_t device = 0, stream = 0;
+  uint64_t start_ns = 0, end_ns = 0;  // since FlameData::start_ns
+  int32_t cpu_stack = -1;  // index into FlameData::cpu_stacks, -1 when the launch is unknown
+  uint32_t correlation_id = 0;
+};
+
+// A whole picture: stacks plus what the writers that show more than one flame graph need.
 struct FlameData {
   std::string title;
   std::string subtitle;
   std::vector<WeightedStack> stacks;
+  // Optional: filled from recorded profiles, empty for inputs that have no times (folded files).
+  std::vector<TimedCount> timeline;
+  std::vector<KernelSpan> kernels;
+  std::vector<std::vector<Frame>> cpu_stacks;  // launch stacks (process frame first) of `kernels`
+  std::string process;     // process name
+  uint32_t pid = 0;
+  uint64_t start_ns = 0;   // profiler clock at the start of the profile
+  uint64_t duration_ns = 0;
   uint64_t total() const {
     uint64_t t = 0;
     for (const auto& s : stacks) t += s.count;

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <set>
 #include <sstream>
 
 #include "attribute/frame_builder.h"
@@ -93,6 +94,36 @@ TEST(FixtureGolden, DemoSvgHoldsTheKernelFrames) {
   std::string svg = out.str();
   for (const char* name : {"matmul_basic", "matmul_local_access", "matmul_local_access_and_tiling", "multiply_basic"})
     EXPECT_NE(svg.find(name), std::string::npos) << name;
+}
+
+}  // namespace
+}  // namespace aiflame
+
+namespace aiflame {
+namespace {
+
+// The time series and kernel spans the timed outputs use: they account for every sample and kernel.
+TEST(FixtureGolden, TimelineAndKernelSpansAccountForEverything) {
+  auto p = read_profile(data_path("demo_matmul.aiflame"));
+  ASSERT_TRUE(p.ok()) << p.error();
+  FlameData d = flame_of(*p);
+  double timed = 0;
+  for (const auto& t : d.timeline) {
+    ASSERT_LT(t.stack, d.stacks.size());
+    EXPECT_LE(t.time_ns, d.duration_ns);
+    timed += t.weight;
+  }
+  EXPECT_NEAR(timed, static_cast<double>(d.total()), 1e-6 * static_cast<double>(d.total()));
+  ASSERT_EQ(d.kernels.size(), p->kernels.size());
+  std::set<std::string> names;
+  for (const auto& k : d.kernels) {
+    EXPECT_GE(k.cpu_stack, 0);
+    EXPECT_LE(k.start_ns, k.end_ns);
+    names.insert(k.name);
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"matmul_basic", "matmul_local_access", "matmul_local_access_and_tiling"}));
+  EXPECT_EQ(d.cpu_stacks.size(), 3u);
+  EXPECT_EQ(d.process, "aiflame_demo_matmul");
 }
 
 }  // namespace
