@@ -132,9 +132,12 @@ FlameData FrameBuilder::build(const AttributionResult& res) {
     return kn->second;
   };
   std::string proc = process_name();
+  // iaprof's layout: the program, then its pid, so that several processes merge into one picture.
+  std::string pid = p_.process ? std::to_string(p_.process->pid) : "?";
   for (const auto& a : res.samples) {
     Key key;
     key.emplace_back(proc, FrameKind::Process);
+    key.emplace_back(pid, FrameKind::Process);
     if (a.stack_id == 0) {
       key.emplace_back("[unattributed]", FrameKind::Unattributed);
     } else {
@@ -202,7 +205,7 @@ FlameData FrameBuilder::build(const AttributionResult& res) {
     if (st != stack_of_corr.end()) {
       auto [ci, fresh] = cpu_index.try_emplace(st->second, static_cast<int32_t>(out.cpu_stacks.size()));
       if (fresh) {
-        std::vector<Frame> frames{{proc, FrameKind::Process}};
+        std::vector<Frame> frames{{proc, FrameKind::Process}, {pid, FrameKind::Process}};
         for (const auto& f : cpu_frames(st->second)) frames.push_back(f);
         out.cpu_stacks.push_back(std::move(frames));
       }

@@ -1,6 +1,7 @@
 // `aiflame report FILE [-o OUT] [--format F]`: symbolize, attribute and write one output.
 #include <iostream>
 
+#include "attribute/flame_merge.h"
 #include "attribute/frame_builder.h"
 #include "cli/commands.h"
 #include "cli/output_file.h"
@@ -11,7 +12,10 @@ namespace aiflame {
 
 void add_report_command(CLI::App& app, ReportArgs& a) {
   auto* sub = app.add_subcommand("report", "Attribute GPU samples to launch stacks and write a flame graph");
-  sub->add_option("file", a.inputs, "Profile written by `aiflame record`")->required()->expected(1);
+  sub->add_option("files", a.inputs,
+                  "Profiles written by `aiflame record` (several: one picture, each process under its own name and pid)")
+      ->required()
+      ->expected(1, 1 << 20);
   sub->add_option("-o,--output", a.output, "Output file; its extension picks the format (.svg, .folded). Default: folded stacks on stdout");
   sub->add_option("--format", a.format, "Output format, overriding the extension")->check(CLI::IsMember(writer_formats()));
   sub->add_flag("--no-python", a.no_python, "Leave out Python frames");
@@ -37,20 +41,27 @@ int run_report(const ReportArgs& a) {
     std::cerr << "aiflame: unknown format '" << format << "'\n";
     return 2;
   }
-  const std::string& input = a.inputs.front();
-  auto p = read_profile(input);
-  if (!p) {
-    std::cerr << "aiflame: " << p.error() << "\n";
-    return 1;
+  FlameData data;
+  uint64_t samples = 0, kernels = 0;
+  std::string command;
+  for (const std::string& input : a.inputs) {
+    auto p = read_profile(input);
+    if (!p) {
+      std::cerr << "aiflame: " << p.error() << "\n";
+      return 1;
+    }
+    AttributionResult res = attribute_samples(*p);
+    Symbolizer sym(p->modules);
+    FrameBuilder fb(*p, sym, FrameOptions{!a.no_python, !a.no_native, a.max_depth, a.full_names});
+    merge_flame(data, fb.build(res));
+    samples += res.stats.samples;
+    kernels += p->kernels.size();
+    if (command.empty() && p->process) command = p->process->command;
+    if (!a.quiet) print_summary(*p, res.stats, input, std::cerr);
   }
-  AttributionResult res = attribute_samples(*p);
-  Symbolizer sym(p->modules);
-  FrameBuilder fb(*p, sym, FrameOptions{!a.no_python, !a.no_native, a.max_depth, a.full_names});
-  FlameData data = fb.build(res);
-  data.title = a.title.empty() ? "AI Flame Graph: " + fb.process_name() : a.title;
-  data.subtitle = (p->process ? p->process->command : std::string()) + "  |  " + std::to_string(res.stats.samples) +
-                  " GPU samples, " + std::to_string(p->kernels.size()) + " kernels";
-  if (!a.quiet) print_summary(*p, res.stats, input, std::cerr);
+  if (a.inputs.size() > 1) command = std::to_string(a.inputs.size()) + " processes";
+  data.title = a.title.empty() ? "AI Flame Graph: " + data.process : a.title;
+  data.subtitle = command + "  |  " + std::to_string(samples) + " GPU samples, " + std::to_string(kernels) + " kernels";
   if (a.output.empty()) {
     writer->write(data, std::cout);
     std::cout.flush();

@@ -101,10 +101,11 @@ TEST(FrameBuilder, BuildKeepsTheTotalExactAndLaysOutGpuFrames) {
   for (const auto& s : d.stacks) {
     auto n = names(s.frames);
     EXPECT_EQ(n.front(), "python3.12");
+    EXPECT_EQ(n[1], "0");  // the pid
     EXPECT_EQ(n[n.size() - 3], "gemm");
     EXPECT_EQ(n.back(), "long_scoreboard");
     EXPECT_EQ(s.frames[s.frames.size() - 4].kind, FrameKind::Separator);
-    if (n[1] == "[unattributed]") saw_unattributed = true;
+    if (n[2] == "[unattributed]") saw_unattributed = true;
   }
   EXPECT_TRUE(saw_unattributed);
 }

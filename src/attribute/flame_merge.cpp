@@ -1,0 +1,42 @@
+#include "attribute/flame_merge.h"
+
+#include <algorithm>
+
+namespace aiflame {
+
+void merge_flame(FlameData& into, FlameData from) {
+  if (into.stacks.empty() && into.kernels.empty() && into.timeline.empty()) {
+    std::string title = std::move(into.title), subtitle = std::move(into.subtitle);
+    into = std::move(from);
+    if (!title.empty()) into.title = std::move(title);
+    if (!subtitle.empty()) into.subtitle = std::move(subtitle);
+    return;
+  }
+  uint64_t start = std::min(into.start_ns, from.start_ns);
+  uint64_t shift_into = into.start_ns - start, shift_from = from.start_ns - start;
+  for (auto& t : into.timeline) t.time_ns += shift_into;
+  for (auto& k : into.kernels) { k.start_ns += shift_into; k.end_ns += shift_into; }
+  uint64_t end = std::max(into.start_ns + into.duration_ns, from.start_ns + from.duration_ns);
+
+  auto stack_base = static_cast<uint32_t>(into.stacks.size());
+  auto cpu_base = static_cast<int32_t>(into.cpu_stacks.size());
+  for (auto& s : from.stacks) into.stacks.push_back(std::move(s));
+  for (auto& c : from.cpu_stacks) into.cpu_stacks.push_back(std::move(c));
+  for (auto t : from.timeline) {
+    t.stack += stack_base;
+    t.time_ns += shift_from;
+    into.timeline.push_back(t);
+  }
+  for (auto& k : from.kernels) {
+    k.start_ns += shift_from;
+    k.end_ns += shift_from;
+    if (k.cpu_stack >= 0) k.cpu_stack += cpu_base;
+    into.kernels.push_back(std::move(k));
+  }
+  into.start_ns = start;
+  into.duration_ns = end - start;
+  if (into.process != from.process) into.process += "," + from.process;
+  into.pid = 0;  // several processes
+}
+
+}  // namespace aiflame

@@ -1,0 +1,47 @@
+#include "attribute/flame_merge.h"
+
+#include <gtest/gtest.h>
+
+namespace aiflame {
+namespace {
+
+FlameData one(const std::string& proc, uint64_t start, uint64_t count) {
+  FlameData d;
+  d.process = proc;
+  d.start_ns = start;
+  d.duration_ns = 100;
+  d.stacks = {{{{proc, FrameKind::Process}, {"k", FrameKind::GpuKernel}}, count}};
+  d.cpu_stacks = {{{proc, FrameKind::Process}}};
+  d.timeline = {{0, 0, 10, static_cast<double>(count)}};
+  KernelSpan k;
+  k.name = "k";
+  k.start_ns = 5;
+  k.end_ns = 50;
+  k.cpu_stack = 0;
+  d.kernels = {k};
+  return d;
+}
+
+TEST(FlameMerge, KeepsEveryStackAndMovesTimesOntoOneClock) {
+  FlameData merged;
+  merged.title = "kept";
+  merge_flame(merged, one("a", 1000, 3));
+  merge_flame(merged, one("b", 900, 4));  // started 100 ns earlier
+  EXPECT_EQ(merged.title, "kept");
+  EXPECT_EQ(merged.total(), 7u);
+  ASSERT_EQ(merged.stacks.size(), 2u);
+  EXPECT_EQ(merged.start_ns, 900u);
+  EXPECT_EQ(merged.duration_ns, 200u);  // a ends at 1100
+  ASSERT_EQ(merged.timeline.size(), 2u);
+  EXPECT_EQ(merged.timeline[0].time_ns, 110u);  // a's 10 ns after its start, 100 ns after b's
+  EXPECT_EQ(merged.timeline[1].time_ns, 10u);
+  EXPECT_EQ(merged.timeline[1].stack, 1u);
+  ASSERT_EQ(merged.kernels.size(), 2u);
+  EXPECT_EQ(merged.kernels[0].start_ns, 105u);
+  EXPECT_EQ(merged.kernels[1].cpu_stack, 1);
+  EXPECT_EQ(merged.cpu_stacks.size(), 2u);
+  EXPECT_EQ(merged.process, "a,b");
+}
+
+}  // namespace
+}  // namespace aiflame
