@@ -86,6 +86,8 @@ int main(int argc, char** argv) {
   }
   if (mode == "segv" || mode == "abort") {
     launch_some(n);
+    // Crash a moment later, as a real program would: the profiler has drained and flushed by then.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
     if (mode == "abort") std::abort();
     std::raise(SIGSEGV);
     return 3;

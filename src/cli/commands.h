@@ -31,6 +31,7 @@ struct ReportArgs {
   bool full_names = false;
   std::string title;
   bool quiet = false;
+  bool plain = false;
 };
 
 struct DemoArgs {

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/commands.h"
+#include "cli/diff_command.h"
 
 int main(int argc, char** argv) {
   CLI::App app{
@@ -16,6 +17,8 @@ int main(int argc, char** argv) {
   aiflame::add_record_command(app, rec);
   aiflame::add_report_command(app, rep);
   aiflame::add_demo_command(app, demo);
+  aiflame::DiffArgs diff;
+  aiflame::add_diff_command(app, diff);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -26,5 +29,6 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("record")) return aiflame::run_record(rec);
   if (app.got_subcommand("report")) return aiflame::run_report(rep);
   if (app.got_subcommand("demo")) return aiflame::run_demo(demo, argv[0]);
+  if (app.got_subcommand("diff")) return aiflame::run_diff(diff);
   return 2;
 }

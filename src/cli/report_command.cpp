@@ -1,7 +1,12 @@
 // `aiflame report FILE [-o OUT] [--format F]`: symbolize, attribute and write one output.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <iostream>
 
 #include "attribute/flame_merge.h"
+#include "input/flame_input.h"
+#include "output/folded_writer.h"
 #include "attribute/frame_builder.h"
 #include "cli/commands.h"
 #include "cli/output_file.h"
@@ -13,10 +18,13 @@ namespace aiflame {
 void add_report_command(CLI::App& app, ReportArgs& a) {
   auto* sub = app.add_subcommand("report", "Attribute GPU samples to launch stacks and write a flame graph");
   sub->add_option("files", a.inputs,
-                  "Profiles written by `aiflame record` (several: one picture, each process under its own name and pid)")
+                  "Profiles written by `aiflame record`, folded stack files or iaprof output (several: one picture, "
+                  "each process under its own name and pid)")
       ->required()
       ->expected(1, 1 << 20);
-  sub->add_option("-o,--output", a.output, "Output file; its extension picks the format (.svg, .folded). Default: folded stacks on stdout");
+  sub->add_option("-o,--output", a.output,
+                  "Output file; its extension picks the format (.svg, .folded, .pb.gz, .speedscope.json, .trace.json, "
+                  ".stacks). Default: folded stacks on stdout");
   sub->add_option("--format", a.format, "Output format, overriding the extension")->check(CLI::IsMember(writer_formats()));
   sub->add_flag("--no-python", a.no_python, "Leave out Python frames");
   sub->add_flag("--no-native", a.no_native, "Leave out native (C/C++) frames");
@@ -24,6 +32,7 @@ void add_report_command(CLI::App& app, ReportArgs& a) {
   sub->add_flag("--full-names", a.full_names, "Keep C++ parameter lists and long template arguments in frame names");
   sub->add_option("--title", a.title, "Title of the flame graph");
   sub->add_flag("-q,--quiet", a.quiet, "Print only errors");
+  sub->add_flag("--plain", a.plain, "Folded output without iaprof's annotations (_[G], _[g], py::)");
 }
 
 int run_report(const ReportArgs& a) {
@@ -31,7 +40,7 @@ int run_report(const ReportArgs& a) {
   if (format.empty() && !a.output.empty()) {
     format = format_from_path(a.output);
     if (format.empty()) {
-      std::cerr << "aiflame: cannot tell the format of '" << a.output << "' from its extension; use --format (one of folded, svg)\n";
+      std::cerr << "aiflame: cannot tell the format of '" << a.output << "' from its extension; use --format (one of " << fmt::format("{}", fmt::join(writer_formats(), ", ")) << ")\n";
       return 2;
     }
   }
@@ -41,10 +50,24 @@ int run_report(const ReportArgs& a) {
     std::cerr << "aiflame: unknown format '" << format << "'\n";
     return 2;
   }
+  if (format == "folded" && a.plain) writer = std::make_unique<FoldedWriter>(FoldedOptions{.plain = true});
   FlameData data;
   uint64_t samples = 0, kernels = 0;
   std::string command;
   for (const std::string& input : a.inputs) {
+    // Folded stacks and iaprof's text output are read too, recognised by their content.
+    auto kind = detect_file_format(input);
+    if (kind && *kind != InputFormat::Aiflame && *kind != InputFormat::Unknown) {
+      auto d = read_flame_input(input);
+      if (!d) {
+        std::cerr << "aiflame: " << d.error() << "\n";
+        return 1;
+      }
+      samples += d->total();
+      if (command.empty()) command = std::string(input_format_name(*kind)) + " " + input;
+      merge_flame(data, std::move(*d));
+      continue;
+    }
     auto p = read_profile(input);
     if (!p) {
       std::cerr << "aiflame: " << p.error() << "\n";

@@ -17,18 +17,35 @@ std::string folded_frame_name(std::string_view name) {
   return s;
 }
 
+std::string annotated_frame_name(const Frame& f) {
+  std::string s = folded_frame_name(f.name);
+  switch (f.kind) {
+    case FrameKind::GpuSource:
+    case FrameKind::GpuKernel: return s + "_[G]";
+    case FrameKind::GpuInstruction:
+    case FrameKind::Stall: return s + "_[g]";
+    case FrameKind::Python: return "py::" + s;
+    default: return s;  // process, pid, native, runtime, "-", [unattributed]: as iaprof writes them
+  }
+}
+
+std::string folded_stack(const std::vector<Frame>& frames, bool plain) {
+  std::string line;
+  for (size_t i = 0; i < frames.size(); i++) {
+    if (i) line += ';';
+    line += plain ? folded_frame_name(frames[i].name) : annotated_frame_name(frames[i]);
+  }
+  return line;
+}
+
 void FoldedWriter::write(const FlameData& data, std::ostream& out) const {
   // Lines sorted and merged, so the output is deterministic and each stack appears once.
   std::map<std::string, uint64_t> lines;
   for (const auto& st : data.stacks) {
     if (st.count == 0) continue;
-    std::string line;
-    for (size_t i = 0; i < st.frames.size(); i++) {
-      if (i) line += ';';
-      line += folded_frame_name(st.frames[i].name);
-    }
-    lines[line] += st.count;
+    lines[folded_stack(st.frames, options_.plain)] += st.count;
   }
+  // One space before the count: flamegraph.pl splits the count off at the last whitespace.
   for (const auto& [line, count] : lines) out << line << ' ' << count << '\n';
 }
 

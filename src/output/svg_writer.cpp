@@ -106,7 +106,7 @@ std::string kind_colour(FrameKind k, double v1, double v2, double v3) {
     case FrameKind::Process: r = 120 + 25 * v1, g = 140 + 25 * v1, b = 185 + 25 * v1 + 10 * v2; break;
     case FrameKind::Separator: r = g = b = 165 + 20 * v1; break;
     case FrameKind::GpuKernel: r = 60 + 50 * v1, g = 205 + 35 * v2, b = 200 + 35 * v2; break;
-    case FrameKind::GpuSource: r = 110 + 40 * v1, g = 180 + 30 * v2, b = 235 + 20 * v2; break;
+    case FrameKind::GpuSource: r = 40 + 50 * v1, g = 190 + 35 * v2, b = 195 + 35 * v2; break;  // aqua, as kernels
     case FrameKind::GpuInstruction: r = 90 + 50 * v1, g = 205 + 35 * v2, b = 80 + 40 * v3; break;
     case FrameKind::Stall: r = 40 + 40 * v1, g = 145 + 35 * v2, b = 50 + 30 * v3; break;
     case FrameKind::Unattributed: r = g = b = 210 + 20 * v1; break;

@@ -1,15 +1,23 @@
 #include "output/writer.h"
 
+#include "output/flamescope_writer.h"
 #include "output/folded_writer.h"
+#include "output/pprof_writer.h"
+#include "output/speedscope_writer.h"
 #include "output/svg_writer.h"
+#include "output/trace_writer.h"
 
 namespace aiflame {
 
-std::vector<std::string> writer_formats() { return {"folded", "svg"}; }
+std::vector<std::string> writer_formats() { return {"folded", "svg", "pprof", "speedscope", "trace", "flamescope"}; }
 
 std::unique_ptr<Writer> make_writer(std::string_view format) {
   if (format == "folded") return std::make_unique<FoldedWriter>();
   if (format == "svg") return std::make_unique<SvgWriter>();
+  if (format == "pprof") return std::make_unique<PprofWriter>();
+  if (format == "speedscope") return std::make_unique<SpeedscopeWriter>();
+  if (format == "trace") return std::make_unique<TraceWriter>();
+  if (format == "flamescope") return std::make_unique<FlameScopeWriter>();
   return nullptr;
 }
 
@@ -19,6 +27,10 @@ std::string format_from_path(std::string_view path) {
   };
   if (ends(".svg")) return "svg";
   if (ends(".folded") || ends(".txt") || ends(".collapsed")) return "folded";
+  if (ends(".pb.gz") || ends(".pprof")) return "pprof";
+  if (ends(".speedscope.json")) return "speedscope";
+  if (ends(".trace.json") || ends(".perfetto.json")) return "trace";
+  if (ends(".stacks") || ends(".perf")) return "flamescope";
   return {};
 }
 

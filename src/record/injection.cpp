@@ -14,6 +14,7 @@
 #include <atomic>
 
 #include "record/cupti/cupti_backend.h"
+#include "record/crash_report.h"
 #include "record/debug_log.h"
 #include "record/module_map.h"
 #include "record/recorder.h"
@@ -66,6 +67,7 @@ void skip_frames_of(StackCapture& st, const char* name) {
 
 int initialize() {
   RecordOptions opt = record_options_from_env();
+  if (debug_enabled()) install_crash_report();
   CuptiApi api;
   std::string err;
   if (!load_cupti(&api, &err)) {

@@ -6,6 +6,7 @@
 #include <condition_variable>
 #include <cstdio>
 
+#include "record/crash_report.h"
 #include "record/module_map.h"
 
 namespace aiflame {
@@ -20,6 +21,7 @@ bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std
 }
 
 void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, uint64_t timestamp) {
+  PhaseScope phase(Phase::LaunchCallback);
   auto t0 = std::chrono::steady_clock::now();
   StackCapture::Result st = stacks_.capture(site ^ (static_cast<uint64_t>(api) << 48));
   LaunchRecord rec;
@@ -58,6 +60,7 @@ void Recorder::write_modules_if_changed() {
 
 void Recorder::start_collector(std::function<void()> drain) {
   collector_ = std::thread([this, drain = std::move(drain)] {
+    set_phase(Phase::Collector);
     uint32_t ms = opt_.interval_ms;
     uint32_t ticks = 0;
     while (!stop_.load()) {

@@ -1,5 +1,7 @@
 #include "record/stack_capture.h"
 
+#include "record/crash_report.h"
+
 #include <execinfo.h>
 #include <pthread.h>
 
@@ -50,6 +52,7 @@ void StackCapture::init(UnwindPolicy policy, bool python) {
 }
 
 int StackCapture::unwind(uint64_t* out, int max) const {
+  PhaseScope phase(Phase::Unwind);
   void* frames[kMaxNative];
   int n = backtrace(frames, std::min(max, kMaxNative));
   int first = 0;
@@ -67,6 +70,7 @@ int StackCapture::unwind(uint64_t* out, int max) const {
 }
 
 PyFrame StackCapture::name_python(const RawPyFrame& f) {
+  PhaseScope phase(Phase::PythonNames);
   std::string file, function;
   uint32_t line = 0;
   python_.describe(f, &file, &function, &line);
@@ -103,7 +107,11 @@ uint32_t StackCapture::intern_stack(const uint64_t* native, int nn, const RawPyF
 
 StackCapture::Result StackCapture::capture(uint64_t site) {
   RawPyFrame py[kMaxPython];
-  int np = use_python_ ? python_.capture(py, kMaxPython) : 0;
+  int np = 0;
+  if (use_python_) {
+    PhaseScope phase(Phase::PythonWalk);
+    np = python_.capture(py, kMaxPython);
+  }
   uint64_t key = mix(mix(0, site), stack_depth());
   for (int i = 0; i < np; i++)
     key = mix(mix(key, reinterpret_cast<uint64_t>(py[i].code)), static_cast<uint32_t>(py[i].lasti));

@@ -19,10 +19,28 @@ TEST(FoldedWriter, GoldenOutputMergedAndSorted) {
       {{{"python3", FrameKind::Process}}, 0},  // zero counts are not written
   };
   std::ostringstream out;
-  FoldedWriter().write(d, out);
+  FoldedWriter(FoldedOptions{.plain = true}).write(d, out);
   EXPECT_EQ(out.str(),
             "python3;[unattributed];-;relu;0x20;long_scoreboard 2\n"
             "python3;main (t.py:3);-;gemm;0x10;selected 9\n");
+  // The default: iaprof's annotations (GPU code _[G], instruction and stall _[g], Python py::).
+  std::ostringstream annotated;
+  FoldedWriter().write(d, annotated);
+  EXPECT_EQ(annotated.str(),
+            "python3;[unattributed];-;relu_[G];0x20_[g];long_scoreboard_[g] 2\n"
+            "python3;py::main (t.py:3);-;gemm_[G];0x10_[g];selected_[g] 9\n");
+}
+
+TEST(FoldedWriter, AnnotationsFollowTheFrameKind) {
+  EXPECT_EQ(annotated_frame_name({"a.cu:12", FrameKind::GpuSource}), "a.cu:12_[G]");
+  EXPECT_EQ(annotated_frame_name({"k", FrameKind::GpuKernel}), "k_[G]");
+  EXPECT_EQ(annotated_frame_name({"mad", FrameKind::GpuInstruction}), "mad_[g]");
+  EXPECT_EQ(annotated_frame_name({"sbid", FrameKind::Stall}), "sbid_[g]");
+  EXPECT_EQ(annotated_frame_name({"f (x.py:1)", FrameKind::Python}), "py::f (x.py:1)");
+  EXPECT_EQ(annotated_frame_name({"main", FrameKind::Native}), "main");
+  EXPECT_EQ(annotated_frame_name({"cudaLaunchKernel", FrameKind::Runtime}), "cudaLaunchKernel");
+  EXPECT_EQ(annotated_frame_name({"-", FrameKind::Separator}), "-");
+  EXPECT_EQ(annotated_frame_name({"441", FrameKind::Process}), "441");
 }
 
 TEST(FoldedWriter, SemicolonsAndNewlinesNeverSplitFrames) {
@@ -38,6 +56,15 @@ TEST(WriterFactory, FormatsAndExtensions) {
   EXPECT_EQ(format_from_path("x/y.svg"), "svg");
   EXPECT_EQ(format_from_path("y.folded"), "folded");
   EXPECT_EQ(format_from_path("y.pdf"), "");
+  EXPECT_EQ(format_from_path("p.pb.gz"), "pprof");
+  EXPECT_EQ(format_from_path("p.speedscope.json"), "speedscope");
+  EXPECT_EQ(format_from_path("p.trace.json"), "trace");
+  EXPECT_EQ(format_from_path("p.stacks"), "flamescope");
+  EXPECT_EQ(format_from_path("p.json"), "");
+  for (const auto& f : writer_formats()) {
+    ASSERT_NE(make_writer(f), nullptr) << f;
+    EXPECT_EQ(make_writer(f)->format(), f);
+  }
   ASSERT_NE(make_writer("svg"), nullptr);
   EXPECT_EQ(make_writer("svg")->format(), "svg");
   EXPECT_EQ(make_writer("nope"), nullptr);

@@ -1,0 +1,69 @@
+#include "cli/diff_command.h"
+
+#include <iostream>
+
+#include "cli/output_file.h"
+#include "input/flame_input.h"
+#include "output/diff_writer.h"
+#include "output/writer.h"
+
+namespace aiflame {
+
+void add_diff_command(CLI::App& app, DiffArgs& a) {
+  auto* sub = app.add_subcommand("diff", "Differential flame graph: red where AFTER grew, blue where it shrank");
+  sub->add_option("before", a.before, "Profile before the change (aiflame profile, folded stacks or iaprof output)")->required();
+  sub->add_option("after", a.after, "Profile after the change")->required();
+  sub->add_option("-o,--output", a.output, "Output file, .svg or .folded. Default: diff folded lines on stdout");
+  sub->add_option("--format", a.format, "Output format, overriding the extension")->check(CLI::IsMember({"svg", "folded"}));
+  sub->add_flag("--plain", a.plain, "Folded output without iaprof's frame annotations");
+  sub->add_option("--title", a.title, "Title of the flame graph");
+  sub->add_flag("-q,--quiet", a.quiet, "Print only errors");
+}
+
+int run_diff(const DiffArgs& a) {
+  std::string format = a.format;
+  if (format.empty() && !a.output.empty()) {
+    format = format_from_path(a.output);
+    if (format != "svg" && format != "folded") {
+      std::cerr << "aiflame: diff writes .svg or .folded, not '" << a.output << "'; use --format svg or folded\n";
+      return 2;
+    }
+  }
+  if (format.empty()) format = "folded";
+  auto before = read_flame_input(a.before);
+  if (!before) {
+    std::cerr << "aiflame: " << before.error() << "\n";
+    return 1;
+  }
+  auto after = read_flame_input(a.after);
+  if (!after) {
+    std::cerr << "aiflame: " << after.error() << "\n";
+    return 1;
+  }
+  if (before->total() == 0 || after->total() == 0) {
+    std::cerr << "aiflame: " << (before->total() == 0 ? a.before : a.after) << " has no samples to compare\n";
+    return 1;
+  }
+  DiffData diff = make_diff(*before, *after);
+  if (!a.title.empty()) diff.title = a.title;
+  auto fill = [&](std::ostream& out) {
+    if (format == "svg") write_diff_svg(diff, out);
+    else write_diff_folded(diff, out, a.plain);
+  };
+  if (a.output.empty()) {
+    fill(std::cout);
+    std::cout.flush();
+    return std::cout ? 0 : 1;
+  }
+  Status st = write_output_file(a.output, fill);
+  if (!st) {
+    std::cerr << "aiflame: " << st.error() << "\n";
+    return 1;
+  }
+  if (!a.quiet)
+    std::cerr << "aiflame: wrote " << a.output << " (" << diff.before_total << " samples before, " << diff.after_total
+              << " after)\n";
+  return 0;
+}
+
+}  // namespace aiflame

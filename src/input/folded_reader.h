@@ -1,0 +1,24 @@
+// Reads folded stacks ("frame;frame;... COUNT", flamegraph.pl's input), plain or with iaprof's
+// annotations, back into typed frames. What each annotation means is in docs/formats.md.
+#pragma once
+#include <string_view>
+#include <vector>
+
+#include "output/flame_stack.h"
+#include "util/result.h"
+
+namespace aiflame {
+
+// Parses a whole folded file. Blank lines and '#' comments are skipped; any other line without a
+// whole-number count after its last blank is an error naming the line.
+Result<FlameData> parse_folded(std::string_view text);
+
+// Kinds for the frames of one stack, root first, from their annotations (or, in plain files, from
+// their place around the "-" separator and their shape). Strips "_[G]", "_[g]" and "py::".
+std::vector<Frame> classify_folded_frames(const std::vector<std::string_view>& names);
+
+// A CPU frame by its name alone: "py::" Python, "_[k]" kernel mode (kept, as Runtime), CUDA and C
+// runtime names Runtime, "func (file.py:N)" Python, anything else Native.
+Frame classify_cpu_frame(std::string_view name);
+
+}  // namespace aiflame

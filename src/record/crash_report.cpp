@@ -1,0 +1,56 @@
+#include "record/crash_report.h"
+
+#include <execinfo.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <initializer_list>
+
+namespace aiflame {
+namespace {
+
+thread_local int t_phase = 0;
+struct sigaction g_previous[32];
+
+const char* phase_name(int p) {
+  static const char* names[] = {"the program (not aiflame)", "aiflame's launch callback", "native unwinding",
+                                "the Python frame walk", "naming Python frames", "aiflame's collector thread",
+                                "reading kernel activity records"};
+  return p >= 0 && p < 7 ? names[p] : "?";
+}
+
+void on_fatal(int sig, siginfo_t* info, void* ctx) {
+  char line[256];
+  int n = std::snprintf(line, sizeof line, "aiflame: signal %d at address %p in %s; stack:\n", sig,
+                        info ? info->si_addr : nullptr, phase_name(t_phase));
+  (void)!write(2, line, static_cast<size_t>(n));
+  void* frames[64];
+  int k = backtrace(frames, 64);
+  backtrace_symbols_fd(frames, k, 2);
+  // Hand the signal to whoever had it before (Python's faulthandler, the default action).
+  struct sigaction& prev = g_previous[sig];
+  if (prev.sa_flags & SA_SIGINFO) {
+    if (prev.sa_sigaction) return prev.sa_sigaction(sig, info, ctx);
+  } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
+    return prev.sa_handler(sig);
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
+
+}  // namespace
+
+void set_phase(Phase p) { t_phase = static_cast<int>(p); }
+Phase current_phase() { return static_cast<Phase>(t_phase); }
+
+void install_crash_report() {
+  struct sigaction sa = {};
+  sa.sa_sigaction = on_fatal;
+  sa.sa_flags = SA_SIGINFO | SA_RESETHAND;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE}) sigaction(sig, &sa, &g_previous[sig]);
+}
+
+}  // namespace aiflame
