@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds everything and runs every test: the release build, then the tests again under
-# AddressSanitizer and UndefinedBehaviorSanitizer.
+# AddressSanitizer and UndefinedBehaviorSanitizer, then the fuzzers for a bounded time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 jobs=$(nproc)
@@ -13,4 +13,8 @@ if [ "${AIFLAME_SKIP_SANITIZERS:-0}" != 1 ]; then
   # The python_frames probe is loaded into an uninstrumented interpreter; it runs in the release build only.
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
      ctest --output-on-failure -j"$jobs" -E python_frames)
+fi
+# Fuzzers (libFuzzer with ASan and UBSan), a bounded run each over the committed corpus.
+if [ "${AIFLAME_SKIP_FUZZ:-0}" != 1 ]; then
+  bash tests/fuzz/run_fuzzers.sh "${AIFLAME_FUZZ_SECONDS:-20}"
 fi
