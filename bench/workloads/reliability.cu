@@ -46,7 +46,8 @@ __attribute__((noinline)) static void launch_some(int count) {
   const int n = 1 << 20;
   float* x = buffer(n);
   for (int i = 0; i < count; i++) busy<<<n / 256, 256>>>(x, n, 2000);
-  cudaDeviceSynchronize();
+  cudaError_t e = cudaDeviceSynchronize();
+  if (e != cudaSuccess) std::printf("CUDA error: %s\n", cudaGetErrorString(e));
   std::printf("launched %d\n", count);
   std::fflush(stdout);
 }
