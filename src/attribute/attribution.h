@@ -7,6 +7,7 @@
 // F on the device share the samples by GPU time. See docs/attribution.md for the error bound.
 #pragma once
 #include <cstdint>
+#include <unordered_map>
 #include <vector>
 
 #include "profile/profile.h"
@@ -40,6 +41,9 @@ struct AttributionResult {
 // lag_ns: how far before its window's start a batch's samples may have run (CUPTI decodes on its own
 // thread); 0 picks two collection intervals.
 AttributionResult attribute_samples(const Profile& p, uint64_t lag_ns = 0);
+
+// Launch stack id by correlation id, from the profile's launch records.
+std::unordered_map<uint32_t, uint32_t> launch_stacks(const Profile& p);
 
 // True for CUPTI's "X_not_issued" reasons, which count a subset of X's samples again.
 bool is_duplicate_stall_reason(const std::string& name);

@@ -190,8 +190,7 @@ FlameData FrameBuilder::build(const AttributionResult& res) {
     timed[{index_of[key_of_sample[i]], a.device, t}] += a.weight;
   }
   for (const auto& [k, w] : timed) out.timeline.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), w});
-  std::unordered_map<uint32_t, uint32_t> stack_of_corr;
-  for (const auto& l : p_.launches) stack_of_corr[l.correlation_id] = l.stack_id;
+  std::unordered_map<uint32_t, uint32_t> stack_of_corr = launch_stacks(p_);
   std::unordered_map<uint32_t, int32_t> cpu_index;
   for (const auto& k : p_.kernels) {
     KernelSpan span;

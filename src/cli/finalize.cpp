@@ -7,27 +7,24 @@
 
 namespace aiflame {
 
-Result<size_t> finalize_profile(const std::string& path) {
+Result<Profile> finalize_profile(const std::string& path) {
   auto p = read_profile(path);
   if (!p) return Error{p.error()};
   std::set<uint64_t> addresses;
   for (const auto& [id, st] : p->stacks)
     for (uint64_t a : st.native)
       if (!p->symbols.count(a)) addresses.insert(a);
-  if (addresses.empty()) return size_t{0};
+  if (addresses.empty()) return std::move(*p);
   Symbolizer sym(p->modules);
   ProfileWriter w;
   std::string err;
   if (!w.open_append(path, p->valid_bytes, &err)) return Error{err};
-  size_t named = 0;
   for (uint64_t a : addresses) {
     NativeSymbol s = sym.lookup(a);
-    if (s.function.empty()) continue;
-    w.add(SymbolRecord{a, s.module_id, s.function, s.offset});
-    named++;
+    if (!s.function.empty()) w.add(SymbolRecord{a, s.module_id, s.function, s.offset});
   }
   if (!w.close()) return Error{path + ": " + w.error()};
-  return named;
+  return std::move(*p);
 }
 
 }  // namespace aiflame

@@ -8,7 +8,8 @@
 
 namespace aiflame {
 
-// Appends Symbol records for every native address of the profile's stacks. Returns how many were named.
-Result<size_t> finalize_profile(const std::string& path);
+// Appends Symbol records for every native address of the profile's stacks. Returns the profile as
+// read before the names were appended (what the end-of-run summary needs).
+Result<Profile> finalize_profile(const std::string& path);
 
 }  // namespace aiflame

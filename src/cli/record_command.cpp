@@ -193,10 +193,12 @@ int run_record(const RecordArgs& a) {
   }
   if (files.size() == 1 && rename(files[0].c_str(), output.c_str()) == 0) files[0] = output;
   for (const auto& f : files) {
-    auto named = finalize_profile(f);
-    if (!named) std::cerr << "aiflame: symbolizing " << f << " failed: " << named.error() << "\n";
+    auto p = finalize_profile(f);
+    if (!p) {
+      std::cerr << "aiflame: symbolizing " << f << " failed: " << p.error() << "\n";
+      p = read_profile(f);
+    }
     if (a.quiet) continue;
-    auto p = read_profile(f);
     if (!p) {
       std::cerr << "aiflame: " << p.error() << "\n";
       continue;

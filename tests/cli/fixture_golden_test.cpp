@@ -128,3 +128,28 @@ TEST(FixtureGolden, TimelineAndKernelSpansAccountForEverything) {
 
 }  // namespace
 }  // namespace aiflame
+
+#include "cli/finalize.h"
+
+namespace aiflame {
+namespace {
+
+// Finishing a recorded profile hands back what it read, and leaves the file readable.
+TEST(Finalize, ReturnsTheProfileAndKeepsTheFileReadable) {
+  std::string copy = test::temp_path("finalize.aiflame");
+  test::write_file(copy, test::read_file(data_path("demo_matmul.aiflame")));
+  auto before = read_profile(copy);
+  ASSERT_TRUE(before.ok());
+  auto done = finalize_profile(copy);
+  ASSERT_TRUE(done.ok()) << done.error();
+  EXPECT_EQ(done->launches.size(), before->launches.size());
+  EXPECT_EQ(done->batches.size(), before->batches.size());
+  auto after = read_profile(copy);
+  ASSERT_TRUE(after.ok()) << after.error();
+  EXPECT_EQ(after->launches.size(), before->launches.size());
+  EXPECT_GE(after->symbols.size(), before->symbols.size());
+  std::remove(copy.c_str());
+}
+
+}  // namespace
+}  // namespace aiflame
