@@ -4,6 +4,8 @@
 #include <map>
 #include <unordered_map>
 
+#include "attribute/launch_index.h"
+
 namespace aiflame {
 namespace {
 
@@ -43,24 +45,16 @@ bool is_duplicate_stall_reason(const std::string& name) {
   return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::unordered_map<uint32_t, uint32_t> launch_stacks(const Profile& p) {
-  std::unordered_map<uint32_t, uint32_t> m;
-  m.reserve(p.launches.size());
-  for (const auto& l : p.launches) m[l.correlation_id] = l.stack_id;
-  return m;
-}
-
 AttributionResult attribute_samples(const Profile& p, uint64_t lag_ns) {
   AttributionResult res;
   if (lag_ns == 0) lag_ns = 2ull * (p.process && p.process->interval_ms ? p.process->interval_ms : 10) * 1000000ull;
 
-  std::unordered_map<uint32_t, uint32_t> stack_of_corr = launch_stacks(p);
+  LaunchIndex launches(p);
 
   // Executions per (device, function). Kernels whose launch was not seen keep stack 0.
   std::map<std::pair<uint32_t, uint32_t>, FunctionRuns> runs;
   for (const auto& k : p.kernels) {
-    auto it = stack_of_corr.find(k.correlation_id);
-    uint32_t stack = it == stack_of_corr.end() ? 0 : it->second;
+    uint32_t stack = launches.stack_of(k);
     auto& fr = runs[{k.device, k.name}];
     fr.runs.push_back({k.start, std::max(k.end, k.start + 1), stack});
   }

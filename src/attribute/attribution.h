@@ -15,7 +15,7 @@
 namespace aiflame {
 
 struct AttributedSample {
-  uint32_t stack_id = 0;  // 0: no launch found
+  uint32_t stack_id = 0;  // 0: no launch found; see LaunchIndex for composite (graph) ids
   uint32_t function = 0;  // string id of the kernel's mangled name
   uint64_t cubin_crc = 0;
   uint64_t pc_offset = 0;
@@ -41,9 +41,6 @@ struct AttributionResult {
 // lag_ns: how far before its window's start a batch's samples may have run (CUPTI decodes on its own
 // thread); 0 picks two collection intervals.
 AttributionResult attribute_samples(const Profile& p, uint64_t lag_ns = 0);
-
-// Launch stack id by correlation id, from the profile's launch records.
-std::unordered_map<uint32_t, uint32_t> launch_stacks(const Profile& p);
 
 // True for CUPTI's "X_not_issued" reasons, which count a subset of X's samples again.
 bool is_duplicate_stall_reason(const std::string& name);

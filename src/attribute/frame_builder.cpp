@@ -85,6 +85,15 @@ const std::vector<Frame>& FrameBuilder::cpu_frames(uint32_t stack_id) {
   auto it = cache_.find(stack_id);
   if (it != cache_.end()) return it->second;
   std::vector<Frame> frames;  // root first
+  if (LaunchIndex::composite(stack_id)) {
+    // A graph replay: the replay's stack, the graph, then the stack that created the kernel's node.
+    auto [replay, node] = launches_.parts(stack_id);
+    frames = cpu_frames(replay);
+    frames.push_back({"[cuda graph]", FrameKind::Runtime});
+    const auto& created = cpu_frames(node);
+    frames.insert(frames.end(), created.begin(), created.end());
+    return cache_.emplace(stack_id, std::move(frames)).first->second;
+  }
   auto st = p_.stacks.find(stack_id);
   if (st != p_.stacks.end()) {
     const StackRecord& s = st->second;
@@ -190,7 +199,6 @@ FlameData FrameBuilder::build(const AttributionResult& res) {
     timed[{index_of[key_of_sample[i]], a.device, t}] += a.weight;
   }
   for (const auto& [k, w] : timed) out.timeline.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), w});
-  std::unordered_map<uint32_t, uint32_t> stack_of_corr = launch_stacks(p_);
   std::unordered_map<uint32_t, int32_t> cpu_index;
   for (const auto& k : p_.kernels) {
     KernelSpan span;
@@ -200,12 +208,11 @@ FlameData FrameBuilder::build(const AttributionResult& res) {
     span.start_ns = k.start > start ? k.start - start : 0;
     span.end_ns = k.end > start ? k.end - start : 0;
     span.correlation_id = k.correlation_id;
-    auto st = stack_of_corr.find(k.correlation_id);
-    if (st != stack_of_corr.end()) {
-      auto [ci, fresh] = cpu_index.try_emplace(st->second, static_cast<int32_t>(out.cpu_stacks.size()));
+    if (uint32_t st = launches_.stack_of(k)) {
+      auto [ci, fresh] = cpu_index.try_emplace(st, static_cast<int32_t>(out.cpu_stacks.size()));
       if (fresh) {
         std::vector<Frame> frames{{proc, FrameKind::Process}, {pid, FrameKind::Process}};
-        for (const auto& f : cpu_frames(st->second)) frames.push_back(f);
+        for (const auto& f : cpu_frames(st)) frames.push_back(f);
         out.cpu_stacks.push_back(std::move(frames));
       }
       span.cpu_stack = ci->second;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "attribute/attribution.h"
+#include "attribute/launch_index.h"
 #include "output/flame_stack.h"
 #include "profile/profile.h"
 #include "symbolize/symbolizer.h"
@@ -22,7 +23,7 @@ struct FrameOptions {
 
 class FrameBuilder {
  public:
-  FrameBuilder(const Profile& p, Symbolizer& sym, FrameOptions opt) : p_(p), sym_(sym), opt_(opt) {}
+  FrameBuilder(const Profile& p, Symbolizer& sym, FrameOptions opt) : p_(p), sym_(sym), opt_(opt), launches_(p) {}
   // CPU frames of a recorded stack, root first, without the process frame.
   const std::vector<Frame>& cpu_frames(uint32_t stack_id);
   FlameData build(const AttributionResult& res);
@@ -33,6 +34,7 @@ class FrameBuilder {
   const Profile& p_;
   Symbolizer& sym_;
   FrameOptions opt_;
+  LaunchIndex launches_;  // same composite ids as attribution's (both number p.kernels in order)
   std::unordered_map<uint32_t, std::vector<Frame>> cache_;
   std::unordered_map<uint64_t, Frame> native_cache_;
 };

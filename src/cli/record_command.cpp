@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -175,7 +176,8 @@ int run_record(const RecordArgs& a) {
   ssize_t got = read(pipefd[0], &exec_errno, sizeof exec_errno);
   close(pipefd[0]);
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+  struct rusage usage = {};
+  while (wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {}
   if (got == static_cast<ssize_t>(sizeof exec_errno)) {
     std::cerr << "aiflame: cannot run '" << a.command[0] << "': " << std::strerror(exec_errno) << "\n";
     return 127;
@@ -210,7 +212,9 @@ int run_record(const RecordArgs& a) {
   if (!a.quiet) {
     using secs = std::chrono::duration<double>;
     std::cerr << "aiflame: the program ran " << std::fixed << std::setprecision(2)
-              << secs(t_exit - t_start).count() << " s; symbolizing and the summary took "
+              << secs(t_exit - t_start).count() << " s (CPU " << usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6
+              << " s user, " << usage.ru_stime.tv_sec + usage.ru_stime.tv_usec / 1e6 << " s system, peak RSS "
+              << usage.ru_maxrss / 1024 << " MB); symbolizing and the summary took "
               << secs(std::chrono::steady_clock::now() - t_exit).count() << " s\n";
   }
   return rc;

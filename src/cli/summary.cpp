@@ -4,6 +4,8 @@
 
 #include <set>
 
+#include <sys/stat.h>
+
 namespace aiflame {
 
 void print_summary(const Profile& p, const AttributionStats& stats, const std::string& path, std::ostream& out) {
@@ -25,6 +27,14 @@ void print_summary(const Profile& p, const AttributionStats& stats, const std::s
   if (p.end && p.end->launches)
     out << fmt::format("aiflame: stack capture cost {:.2f} us per launch on the launching threads\n",
                        static_cast<double>(p.end->capture_ns) / 1e3 / static_cast<double>(p.end->launches));
+  if (p.end && secs > 0) {
+    struct stat st = {};
+    double mb = stat(path.c_str(), &st) == 0 ? static_cast<double>(st.st_size) / 1e6 : 0.0;
+    out << fmt::format("aiflame: {:.0f} GPU samples/s, profile {:.2f} MB ({:.3f} MB/s); aiflame's collector thread used "
+                       "{:.3f} s CPU\n",
+                       static_cast<double>(stats.samples) / secs, mb, mb / secs,
+                       static_cast<double>(p.end->collector_cpu_ns) / 1e9);
+  }
   if (p.truncated) out << "aiflame: the profile was cut short (the program was killed or crashed); it is read up to its last flush\n";
   for (const auto& w : p.warnings) out << "aiflame: recorded warning: " << w << "\n";
 }

@@ -25,6 +25,7 @@ struct Profile {
   std::map<uint64_t, CubinRecord> cubins;
   std::unordered_map<uint64_t, SymbolRecord> symbols;
   std::vector<std::string> warnings;
+  std::unordered_map<uint64_t, GraphNodeRecord> graph_nodes;  // by node id
   std::optional<EndRecord> end;
   bool truncated = false;        // the file ends inside a chunk: the run was cut short
   uint64_t unknown_records = 0;  // records of a newer minor kind, skipped

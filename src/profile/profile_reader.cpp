@@ -72,6 +72,7 @@ bool parse_records(std::string_view raw, Profile& p) {
       case RecordType::Cubin: { CubinRecord x; ok = read_one(r, x); uint64_t crc = x.crc; p.cubins[crc] = std::move(x); break; }
       case RecordType::Symbol: { SymbolRecord x; ok = read_one(r, x); p.symbols[x.address] = std::move(x); break; }
       case RecordType::Warning: { WarningRecord x; ok = read_one(r, x); p.warnings.push_back(std::move(x.text)); break; }
+      case RecordType::GraphNode: { GraphNodeRecord x; ok = read_one(r, x); p.graph_nodes[x.node_id] = x; break; }
       case RecordType::End: { EndRecord x; ok = read_one(r, x); p.end = x; break; }
       default: p.unknown_records++; break;  // newer record kind: length-prefixed, so skippable
     }

@@ -8,6 +8,7 @@ void encode(ByteWriter& w, const ProcessRecord& r) {
   w.varint(r.backend_version); w.varint(r.driver_version);
   w.varint(r.sampling_period_log2); w.varint(r.interval_ms);
   w.str(r.backend); w.str(r.tool_version);
+  w.svarint(r.rank); w.svarint(r.local_rank); w.svarint(r.world_size);
 }
 bool decode(ByteReader& r, ProcessRecord& o) {
   o.pid = r.varint32(); o.ppid = r.varint32(); o.command = r.str(); o.hostname = r.str();
@@ -15,6 +16,10 @@ bool decode(ByteReader& r, ProcessRecord& o) {
   o.backend_version = r.varint32(); o.driver_version = r.varint32();
   o.sampling_period_log2 = r.varint32(); o.interval_ms = r.varint32();
   o.backend = r.str(); o.tool_version = r.str();
+  if (!r.eof()) {  // added later: older files end here
+    o.rank = static_cast<int32_t>(r.svarint()); o.local_rank = static_cast<int32_t>(r.svarint());
+    o.world_size = static_cast<int32_t>(r.svarint());
+  }
   return r.ok();
 }
 
@@ -83,6 +88,7 @@ void encode(ByteWriter& w, const KernelRecord& r) {
   for (int i = 0; i < 3; i++) w.svarint(r.grid[i]);
   for (int i = 0; i < 3; i++) w.svarint(r.block[i]);
   w.varint(r.graph_id);
+  w.varint(r.graph_node_id);
 }
 bool decode(ByteReader& r, KernelRecord& o) {
   o.correlation_id = r.varint32(); o.start = r.varint(); o.end = o.start + r.varint();
@@ -90,6 +96,7 @@ bool decode(ByteReader& r, KernelRecord& o) {
   for (int i = 0; i < 3; i++) o.grid[i] = static_cast<int32_t>(r.svarint());
   for (int i = 0; i < 3; i++) o.block[i] = static_cast<int32_t>(r.svarint());
   o.graph_id = r.varint();
+  if (!r.eof()) o.graph_node_id = r.varint();  // added after the first files were written
   return r.ok() && o.end >= o.start;
 }
 
@@ -133,14 +140,25 @@ bool decode(ByteReader& r, WarningRecord& o) { o.text = r.str(); return r.ok(); 
 
 void encode(ByteWriter& w, const EndRecord& r) {
   for (uint64_t v : {r.timestamp, r.launches, r.launches_unwound, r.stacks, r.pc_records, r.samples,
-                     r.dropped_samples, r.kernels, r.cubins, r.dropped_records, r.capture_ns})
+                     r.dropped_samples, r.kernels, r.cubins, r.dropped_records, r.capture_ns, r.collector_cpu_ns})
     w.varint(v);
 }
 bool decode(ByteReader& r, EndRecord& o) {
   for (uint64_t* v : {&o.timestamp, &o.launches, &o.launches_unwound, &o.stacks, &o.pc_records, &o.samples,
                       &o.dropped_samples, &o.kernels, &o.cubins, &o.dropped_records, &o.capture_ns})
     *v = r.varint();
+  if (!r.eof()) o.collector_cpu_ns = r.varint();  // added later
   return r.ok();
 }
 
+}  // namespace aiflame
+
+namespace aiflame {
+void encode(ByteWriter& w, const GraphNodeRecord& r) {
+  w.varint(r.node_id); w.varint(r.graph_id); w.varint(r.stack_id); w.varint(r.original_node_id);
+}
+bool decode(ByteReader& r, GraphNodeRecord& o) {
+  o.node_id = r.varint(); o.graph_id = r.varint(); o.stack_id = r.varint32(); o.original_node_id = r.varint();
+  return r.ok();
+}
 }  // namespace aiflame

@@ -16,6 +16,7 @@ void encode(ByteWriter& w, const PcBatchRecord& r);
 void encode(ByteWriter& w, const CubinRecord& r);
 void encode(ByteWriter& w, const SymbolRecord& r);
 void encode(ByteWriter& w, const WarningRecord& r);
+void encode(ByteWriter& w, const GraphNodeRecord& r);
 void encode(ByteWriter& w, const EndRecord& r);
 
 bool decode(ByteReader& r, ProcessRecord& o);
@@ -29,6 +30,7 @@ bool decode(ByteReader& r, PcBatchRecord& o);
 bool decode(ByteReader& r, CubinRecord& o);
 bool decode(ByteReader& r, SymbolRecord& o);
 bool decode(ByteReader& r, WarningRecord& o);
+bool decode(ByteReader& r, GraphNodeRecord& o);
 bool decode(ByteReader& r, EndRecord& o);
 
 template <class R> constexpr RecordType record_type_of();
@@ -43,6 +45,7 @@ template <> constexpr RecordType record_type_of<PcBatchRecord>() { return Record
 template <> constexpr RecordType record_type_of<CubinRecord>() { return RecordType::Cubin; }
 template <> constexpr RecordType record_type_of<SymbolRecord>() { return RecordType::Symbol; }
 template <> constexpr RecordType record_type_of<WarningRecord>() { return RecordType::Warning; }
+template <> constexpr RecordType record_type_of<GraphNodeRecord>() { return RecordType::GraphNode; }
 template <> constexpr RecordType record_type_of<EndRecord>() { return RecordType::End; }
 
 }  // namespace aiflame

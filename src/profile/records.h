@@ -21,6 +21,7 @@ enum class RecordType : uint8_t {
   Symbol = 10,
   Warning = 11,
   End = 12,
+  GraphNode = 20,  // numbered apart from the GPU-symbol records added beside it
 };
 
 struct ProcessRecord {
@@ -36,6 +37,10 @@ struct ProcessRecord {
   uint32_t interval_ms = 0;
   std::string backend;             // "cupti"
   std::string tool_version;
+  // Set by distributed launchers (torchrun, mpirun...) through RANK/LOCAL_RANK/WORLD_SIZE; -1/0 when not.
+  int32_t rank = -1;
+  int32_t local_rank = -1;
+  int32_t world_size = 0;
 };
 
 struct StringRecord {
@@ -89,6 +94,16 @@ struct KernelRecord {
   int32_t grid[3] = {0, 0, 0};
   int32_t block[3] = {0, 0, 0};
   uint64_t graph_id = 0;     // non-zero when run by a graph launch
+  uint64_t graph_node_id = 0;  // the graph node that ran it (0: not run by a graph, or not recorded)
+};
+
+// A node of a CUDA graph: created by stream capture or an explicit add-node call (stack_id: the CPU
+// stack that did it), or cloned from another node when a graph is instantiated or cloned.
+struct GraphNodeRecord {
+  uint64_t node_id = 0;
+  uint64_t graph_id = 0;
+  uint32_t stack_id = 0;          // 0 for clones
+  uint64_t original_node_id = 0;  // non-zero for clones
 };
 
 struct PcSample {
@@ -142,6 +157,7 @@ struct EndRecord {
   uint64_t cubins = 0;
   uint64_t dropped_records = 0;   // activity records CUPTI reported dropped
   uint64_t capture_ns = 0;        // CPU time spent capturing stacks on launch threads
+  uint64_t collector_cpu_ns = 0;  // CPU time of aiflame's collector thread (draining, writing)
 };
 
 }  // namespace aiflame

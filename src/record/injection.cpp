@@ -102,6 +102,13 @@ int initialize() {
   p.interval_ms = opt.interval_ms;
   p.backend = "cupti";
   p.tool_version = AIFLAME_VERSION;
+  auto env_int = [](const char* name, int32_t dflt) {
+    const char* v = std::getenv(name);
+    return v && *v ? static_cast<int32_t>(std::atoi(v)) : dflt;
+  };
+  p.rank = env_int("RANK", env_int("OMPI_COMM_WORLD_RANK", env_int("PMI_RANK", -1)));
+  p.local_rank = env_int("LOCAL_RANK", env_int("OMPI_COMM_WORLD_LOCAL_RANK", -1));
+  p.world_size = env_int("WORLD_SIZE", env_int("OMPI_COMM_WORLD_SIZE", env_int("PMI_SIZE", 0)));
 
   auto* rec = new Recorder();
   if (!rec->start(opt, p, &err)) {
@@ -109,7 +116,7 @@ int initialize() {
     delete rec;
     return 1;
   }
-  rec->stacks().init(opt.unwind, opt.python);
+  rec->stacks().init(opt.unwind, opt.python, opt.unwind == UnwindPolicy::Sampled ? opt.unstable_sample : 1);
   skip_frames_of(rec->stacks(), "libaiflame_cupti");
   skip_frames_of(rec->stacks(), "libcupti.so");
   skip_frames_of(rec->stacks(), "libcuda.so");

@@ -16,6 +16,7 @@ struct RecordOptions {
   uint32_t period_log2 = kDefaultPeriodLog2;  // 0: CUPTI's own default period
   uint32_t interval_ms = 10;
   UnwindPolicy unwind = UnwindPolicy::Sampled;
+  uint32_t unstable_sample = 8;  // at unstable launch sites, unwind one launch in N (sampled policy)
   bool python = true;
   bool pc_sampling = true;
   bool kernel_activity = true;
@@ -23,7 +24,7 @@ struct RecordOptions {
   bool quiet = false;
 };
 
-// AIFLAME_OUTPUT, AIFLAME_PERIOD, AIFLAME_INTERVAL_MS, AIFLAME_UNWIND=sampled|always|off,
+// AIFLAME_OUTPUT, AIFLAME_PERIOD, AIFLAME_INTERVAL_MS, AIFLAME_UNWIND=sampled|always|off, AIFLAME_UNSTABLE_SAMPLE=N,
 // AIFLAME_PYTHON=0, AIFLAME_PC_SAMPLING=0, AIFLAME_ACTIVITY=0, AIFLAME_CUBINS=0, AIFLAME_QUIET=1.
 RecordOptions record_options_from_env();
 

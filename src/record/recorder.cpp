@@ -1,5 +1,7 @@
 #include "record/recorder.h"
 
+#include <ctime>
+
 #include <unistd.h>
 
 #include <chrono>
@@ -20,6 +22,22 @@ bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std
   return true;
 }
 
+namespace {
+// The launch API call this thread is inside, if any (graph nodes created during stream capture
+// belong to it).
+thread_local bool t_in_launch = false;
+thread_local uint32_t t_launch_stack = 0;
+}  // namespace
+
+void Recorder::on_launch_exit() { t_in_launch = false; }
+
+uint32_t Recorder::graph_node_stack(uint64_t) {
+  if (t_in_launch) return t_launch_stack;
+  // An explicit cuGraphAddKernelNode: a site of its own, told apart by its Python stack and depth.
+  constexpr uint64_t kAddNodeSite = 0x67726170686e6f64ull;  // "graphnod"
+  return stacks_.capture(kAddNodeSite).stack_id;
+}
+
 void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, uint64_t timestamp) {
   PhaseScope phase(Phase::LaunchCallback);
   auto t0 = std::chrono::steady_clock::now();
@@ -30,6 +48,8 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
   rec.tid = tid;
   rec.timestamp = timestamp;
   rec.stack_id = st.stack_id;
+  t_in_launch = true;
+  t_launch_stack = st.stack_id;
   rec.api = api;
   rec.native_unwound = st.unwound;
   writer_.add(rec);
@@ -71,6 +91,9 @@ void Recorder::start_collector(std::function<void()> drain) {
       if (ticks++ % 100 == 0) write_modules_if_changed();
       std::lock_guard<std::mutex> lock(collector_mu_);
       writer_.flush();
+      timespec ts{};
+      if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
+        collector_cpu_ns.store(static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec));
     }
   });
 }
@@ -95,6 +118,7 @@ void Recorder::finish(uint64_t end_timestamp) {
   end.cubins = cubins;
   end.dropped_records = dropped_records;
   end.capture_ns = capture_ns;
+  end.collector_cpu_ns = collector_cpu_ns;
   writer_.add(end);
   if (!writer_.close()) std::fprintf(stderr, "aiflame: writing the profile failed: %s\n", writer_.error().c_str());
   started_ = false;

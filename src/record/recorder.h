@@ -26,6 +26,10 @@ class Recorder {
 
   // Called on the launching thread at every kernel launch.
   void on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, uint64_t timestamp);
+  void on_launch_exit();
+  // The CPU stack that is creating a graph node on this thread: the launch being captured into a
+  // graph (stream capture), or the stack of an explicit add-node call.
+  uint32_t graph_node_stack(uint64_t node_id);
 
   // The collector thread: every interval, runs `drain` (backend's buffers) and flushes the file.
   void start_collector(std::function<void()> drain);
@@ -42,7 +46,7 @@ class Recorder {
   // Writes the End record and closes the file; the counters below go into it.
   void finish(uint64_t end_timestamp);
 
-  std::atomic<uint64_t> launches{0}, launches_unwound{0}, capture_ns{0};
+  std::atomic<uint64_t> launches{0}, launches_unwound{0}, capture_ns{0}, collector_cpu_ns{0};
   std::atomic<uint64_t> kernels{0}, pc_records{0}, samples{0}, dropped_samples{0}, cubins{0}, dropped_records{0};
 
  private:

@@ -25,6 +25,14 @@ uint64_t mix(uint64_t h, uint64_t v) {
 
 bool is_power_of_two(uint64_t v) { return v && !(v & (v - 1)); }
 
+// A per-thread xorshift generator: which launches of an unstable site get unwound must not follow
+// the program's own launch pattern (A A A B ...), or the sampled mix would alias.
+bool one_in(uint32_t n) {
+  thread_local uint64_t s = 0x9e3779b97f4a7c15ULL ^ reinterpret_cast<uintptr_t>(&s);
+  s ^= s << 13; s ^= s >> 7; s ^= s << 17;
+  return n <= 1 || s % n == 0;
+}
+
 // Depth of the calling thread's stack in bytes: free to read, and different call paths to the same
 // launch almost always sit at different depths, so it tells native launch sites apart without unwinding.
 uint64_t stack_depth() {
@@ -45,8 +53,9 @@ uint64_t stack_depth() {
 
 }  // namespace
 
-void StackCapture::init(UnwindPolicy policy, bool python) {
+void StackCapture::init(UnwindPolicy policy, bool python, uint32_t unstable_sample) {
   policy_ = policy;
+  unstable_sample_ = unstable_sample ? unstable_sample : 1;
   use_python_ = python;
   if (python) python_.init();
 }
@@ -120,8 +129,11 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
     std::lock_guard<std::mutex> lock(mu_);
     SiteEntry& e = sites_[key];
     e.hits++;
-    bool need = e.stack_id == 0 || e.unstable || policy_ == UnwindPolicy::Always ||
-                (policy_ == UnwindPolicy::Sampled && is_power_of_two(e.hits));
+    // An unstable site (one key, several native stacks: e.g. one function launching a kernel from two
+    // lines) is unwound at random, one launch in unstable_sample_ on average; the launches between
+    // take the stack last seen, so each stack's share of the launches is estimated without bias.
+    bool need = e.stack_id == 0 || policy_ == UnwindPolicy::Always ||
+                (e.unstable ? one_in(unstable_sample_) : policy_ == UnwindPolicy::Sampled && is_power_of_two(e.hits));
     if (!need) return {e.stack_id, false};
   }
   uint64_t native[kMaxNative];

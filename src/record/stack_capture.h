@@ -24,7 +24,8 @@ enum class UnwindPolicy { Sampled, Always, Off };
 class StackCapture {
  public:
   StackCapture(ProfileWriter& w, StringTable& strings) : writer_(w), strings_(strings) {}
-  void init(UnwindPolicy policy, bool python);
+  // unstable_sample: unwind one launch in N (on average) at sites whose native stack varies.
+  void init(UnwindPolicy policy, bool python, uint32_t unstable_sample = 1);
   // Address ranges whose frames are the profiler's own or the driver's, trimmed from the leaf end.
   void add_skip_range(uint64_t lo, uint64_t hi) { skip_.push_back({lo, hi}); }
 
@@ -52,6 +53,7 @@ class StackCapture {
   PythonFrames python_;
   bool use_python_ = true;
   UnwindPolicy policy_ = UnwindPolicy::Sampled;
+  uint32_t unstable_sample_ = 1;
   std::vector<std::pair<uint64_t, uint64_t>> skip_;
 
   std::mutex mu_;

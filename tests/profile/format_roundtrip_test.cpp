@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "profile/profile.h"
+#include "profile/record_codec.h"
 #include "profile/profile_writer.h"
 #include "test_util.h"
 
@@ -31,8 +32,10 @@ std::string write_sample_profile() {
   w.add(LaunchRecord{77, 4243, 5000, 1, 307, true});
   KernelRecord k;
   k.correlation_id = 77; k.start = 6000; k.end = 9000; k.device = 1; k.context = 2; k.stream = 7; k.name = 1;
-  k.grid[0] = 128; k.grid[1] = 1; k.grid[2] = 1; k.block[0] = 256; k.block[1] = 1; k.block[2] = 1; k.graph_id = 0;
+  k.grid[0] = 128; k.grid[1] = 1; k.grid[2] = 1; k.block[0] = 256; k.block[1] = 1; k.block[2] = 1; k.graph_id = 3; k.graph_node_id = 0x1234567890;
   w.add(k);
+  w.add(GraphNodeRecord{0x1234567890, 3, 0, 0x1234567000});
+  w.add(GraphNodeRecord{0x1234567000, 2, 1, 0});
   PcBatchRecord b;
   b.timestamp = 20000; b.prev_timestamp = 10000; b.device = 1; b.context = 2; b.total_samples = 30; b.dropped_samples = 2;
   b.hardware_buffer_full = true;
@@ -75,6 +78,10 @@ TEST(FormatRoundTrip, EveryRecordReadsBackEqual) {
   ASSERT_EQ(p.kernels.size(), 1u);
   EXPECT_EQ(p.kernels[0].end, 9000u);
   EXPECT_EQ(p.kernels[0].grid[0], 128);
+  EXPECT_EQ(p.kernels[0].graph_node_id, 0x1234567890u);
+  ASSERT_EQ(p.graph_nodes.size(), 2u);
+  EXPECT_EQ(p.graph_nodes.at(0x1234567890).original_node_id, 0x1234567000u);
+  EXPECT_EQ(p.graph_nodes.at(0x1234567000).stack_id, 1u);
   ASSERT_EQ(p.batches.size(), 1u);
   EXPECT_TRUE(p.batches[0].hardware_buffer_full);
   ASSERT_EQ(p.batches[0].samples.size(), 2u);
@@ -133,5 +140,30 @@ TEST(FormatRoundTrip, AppendAfterTruncationKeepsTheFileReadable) {
   std::remove(path.c_str());
 }
 
+}  // namespace
+}  // namespace aiflame
+
+namespace aiflame {
+namespace {
+// Kernel records written before graph_node_id existed end after graph_id: they still decode.
+TEST(FormatRoundTrip, KernelRecordWithoutGraphNodeDecodes) {
+  KernelRecord k;
+  k.correlation_id = 5; k.start = 10; k.end = 30; k.name = 2; k.graph_id = 9; k.graph_node_id = 77;
+  ByteWriter w;
+  encode(w, k);
+  std::string bytes = w.take();
+  ByteWriter old;
+  encode(old, k);
+  std::string old_bytes = old.take();
+  old_bytes.resize(old_bytes.size() - 1);  // graph_node_id 77 is one varint byte: the old layout
+  KernelRecord a, b;
+  ByteReader ra(bytes), rb(old_bytes);
+  ASSERT_TRUE(decode(ra, a));
+  ASSERT_TRUE(decode(rb, b));
+  EXPECT_EQ(a.graph_node_id, 77u);
+  EXPECT_EQ(b.graph_node_id, 0u);
+  EXPECT_EQ(b.graph_id, 9u);
+  EXPECT_EQ(b.end, 30u);
+}
 }  // namespace
 }  // namespace aiflame

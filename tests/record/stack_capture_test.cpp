@@ -15,10 +15,10 @@ struct Fixture {
   ProfileWriter writer;
   StringTable strings{writer};
   StackCapture capture{writer, strings};
-  Fixture(UnwindPolicy policy) {
+  Fixture(UnwindPolicy policy, uint32_t unstable_sample = 1) {
     std::string err;
     EXPECT_TRUE(writer.open(path, false, &err));
-    capture.init(policy, /*python=*/false);
+    capture.init(policy, /*python=*/false, unstable_sample);
   }
   ~Fixture() { std::remove(path.c_str()); }
 };
@@ -69,6 +69,25 @@ TEST(StackCapture, ASiteReachedFromTwoPathsBecomesUnstableAndIsUnwoundEveryTime)
     EXPECT_TRUE(r[i].unwound) << i;
     EXPECT_EQ(r[i].stack_id, r[i % 2].stack_id) << i;
   }
+}
+
+// With unstable sites sampled (one unwind in 8 on average), the launches between take the last stack
+// seen: each path's share of the launches is still estimated without bias, at an eighth of the cost.
+TEST(StackCapture, SampledUnstableSiteKeepsThePathsShares) {
+  Fixture f(UnwindPolicy::Sampled, 8);
+  const Path paths[2] = {path_a, path_b};
+  std::vector<StackCapture::Result> r;
+  const int n = 16000;
+  for (int i = 0; i < n; i++) r.push_back(via(paths[i % 4 == 3 ? 1 : 0], f.capture));  // A A A B ...
+  uint32_t a_id = r[0].stack_id;
+  int unwound = 0, as = 0;
+  for (const auto& x : r) {
+    unwound += x.unwound;
+    as += x.stack_id == a_id;
+  }
+  EXPECT_GT(unwound, n / 8 / 2);
+  EXPECT_LT(unwound, n / 8 * 2);
+  EXPECT_NEAR(static_cast<double>(as) / n, 0.75, 0.06);
 }
 
 TEST(StackCapture, StacksAreWrittenOnceAndHoldThisTestsFrames) {

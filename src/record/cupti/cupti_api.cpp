@@ -79,6 +79,8 @@ bool load_cupti(CuptiApi* api, std::string* error) {
     *error = api->library_path + " lacks" + missing + " (CUPTI too old; aiflame needs CUDA 12.6 or newer)";
     return false;
   }
+  api->cuptiGetGraphNodeId = reinterpret_cast<decltype(&::cuptiGetGraphNodeId)>(dlsym(h, "cuptiGetGraphNodeId"));
+  api->cuptiGetGraphId = reinterpret_cast<decltype(&::cuptiGetGraphId)>(dlsym(h, "cuptiGetGraphId"));
   if (api->cuptiGetVersion(&api->version) != CUPTI_SUCCESS) {
     *error = "cuptiGetVersion failed in " + api->library_path;
     return false;

@@ -39,6 +39,10 @@ struct CuptiApi {
   AIFLAME_CUPTI_FUNCTIONS(AIFLAME_DECLARE)
 #undef AIFLAME_DECLARE
 
+  // Optional (graph-node stacks are left out when missing).
+  decltype(&::cuptiGetGraphNodeId) cuptiGetGraphNodeId = nullptr;
+  decltype(&::cuptiGetGraphId) cuptiGetGraphId = nullptr;
+
   std::string library_path;
   uint32_t version = 0;
 

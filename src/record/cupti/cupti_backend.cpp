@@ -1,6 +1,7 @@
 #include "record/cupti/cupti_backend.h"
 
 #include <cupti_activity_deprecated.h>
+#include <dlfcn.h>
 
 #include <cstddef>
 #include <cstdlib>
@@ -54,6 +55,7 @@ AIFLAME_SAME_OFFSET(blockZ)
 AIFLAME_SAME_OFFSET(correlationId)
 AIFLAME_SAME_OFFSET(name)
 AIFLAME_SAME_OFFSET(graphId)
+AIFLAME_SAME_OFFSET(graphNodeId)
 #undef AIFLAME_SAME_OFFSET
 
 std::string fix_for(CUptiResult r) {
@@ -95,6 +97,14 @@ bool CuptiBackend::start() {
         "cuptiEnableCallback(CONTEXT_DESTROY_STARTING)");
   check(api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED),
         "cuptiEnableCallback(MODULE_LOADED)");
+  // Graph nodes: the stack that captured or added a kernel node goes beneath the replay's stack.
+  node_type_ = reinterpret_cast<NodeTypeFn>(dlsym(RTLD_DEFAULT, "cuGraphNodeGetType"));
+  if (api_.cuptiGetGraphNodeId && api_.cuptiGetGraphId) {
+    check(api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED),
+          "cuptiEnableCallback(GRAPHNODE_CREATED)");
+    check(api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED),
+          "cuptiEnableCallback(GRAPHNODE_CLONED)");
+  }
   for (CUpti_CallbackId id : kLaunchCallbacks)
     check(api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id), "cuptiEnableCallback(launch)");
   if (rec_.options().kernel_activity) {
@@ -107,7 +117,10 @@ bool CuptiBackend::start() {
 void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     auto* cb = static_cast<const CUpti_CallbackData*>(data);
-    if (cb->callbackSite != CUPTI_API_ENTER) return;
+    if (cb->callbackSite != CUPTI_API_ENTER) {
+      rec_.on_launch_exit();
+      return;
+    }
     uint64_t ts = 0;
     api_.cuptiGetTimestamp(&ts);
     rec_.on_launch(cbid, cb->correlationId, reinterpret_cast<uint64_t>(cb->symbolName), ts);
@@ -120,6 +133,10 @@ void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbi
     case CUPTI_CBID_RESOURCE_CONTEXT_DESTROY_STARTING: context_destroying(res->context); break;
     case CUPTI_CBID_RESOURCE_MODULE_LOADED:
       module_loaded(static_cast<const CUpti_ModuleResourceData*>(res->resourceDescriptor), res->context);
+      break;
+    case CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED:
+    case CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED:
+      graph_node(static_cast<const CUpti_GraphData*>(res->resourceDescriptor), cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
       break;
     default: break;
   }
@@ -187,11 +204,13 @@ bool CuptiBackend::enable_sampling(Context& c) {
     cfg.back().attributeType = t;
     return cfg.back();
   };
-  // Neither the stall-reason list nor CUPTI's decode-thread sleep span is configured by default: with
-  // both set (all reasons, 10 ms) CUPTI 13.0 crashed inside cuptiPCSamplingGetData (strdup of a null
-  // name) after 0.4-1 million launches of gpt_train.py, three times in three runs; with either left at
-  // CUPTI's default it ran 2.6 million launches cleanly (bench/RESULTS.md). CUPTI collects every
-  // stall reason by default. AIFLAME_STALL_CONFIG=1 and AIFLAME_SLEEP_SPAN_MS=N bring them back.
+  // The stall-reason list is left at CUPTI's default (every reason): with it and the decode-thread
+  // sleep span both set, CUPTI 13.0 crashed inside cuptiPCSamplingGetData (strdup of a null name)
+  // after 0.4-1 million launches of gpt_train.py, three times in three runs; with either left at
+  // CUPTI's default it ran cleanly (bench/RESULTS.md). AIFLAME_STALL_CONFIG=1 sets it for experiments.
+  // The sleep span is the collection interval, so that a drain holds the samples of its own interval
+  // (CUPTI's default, 100 ms, would make a batch's samples up to 100 ms older than its window).
+  // AIFLAME_SLEEP_SPAN_MS=N overrides it; 0 leaves CUPTI's default.
   if (std::getenv("AIFLAME_STALL_CONFIG"))
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON).attributeData.stallReasonData = {n, idx.data()};
   add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER)
@@ -199,7 +218,7 @@ bool CuptiBackend::enable_sampling(Context& c) {
   add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE).attributeData.collectionModeData.collectionMode =
       CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
   const char* span = std::getenv("AIFLAME_SLEEP_SPAN_MS");
-  uint32_t span_ms = span ? static_cast<uint32_t>(std::atoi(span)) : 0;
+  uint32_t span_ms = span ? static_cast<uint32_t>(std::atoi(span)) : rec_.options().interval_ms;
   if (span_ms)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN)
         .attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan = span_ms;
@@ -344,6 +363,25 @@ void CuptiBackend::module_loaded(const CUpti_ModuleResourceData* m, CUcontext ct
   rec_.cubins++;
 }
 
+void CuptiBackend::graph_node(const CUpti_GraphData* g, bool cloned) {
+  if (!g || !g->node) return;
+  PhaseScope phase(Phase::LaunchCallback);
+  CUgraphNodeType type;
+  // Only kernel nodes run kernels; the driver call is cheap and made once per node.
+  if (node_type_ && node_type_(g->node, &type) == CUDA_SUCCESS && type != CU_GRAPH_NODE_TYPE_KERNEL)
+    return;
+  GraphNodeRecord r;
+  if (api_.cuptiGetGraphNodeId(g->node, &r.node_id) != CUPTI_SUCCESS) return;
+  uint32_t graph = 0;
+  if (g->graph && api_.cuptiGetGraphId(g->graph, &graph) == CUPTI_SUCCESS) r.graph_id = graph;
+  if (cloned) {
+    if (!g->originalNode || api_.cuptiGetGraphNodeId(g->originalNode, &r.original_node_id) != CUPTI_SUCCESS) return;
+  } else {
+    r.stack_id = rec_.graph_node_stack(r.node_id);
+  }
+  rec_.writer().add(r);
+}
+
 void CuptiBackend::on_activity_buffer(uint8_t* buffer, size_t valid) {
   PhaseScope phase(Phase::ActivityBuffer);
   debug("activity buffer: %zu bytes", valid);
@@ -362,6 +400,7 @@ void CuptiBackend::on_activity_buffer(uint8_t* buffer, size_t valid) {
     kr.grid[0] = k->gridX; kr.grid[1] = k->gridY; kr.grid[2] = k->gridZ;
     kr.block[0] = k->blockX; kr.block[1] = k->blockY; kr.block[2] = k->blockZ;
     kr.graph_id = k->graphId;
+    kr.graph_node_id = k->graphNodeId;
     rec_.writer().add(kr);
     rec_.kernels++;
   }

@@ -45,6 +45,7 @@ class CuptiBackend {
   void context_created(CUcontext ctx);
   void context_destroying(CUcontext ctx);
   void module_loaded(const CUpti_ModuleResourceData* m, CUcontext ctx);
+  void graph_node(const CUpti_GraphData* g, bool cloned);
   bool enable_sampling(Context& c);
   void drain(Context& c);
   void disable(Context& c);
@@ -61,6 +62,8 @@ class CuptiBackend {
   std::mutex names_mu_;
   std::set<char*> function_names_;  // CUPTI shares these strings between records; freed at stop
   bool sampling_failed_ = false;
+  using NodeTypeFn = CUresult (*)(CUgraphNode, CUgraphNodeType*);
+  NodeTypeFn node_type_ = nullptr;  // libcuda's cuGraphNodeGetType, when the program loaded libcuda
   unsigned drains_ = 0;
 };
 

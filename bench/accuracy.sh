@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Attribution accuracy on the GPU machine: bench_kernels' split modes launch kernel `work` from
+# path_a() and path_b() with a known 3:1 work split; the attributed split must be within 2
+# percentage points of the truth (75% / 25%).
+# Usage: bench/accuracy.sh [ROUNDS=1000] [MODE...]   (modes: sequential streams size)
+# Env:   AIFLAME_BIN (default .dist), OUT (default /tmp), RECORD_OPTS
+set -u
+rounds=${1:-1000}
+shift || true
+modes=${*:-sequential streams size}
+bin=${AIFLAME_BIN:-.dist}
+out=${OUT:-/tmp}
+fail=0
+printf '| mode | samples of work | path_a | path_b | unattributed | error (pp) |\n|---|---|---|---|---|---|\n'
+for m in $modes; do
+  # shellcheck disable=SC2086
+  "$bin/aiflame" record --force -q ${RECORD_OPTS:-} -o "$out/split_$m.aiflame" -- "$bin/aiflame_bench_kernels" split "$m" "$rounds" >"$out/split_$m.log" 2>&1
+  "$bin/aiflame" report --plain -q "$out/split_$m.aiflame" -o "$out/split_$m.folded" --force 2>/dev/null ||
+    "$bin/aiflame" report --plain -q "$out/split_$m.aiflame" -o "$out/split_$m.folded"
+  awk -v m="$m" '
+    /;-;work;/ {
+      n = $NF; total += n
+      if ($0 ~ /;path_a[;(]/) a += n; else if ($0 ~ /;path_b[;(]/) b += n; else u += n
+    }
+    END {
+      if (total == 0) { printf "| %s | 0 | - | - | - | no samples |\n", m; exit 2 }
+      fa = a / total; err = (fa - 0.75) * 100; if (err < 0) err = -err
+      printf "| %s | %d | %.2f%% | %.2f%% | %.2f%% | %.2f |\n", m, total, 100 * fa, 100 * b / total, 100 * u / total, err
+      exit (err > 2.0) ? 1 : 0
+    }' "$out/split_$m.folded" || fail=1
+done
+exit $fail

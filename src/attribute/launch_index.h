@@ -1,0 +1,37 @@
+// The CPU stack each kernel execution was launched from.
+//
+// A kernel launched directly carries the stack of its launch call (by correlation id). A kernel run
+// by a CUDA graph replay carries the replay call's stack, and beneath it the stack that created its
+// graph node (the kernel launch captured by stream capture, or the add-node call); such pairs get
+// composite ids (kCompositeStack set) that parts() splits again.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "profile/profile.h"
+
+namespace aiflame {
+
+inline constexpr uint32_t kCompositeStack = 0x80000000u;
+
+class LaunchIndex {
+ public:
+  explicit LaunchIndex(const Profile& p);
+  // 0 when the launch was not recorded.
+  uint32_t stack_of(const KernelRecord& k);
+  static bool composite(uint32_t id) { return id & kCompositeStack; }
+  // (replay stack, node-creation stack) of a composite id.
+  std::pair<uint32_t, uint32_t> parts(uint32_t id) const { return composites_.at(id & ~kCompositeStack); }
+
+ private:
+  uint32_t node_stack(uint64_t node_id) const;
+  const Profile& p_;
+  std::unordered_map<uint32_t, uint32_t> by_corr_;
+  std::vector<std::pair<uint32_t, uint32_t>> composites_;
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> composite_ids_;
+};
+
+}  // namespace aiflame
