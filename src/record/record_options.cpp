@@ -34,7 +34,7 @@ RecordOptions record_options_from_env() {
     if (std::strcmp(u, "always") == 0) o.unwind = UnwindPolicy::Always;
     else if (std::strcmp(u, "off") == 0) o.unwind = UnwindPolicy::Off;
   }
-  o.unstable_sample = env_uint("AIFLAME_UNSTABLE_SAMPLE", 8, 1, 1u << 20);
+  o.unstable_sample = env_uint("AIFLAME_UNSTABLE_SAMPLE", 1, 1, 1u << 20);
   o.python = env_flag("AIFLAME_PYTHON", true);
   o.pc_sampling = env_flag("AIFLAME_PC_SAMPLING", true);
   o.kernel_activity = env_flag("AIFLAME_ACTIVITY", true);

@@ -16,7 +16,7 @@ struct RecordOptions {
   uint32_t period_log2 = kDefaultPeriodLog2;  // 0: CUPTI's own default period
   uint32_t interval_ms = 10;
   UnwindPolicy unwind = UnwindPolicy::Sampled;
-  uint32_t unstable_sample = 8;  // at unstable launch sites, unwind one launch in N (sampled policy)
+  uint32_t unstable_sample = 1;  // sites still unstable after refining: unwind one launch in N
   bool python = true;
   bool pc_sampling = true;
   bool kernel_activity = true;

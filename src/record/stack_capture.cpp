@@ -33,9 +33,8 @@ bool one_in(uint32_t n) {
   return n <= 1 || s % n == 0;
 }
 
-// Depth of the calling thread's stack in bytes: free to read, and different call paths to the same
-// launch almost always sit at different depths, so it tells native launch sites apart without unwinding.
-uint64_t stack_depth() {
+// Top (highest address) of the calling thread's stack.
+uintptr_t stack_top() {
   thread_local uintptr_t top = [] {
     pthread_attr_t attr;
     uintptr_t hi = 0;
@@ -47,9 +46,37 @@ uint64_t stack_depth() {
     }
     return hi;
   }();
-  auto sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  return top;
+}
+
+// Depth of the calling thread's stack in bytes: free to read, and different call paths to the same
+// launch almost always sit at different depths, so it tells native launch sites apart without unwinding.
+uint64_t stack_depth(uintptr_t sp) {
+  uintptr_t top = stack_top();
   return top > sp ? top - sp : sp;
 }
+
+// Where the first return addresses of an unwound stack sit in stack memory, as distances from the
+// stack's top (one pass upwards from sp, bounded). Two call paths at the same depth run the same
+// frame layout above the launch, so reading those slots later tells the paths apart for a few loads.
+std::vector<uint32_t> find_return_slots(uintptr_t sp, const uint64_t* native, int nn, size_t max_slots) {
+  std::vector<uint32_t> slots;
+  uintptr_t top = stack_top();
+  if (!top || sp >= top) return slots;
+  constexpr uintptr_t kMaxScan = 64 * 1024;
+  uintptr_t end = std::min(top, sp + kMaxScan);
+  uintptr_t p = (sp + 7) & ~uintptr_t{7};
+  for (int i = 0; i < nn && slots.size() < max_slots; i++) {
+    // A frame whose return address is not found (it sits below sp, or in a register) is skipped.
+    uintptr_t q = p;
+    while (q + 8 <= end && *reinterpret_cast<const uint64_t*>(q) != native[i]) q += 8;
+    if (q + 8 > end) continue;
+    slots.push_back(static_cast<uint32_t>(top - q));
+    p = q + 8;
+  }
+  return slots;
+}
+
 
 }  // namespace
 
@@ -121,20 +148,35 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
     PhaseScope phase(Phase::PythonWalk);
     np = python_.capture(py, kMaxPython);
   }
-  uint64_t key = mix(mix(0, site), stack_depth());
+  auto sp = reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  uint64_t key = mix(mix(0, site), stack_depth(sp));
   for (int i = 0; i < np; i++)
     key = mix(mix(key, reinterpret_cast<uint64_t>(py[i].code)), static_cast<uint32_t>(py[i].lasti));
 
   {
     std::lock_guard<std::mutex> lock(mu_);
-    SiteEntry& e = sites_[key];
-    e.hits++;
-    // An unstable site (one key, several native stacks: e.g. one function launching a kernel from two
-    // lines) is unwound at random, one launch in unstable_sample_ on average; the launches between
-    // take the stack last seen, so each stack's share of the launches is estimated without bias.
-    bool need = e.stack_id == 0 || policy_ == UnwindPolicy::Always ||
-                (e.unstable ? one_in(unstable_sample_) : policy_ == UnwindPolicy::Sampled && is_power_of_two(e.hits));
-    if (!need) return {e.stack_id, false};
+    SiteEntry* e = &sites_[key];
+    e->hits++;
+    // A site reached by several native paths (one key, several stacks): refine its key with the
+    // return addresses in the stack slots learned at its first unwind, so that each path gets an
+    // entry of its own that is as cheap as a stable site.
+    if (e->unstable && !e->slots.empty()) {
+      uintptr_t top = stack_top();
+      uint64_t refined = mix(key, 0x736c6f7473ull);  // "slots"
+      for (uint32_t off : e->slots) {
+        uintptr_t at = top - off;
+        refined = mix(refined, at >= sp && at + 8 <= top ? *reinterpret_cast<const uint64_t*>(at) : 0);
+      }
+      key = refined;
+      e = &sites_[key];
+      e->refined = true;
+      e->hits++;
+    }
+    // A refined entry that still sees several stacks is unwound at random, one launch in
+    // unstable_sample_ on average (1: every launch).
+    bool need = e->stack_id == 0 || policy_ == UnwindPolicy::Always ||
+                (e->unstable ? one_in(unstable_sample_) : policy_ == UnwindPolicy::Sampled && is_power_of_two(e->hits));
+    if (!need) return {e->stack_id, false};
   }
   uint64_t native[kMaxNative];
   int nn = policy_ == UnwindPolicy::Off ? 0 : unwind(native, kMaxNative);
@@ -143,6 +185,7 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
   uint32_t id = intern_stack(native, nn, py, np);
   SiteEntry& e = sites_[key];
   if (e.stack_id && e.stack_id != id) e.unstable = true;
+  if (!e.refined && e.slots.empty() && nn) e.slots = find_return_slots(sp, native, nn, kSlots);
   e.stack_id = id;
   return {id, policy_ != UnwindPolicy::Off};
 }

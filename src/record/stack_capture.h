@@ -3,8 +3,11 @@
 // Cost is what matters here (glibc backtrace() costs ~17 us at 43 frames). A launch site is keyed by
 // its Python stack (code object + instruction offset per frame), the kernel, the API and the depth of the native
 // stack in bytes (free to read; it separates native call paths). The native stack of a key
-// is unwound on first sight and re-checked at hits 2, 4, 8, ... (the "sampled" policy); a key whose
-// native stack ever changes is marked unstable and unwound at every launch from then on. Python
+// is unwound on first sight and re-checked at hits 2, 4, 8, ... (the "sampled" policy). A key whose
+// native stack changes (one function launching a kernel from two lines, two callers at one depth) is
+// marked unstable; from then on its key is refined by the values in the stack slots where its first
+// unwind found its return addresses (a few loads), which gives each path an entry of its own. Only a
+// refined key that still varies is unwound at every launch (or one in AIFLAME_UNSTABLE_SAMPLE). Python
 // frames are read at every launch: they are cheap and they are what distinguishes most launch sites.
 #pragma once
 #include <atomic>
@@ -43,7 +46,10 @@ class StackCapture {
     uint32_t stack_id = 0;
     uint64_t hits = 0;
     bool unstable = false;
+    bool refined = false;         // an entry keyed by a site plus its return-address slots
+    std::vector<uint32_t> slots;  // where the first return addresses sat (distance from stack top)
   };
+  static constexpr size_t kSlots = 8;
   int unwind(uint64_t* out, int max) const;
   uint32_t intern_stack(const uint64_t* native, int nn, const RawPyFrame* py, int np);
   PyFrame name_python(const RawPyFrame& f);
