@@ -91,6 +91,7 @@ struct Harness {
   Recorder rec;
   Harness() {
     fake = FakeCupti{};
+    setenv("AIFLAME_FREE_NAMES", "1", 1);  // the fake's strdup'd names are freed at stop (leak checks)
     RecordOptions o;
     o.output = path;
     o.quiet = true;

@@ -60,7 +60,7 @@ class CuptiBackend {
   std::mutex cubins_mu_;
   std::set<uint64_t> cubins_seen_;
   std::mutex names_mu_;
-  std::set<char*> function_names_;  // CUPTI shares these strings between records; freed at stop
+  std::set<char*> function_names_;  // CUPTI shares these strings between records (see stop())
   bool sampling_failed_ = false;
   using NodeTypeFn = CUresult (*)(CUgraphNode, CUgraphNodeType*);
   NodeTypeFn node_type_ = nullptr;  // libcuda's cuGraphNodeGetType, when the program loaded libcuda
