@@ -29,6 +29,7 @@ bool ProfileWriter::open_append(const std::string& path, uint64_t valid_bytes, s
     return false;
   }
   fd_ = fd;
+  accepting_.store(true);
   return true;
 }
 
@@ -42,6 +43,7 @@ bool ProfileWriter::open_fd(int fd, std::string* error) {
     if (error) *error = error_;
     return false;
   }
+  accepting_.store(true);
   return true;
 }
 
@@ -117,6 +119,7 @@ bool ProfileWriter::write_all(const void* p, size_t n) {
 }
 
 bool ProfileWriter::close() {
+  accepting_.store(false);
   bool ok = flush();
   std::lock_guard<std::mutex> lock(write_mu_);
   if (fd_ >= 0) {

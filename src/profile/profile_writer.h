@@ -28,10 +28,13 @@ class ProfileWriter {
 
   template <class R>
   void add(const R& rec) {
-    thread_local ByteWriter scratch;
-    scratch.clear();
-    encode(scratch, rec);
-    add_encoded(record_type_of<R>(), scratch.data());
+    if (!accepting_.load(std::memory_order_relaxed)) return;  // closed: late CUPTI callbacks at exit
+    // Never destroyed on purpose: CUPTI delivers records during the process's exit, after the main
+    // thread's thread_local objects are gone; a destroyed scratch buffer there corrupted the heap.
+    thread_local ByteWriter* scratch = new ByteWriter;
+    scratch->clear();
+    encode(*scratch, rec);
+    add_encoded(record_type_of<R>(), scratch->data());
   }
   void add_encoded(RecordType type, const std::string& payload);
 
@@ -48,6 +51,7 @@ class ProfileWriter {
   std::mutex write_mu_;
   ByteWriter pending_;
   int fd_ = -1;
+  std::atomic<bool> accepting_{false};  // between open and close
   Compression compression_ = Compression::Zlib;
   int level_ = 1;
   std::atomic<uint64_t> bytes_written_{0};

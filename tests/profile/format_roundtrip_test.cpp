@@ -167,3 +167,25 @@ TEST(FormatRoundTrip, KernelRecordWithoutGraphNodeDecodes) {
 }
 }  // namespace
 }  // namespace aiflame
+
+namespace aiflame {
+namespace {
+// CUPTI delivers records during the process's exit, after the profile was closed: they are dropped,
+// not buffered or written to a closed descriptor.
+TEST(ProfileWriter, RecordsAddedAfterCloseAreDropped) {
+  std::string path = test::temp_path("closed.aiflame");
+  ProfileWriter w;
+  std::string err;
+  ASSERT_TRUE(w.open(path, true, &err)) << err;
+  w.add(WarningRecord{"before"});
+  ASSERT_TRUE(w.close());
+  w.add(WarningRecord{"after"});
+  EXPECT_EQ(w.pending_bytes(), 0u);
+  EXPECT_TRUE(w.flush());
+  auto p = read_profile(path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ(p->warnings, std::vector<std::string>{"before"});
+  std::remove(path.c_str());
+}
+}  // namespace
+}  // namespace aiflame

@@ -115,6 +115,7 @@ bool CuptiBackend::start() {
 }
 
 void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+  if (stopped_.load(std::memory_order_relaxed)) return;  // the profile is closed (process exit)
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     auto* cb = static_cast<const CUpti_CallbackData*>(data);
     if (cb->callbackSite != CUPTI_API_ENTER) {
@@ -383,6 +384,7 @@ void CuptiBackend::graph_node(const CUpti_GraphData* g, bool cloned) {
 }
 
 void CuptiBackend::on_activity_buffer(uint8_t* buffer, size_t valid) {
+  if (stopped_.load()) return;  // delivered during the process's exit, after the profile was closed
   PhaseScope phase(Phase::ActivityBuffer);
   debug("activity buffer: %zu bytes", valid);
   CUpti_Activity* r = nullptr;
@@ -415,6 +417,7 @@ void CuptiBackend::stop() {
   }
   for (Context* c : all) disable(*c);
   if (rec_.options().kernel_activity) api_.cuptiActivityFlushAll(1);
+  stopped_.store(true);
   size_t dropped = 0;
   if (api_.cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) rec_.dropped_records += dropped;
   // CUPTI's function-name strings are the user's to free, but they may also back activity records

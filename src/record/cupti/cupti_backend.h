@@ -2,6 +2,7 @@
 // continuous PC sampling, fed into the Recorder hub. Never throws; every CUPTI failure becomes one
 // warning that names the fix, and the program runs on.
 #pragma once
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -62,6 +63,7 @@ class CuptiBackend {
   std::mutex names_mu_;
   std::set<char*> function_names_;  // CUPTI shares these strings between records (see stop())
   bool sampling_failed_ = false;
+  std::atomic<bool> stopped_{false};  // after stop(): late callbacks and buffers are ignored
   using NodeTypeFn = CUresult (*)(CUgraphNode, CUgraphNodeType*);
   NodeTypeFn node_type_ = nullptr;  // libcuda's cuGraphNodeGetType, when the program loaded libcuda
   unsigned drains_ = 0;
