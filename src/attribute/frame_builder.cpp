@@ -90,8 +90,11 @@ const std::vector<Frame>& FrameBuilder::cpu_frames(uint32_t stack_id) {
     auto [replay, node] = launches_.parts(stack_id);
     frames = cpu_frames(replay);
     frames.push_back({"[cuda graph]", FrameKind::Runtime});
+    // The root frames both stacks share (_start, main...) are shown once, above the graph frame.
     const auto& created = cpu_frames(node);
-    frames.insert(frames.end(), created.begin(), created.end());
+    size_t common = 0;
+    while (common < created.size() && common + 1 < frames.size() && created[common] == frames[common]) common++;
+    frames.insert(frames.end(), created.begin() + static_cast<std::ptrdiff_t>(common), created.end());
     return cache_.emplace(stack_id, std::move(frames)).first->second;
   }
   auto st = p_.stacks.find(stack_id);
