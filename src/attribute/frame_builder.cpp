@@ -130,6 +130,20 @@ const std::vector<Frame>& FrameBuilder::cpu_frames(uint32_t stack_id) {
   return cache_.emplace(stack_id, std::move(frames)).first->second;
 }
 
+std::vector<Frame> FrameBuilder::root_frames(uint32_t device) const {
+  int32_t rank = p_.process ? p_.process->rank : -1;
+  switch (opt_.group_by) {
+    case GroupBy::None: return {};
+    case GroupBy::Device: return {{"GPU " + std::to_string(device), FrameKind::Process}};
+    case GroupBy::Rank:
+      if (rank >= 0) return {{"rank " + std::to_string(rank), FrameKind::Process}};
+      [[fallthrough]];  // not a distributed run: by process
+    case GroupBy::Process: break;
+  }
+  // iaprof's layout: the program, then its pid, so that several processes merge into one picture.
+  return {{process_name(), FrameKind::Process}, {p_.process ? std::to_string(p_.process->pid) : "?", FrameKind::Process}};
+}
+
 FlameData FrameBuilder::build(const AttributionResult& res) {
   // Sum fractional weights per distinct frame list, then round with the largest-remainder method so
   // the total stays exactly the number of samples.
@@ -144,12 +158,15 @@ FlameData FrameBuilder::build(const AttributionResult& res) {
     return kn->second;
   };
   std::string proc = process_name();
-  // iaprof's layout: the program, then its pid, so that several processes merge into one picture.
-  std::string pid = p_.process ? std::to_string(p_.process->pid) : "?";
+  std::map<uint32_t, std::vector<Frame>> roots;  // by device
+  auto roots_of = [&](uint32_t device) -> const std::vector<Frame>& {
+    auto it = roots.find(device);
+    if (it == roots.end()) it = roots.emplace(device, root_frames(device)).first;
+    return it->second;
+  };
   for (const auto& a : res.samples) {
     Key key;
-    key.emplace_back(proc, FrameKind::Process);
-    key.emplace_back(pid, FrameKind::Process);
+    for (const auto& f : roots_of(a.device)) key.emplace_back(f.name, f.kind);
     if (a.stack_id == 0) {
       key.emplace_back("[unattributed]", FrameKind::Unattributed);
     } else {
@@ -202,7 +219,7 @@ FlameData FrameBuilder::build(const AttributionResult& res) {
     timed[{index_of[key_of_sample[i]], a.device, t}] += a.weight;
   }
   for (const auto& [k, w] : timed) out.timeline.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), w});
-  std::unordered_map<uint32_t, int32_t> cpu_index;
+  std::map<std::pair<uint32_t, uint32_t>, int32_t> cpu_index;  // (stack, device)
   for (const auto& k : p_.kernels) {
     KernelSpan span;
     span.name = kernel_name(k.name);
@@ -212,9 +229,9 @@ FlameData FrameBuilder::build(const AttributionResult& res) {
     span.end_ns = k.end > start ? k.end - start : 0;
     span.correlation_id = k.correlation_id;
     if (uint32_t st = launches_.stack_of(k)) {
-      auto [ci, fresh] = cpu_index.try_emplace(st, static_cast<int32_t>(out.cpu_stacks.size()));
+      auto [ci, fresh] = cpu_index.try_emplace({st, k.device}, static_cast<int32_t>(out.cpu_stacks.size()));
       if (fresh) {
-        std::vector<Frame> frames{{proc, FrameKind::Process}, {pid, FrameKind::Process}};
+        std::vector<Frame> frames = roots_of(k.device);
         for (const auto& f : cpu_frames(st)) frames.push_back(f);
         out.cpu_stacks.push_back(std::move(frames));
       }

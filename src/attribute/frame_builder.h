@@ -14,11 +14,16 @@
 
 namespace aiflame {
 
+// The root frames of every stack: which process (program;pid, iaprof's layout), which rank of a
+// distributed job ("rank 3"), which GPU ("GPU 1"), or none.
+enum class GroupBy { Process, Rank, Device, None };
+
 struct FrameOptions {
   bool python = true;
   bool native = true;
   size_t max_depth = 0;  // 0: unlimited CPU frames
   bool full_names = false;  // keep C++ parameter lists and long template arguments
+  GroupBy group_by = GroupBy::Process;
 };
 
 class FrameBuilder {
@@ -31,6 +36,7 @@ class FrameBuilder {
 
  private:
   Frame native_frame(uint64_t address);
+  std::vector<Frame> root_frames(uint32_t device) const;
   const Profile& p_;
   Symbolizer& sym_;
   FrameOptions opt_;

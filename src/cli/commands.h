@@ -32,6 +32,7 @@ struct ReportArgs {
   std::string title;
   bool quiet = false;
   bool plain = false;
+  std::string group_by = "process";
 };
 
 struct DemoArgs {

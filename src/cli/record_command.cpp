@@ -17,6 +17,7 @@
 #include "attribute/attribution.h"
 #include "cli/commands.h"
 #include "cli/finalize.h"
+#include "cli/process_table.h"
 #include "cli/summary.h"
 
 namespace aiflame {
@@ -194,6 +195,7 @@ int run_record(const RecordArgs& a) {
     return rc;
   }
   if (files.size() == 1 && rename(files[0].c_str(), output.c_str()) == 0) files[0] = output;
+  std::vector<ProcessRow> rows;
   for (const auto& f : files) {
     auto p = finalize_profile(f);
     if (!p) {
@@ -205,10 +207,16 @@ int run_record(const RecordArgs& a) {
       std::cerr << "aiflame: " << p.error() << "\n";
       continue;
     }
-    print_summary(*p, attribute_samples(*p).stats, f, std::cerr);
+    AttributionStats stats = attribute_samples(*p).stats;
+    if (files.size() == 1) print_summary(*p, stats, f, std::cerr);
+    else rows.push_back(process_row(*p, stats, f));
   }
-  if (!a.quiet && files.size() > 1)
-    std::cerr << "aiflame: " << files.size() << " CUDA processes recorded; `aiflame report` each file\n";
+  if (!a.quiet && files.size() > 1) {
+    // A launcher's tree (torchrun, mpirun, DataLoader workers): one line per CUDA process and a total.
+    std::cerr << "aiflame: " << files.size() << " CUDA processes recorded:\n";
+    print_process_table(rows, std::cerr);
+    std::cerr << "aiflame: `aiflame report " << output << ".*` draws them in one picture (--group-by rank|device|process)\n";
+  }
   if (!a.quiet) {
     using secs = std::chrono::duration<double>;
     std::cerr << "aiflame: the program ran " << std::fixed << std::setprecision(2)

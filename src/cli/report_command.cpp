@@ -10,6 +10,8 @@
 #include "attribute/frame_builder.h"
 #include "cli/commands.h"
 #include "cli/output_file.h"
+#include "cli/input_files.h"
+#include "cli/process_table.h"
 #include "cli/summary.h"
 #include "output/writer.h"
 
@@ -18,8 +20,8 @@ namespace aiflame {
 void add_report_command(CLI::App& app, ReportArgs& a) {
   auto* sub = app.add_subcommand("report", "Attribute GPU samples to launch stacks and write a flame graph");
   sub->add_option("files", a.inputs,
-                  "Profiles written by `aiflame record`, folded stack files or iaprof output (several: one picture, "
-                  "each process under its own name and pid)")
+                  "Profiles written by `aiflame record`, folded stack files or iaprof output, or directories of "
+                  "profiles (several: one picture, each process under its own name and pid)")
       ->required()
       ->expected(1, 1 << 20);
   sub->add_option("-o,--output", a.output,
@@ -33,6 +35,10 @@ void add_report_command(CLI::App& app, ReportArgs& a) {
   sub->add_option("--title", a.title, "Title of the flame graph");
   sub->add_flag("-q,--quiet", a.quiet, "Print only errors");
   sub->add_flag("--plain", a.plain, "Folded output without iaprof's annotations (_[G], _[g], py::)");
+  sub->add_option("--group-by", a.group_by,
+                  "Root frames of each stack: process (program and pid), rank (of a torchrun/MPI job; "
+                  "falls back to process), device (GPU), none")
+      ->check(CLI::IsMember({"process", "rank", "device", "none"}));
 }
 
 int run_report(const ReportArgs& a) {
@@ -54,7 +60,17 @@ int run_report(const ReportArgs& a) {
   FlameData data;
   uint64_t samples = 0, kernels = 0;
   std::string command;
-  for (const std::string& input : a.inputs) {
+  auto inputs = expand_inputs(a.inputs);
+  if (!inputs) {
+    std::cerr << "aiflame: " << inputs.error() << "\n";
+    return 1;
+  }
+  GroupBy group_by = a.group_by == "rank"     ? GroupBy::Rank
+                     : a.group_by == "device" ? GroupBy::Device
+                     : a.group_by == "none"   ? GroupBy::None
+                                              : GroupBy::Process;
+  std::vector<ProcessRow> rows;
+  for (const std::string& input : *inputs) {
     // Folded stacks and iaprof's text output are read too, recognised by their content.
     auto kind = detect_file_format(input);
     if (kind && *kind != InputFormat::Aiflame && *kind != InputFormat::Unknown) {
@@ -75,14 +91,16 @@ int run_report(const ReportArgs& a) {
     }
     AttributionResult res = attribute_samples(*p);
     Symbolizer sym(p->modules);
-    FrameBuilder fb(*p, sym, FrameOptions{!a.no_python, !a.no_native, a.max_depth, a.full_names});
+    FrameBuilder fb(*p, sym, FrameOptions{!a.no_python, !a.no_native, a.max_depth, a.full_names, group_by});
     merge_flame(data, fb.build(res));
     samples += res.stats.samples;
     kernels += p->kernels.size();
     if (command.empty() && p->process) command = p->process->command;
-    if (!a.quiet) print_summary(*p, res.stats, input, std::cerr);
+    if (!a.quiet && inputs->size() == 1) print_summary(*p, res.stats, input, std::cerr);
+    rows.push_back(process_row(*p, res.stats, input));
   }
-  if (a.inputs.size() > 1) command = std::to_string(a.inputs.size()) + " processes";
+  if (!a.quiet && rows.size() > 1) print_process_table(rows, std::cerr);
+  if (inputs->size() > 1) command = std::to_string(inputs->size()) + " processes";
   data.title = a.title.empty() ? "AI Flame Graph: " + data.process : a.title;
   data.subtitle = command + "  |  " + std::to_string(samples) + " GPU samples, " + std::to_string(kernels) + " kernels";
   if (a.output.empty()) {
