@@ -60,11 +60,16 @@ void print_process_table(std::vector<ProcessRow> rows, std::ostream& out) {
                        who, fmt::format("{}", fmt::join(r.devices, ",")), r.samples, r.attributed_percent, r.kernels,
                        100 * r.busy_fraction(), r.seconds, r.file);
   }
-  auto [lo, hi] = std::minmax_element(rows.begin(), rows.end(), [](const ProcessRow& a, const ProcessRow& b) {
+  // The imbalance is between the processes that ran kernels: a launcher (torchrun's agent) that only
+  // initialised CUDA is listed but not compared.
+  std::vector<ProcessRow> workers;
+  for (const auto& r : rows)
+    if (r.kernels) workers.push_back(r);
+  auto [lo, hi] = std::minmax_element(workers.begin(), workers.end(), [](const ProcessRow& a, const ProcessRow& b) {
     return a.busy_fraction() < b.busy_fraction();
   });
   out << fmt::format("aiflame: {} processes, {} GPU samples in all", rows.size(), samples);
-  if (rows.size() > 1)
+  if (workers.size() > 1)
     out << fmt::format("; GPU busy from {:.1f}% ({}) to {:.1f}% ({})", 100 * lo->busy_fraction(),
                        lo->rank >= 0 ? fmt::format("rank {}", lo->rank) : fmt::format("pid {}", lo->pid),
                        100 * hi->busy_fraction(),

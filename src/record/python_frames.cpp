@@ -55,6 +55,7 @@ void PythonFrames::init() {
             sym(addr2line_, "PyCode_Addr2Line") && sym(get_version, "Py_GetVersion");
   if (!api_ok_) return;
   sym(frame_lasti_, "PyFrame_GetLasti");  // 3.11+
+  code_type_ = dlsym(RTLD_DEFAULT, "PyCode_Type");
   version_ = get_version();
   int major = 0, minor = 0;
   std::sscanf(version_.c_str(), "%d.%d", &major, &minor);
@@ -73,6 +74,23 @@ bool PythonFrames::validate() {
   validated_ = same;
   validation_failed_ = !same;
   debug("Python frame layout check: %s (%d in place, %d through the C API)", same ? "ok" : "MISMATCH", n, m);
+  return same;
+}
+
+// Without the GIL (PyTorch releases it before it launches, and a process may start CUDA on such a
+// thread, so that no launch ever holds it): the in-place walk is accepted when it finds frames and
+// every one of them holds a genuine code object (ob_type == &PyCode_Type).
+bool PythonFrames::validate_by_type() {
+  if (!code_type_) return false;
+  RawPyFrame raw[64];
+  int n = walk_raw(raw, 64);
+  if (n == 0) return false;  // nothing to check yet
+  bool same = true;
+  for (int i = 0; same && i < n; i++) same = read_at<const void*>(raw[i].code, 8) == code_type_;
+  validated_ = same;
+  validation_failed_ = !same;
+  debug("Python frame layout check without the GIL: %s (%d frames, code object types %s)", same ? "ok" : "MISMATCH",
+        n, same ? "right" : "wrong");
   return same;
 }
 
@@ -119,7 +137,10 @@ int PythonFrames::walk_api(RawPyFrame* out, int max) const {
 
 int PythonFrames::capture(RawPyFrame* out, int max) {
   if (!api_ok_ || !is_initialized_()) return 0;
-  if (layout_ok_ && !validated_ && !validation_failed_ && gil_check_() == 1) validate();
+  if (layout_ok_ && !validated_ && !validation_failed_) {
+    if (gil_check_() == 1) validate();
+    else validate_by_type();
+  }
   if (layout_ok_ && validated_) return walk_raw(out, max);
   // Unverified layout: only the C API, and only with the GIL.
   return gil_check_() == 1 ? walk_api(out, max) : 0;

@@ -42,6 +42,7 @@ class PythonFrames {
   int walk_raw(RawPyFrame* out, int max) const;
   int walk_api(RawPyFrame* out, int max) const;
   bool validate();
+  bool validate_by_type();
   std::string ascii_string(const void* unicode) const;
 
   bool api_ok_ = false;
@@ -60,6 +61,7 @@ class PythonFrames {
   int (*addr2line_)(void*, int) = nullptr;
   void (*decref_)(void*) = nullptr;
   int (*is_initialized_)() = nullptr;
+  const void* code_type_ = nullptr;  // &PyCode_Type: every frame's code object must point at it
 };
 
 }  // namespace aiflame

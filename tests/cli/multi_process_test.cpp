@@ -43,14 +43,15 @@ TEST(ProcessTable, BusyTimeCountsOverlappingKernelsOnce) {
 }
 
 TEST(ProcessTable, PrintsRanksInOrderAndTheImbalance) {
-  ProcessRow a, b;
-  a.rank = 1; a.pid = 20; a.seconds = 10; a.busy_seconds = 5; a.samples = 10;
-  b.rank = 0; b.pid = 30; b.seconds = 10; b.busy_seconds = 9; b.samples = 5;
+  ProcessRow a, b, launcher;
+  a.rank = 1; a.pid = 20; a.seconds = 10; a.busy_seconds = 5; a.samples = 10; a.kernels = 3;
+  b.rank = 0; b.pid = 30; b.seconds = 10; b.busy_seconds = 9; b.samples = 5; b.kernels = 3;
+  launcher.pid = 10; launcher.seconds = 12;  // torchrun's agent: CUDA initialised, no kernels
   std::ostringstream out;
-  print_process_table({a, b}, out);
+  print_process_table({a, b, launcher}, out);
   std::string s = out.str();
   EXPECT_LT(s.find("rank 0 (pid 30)"), s.find("rank 1 (pid 20)"));
-  EXPECT_NE(s.find("2 processes, 15 GPU samples in all; GPU busy from 50.0% (rank 1) to 90.0% (rank 0)"),
+  EXPECT_NE(s.find("3 processes, 15 GPU samples in all; GPU busy from 50.0% (rank 1) to 90.0% (rank 0)"),
             std::string::npos) << s;
 }
 

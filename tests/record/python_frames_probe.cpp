@@ -1,6 +1,7 @@
 // Loaded into a Python interpreter by python_frames_test.py through ctypes: reports the Python frames
 // that PythonFrames reads at the call, as "function file:line" lines, leaf first.
 #include <cstring>
+#include <new>
 #include <string>
 
 #include "record/python_frames.h"
@@ -10,6 +11,14 @@ aiflame::PythonFrames g_frames;
 }
 
 extern "C" int aiflame_probe_init() {
+  g_frames.init();
+  return g_frames.available() ? 1 : 0;
+}
+
+// A fresh reader whose first look at the frames happens without the GIL (CDLL call).
+extern "C" int aiflame_probe_reset_and_init() {
+  g_frames.~PythonFrames();
+  new (&g_frames) aiflame::PythonFrames();
   g_frames.init();
   return g_frames.available() ? 1 : 0;
 }

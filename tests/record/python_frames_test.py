@@ -52,5 +52,12 @@ released = Model().forward(without_gil)
 check("frames without the GIL", released[:3] == expected, released)
 check("same depth both ways", len(held) == len(released), (held, released))
 check("module frame at the root", released and released[-1].startswith("<module> python_frames_test.py:"), released)
-print("python_frames: %d passed, %d failed" % (6 - failures, failures))
+# A process whose CUDA starts on a thread without the GIL never launches with it held: the layout is
+# then checked by the code objects' type, and the in-place walk still runs.
+check("init without the GIL", without_gil.aiflame_probe_reset_and_init() == 1)
+check("not validated before the first capture", without_gil.aiflame_probe_raw_enabled() == 0)
+first = Model().forward(without_gil)
+check("frames without ever holding the GIL", first[:3] == expected, first)
+check("layout validated by type", without_gil.aiflame_probe_raw_enabled() == 1)
+print("python_frames: %d passed, %d failed" % (10 - failures, failures))
 sys.exit(1 if failures else 0)

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# A torchrun DDP job recorded on two H200s (tests/data/ddp: torchrun's agent, rank 0, rank 1):
+# merged by directory, grouped by rank and by device, against a golden file.
+set -u
+AIFLAME=$1
+SRC=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+check() { if ! eval "$2"; then echo "FAIL $1"; fail=1; fi; }
+
+"$AIFLAME" report "$SRC/tests/data/ddp" --group-by rank --plain --no-native -o "$T/rank.folded" 2>"$T/err"
+check "report exits 0" '[ $? -eq 0 ]'
+golden=$SRC/tests/data/ddp_rank.folded
+[ -n "${AIFLAME_UPDATE_GOLDEN:-}" ] && cp "$T/rank.folded" "$golden"
+check "matches $golden" 'cmp -s "$T/rank.folded" "$golden"'
+check "one row per process" '[ "$(grep -c "samples (" "$T/err")" -eq 3 ]'
+check "rank rows" 'grep -q "rank 0 (pid 614)" "$T/err" && grep -q "rank 1 (pid 615)" "$T/err"'
+check "imbalance line compares the two ranks only" 'grep -q "GPU busy from 1.5% (rank 1) to 1.7% (rank 0)" "$T/err"'
+check "roots are the ranks" '[ "$(cut -d";" -f1 "$T/rank.folded" | sort -u | tr "\n" " ")" = "rank 0 rank 1 " ]'
+sum() { awk -v r="$1" -F';' '$1 == r { n = split($0, a, " "); s += a[n] } END { print s + 0 }' "$T/rank.folded"; }
+check "rank 0 keeps its 2134 samples" '[ "$(sum "rank 0")" -eq 2134 ]'
+check "rank 1 keeps its 1831 samples" '[ "$(sum "rank 1")" -eq 1831 ]'
+for r in 0 1; do
+  check "rank $r: kernels under the rank's Python stack" \
+    'grep "^rank $r;" "$T/rank.folded" | grep -q "^rank $r;<module> (gpt_ddp.py:[0-9]*);main (gpt_ddp.py:[0-9]*);.*;-;"'
+done
+
+"$AIFLAME" report "$SRC/tests/data/ddp" --group-by device -q -o "$T/device.folded"
+check "roots are the GPUs" '[ "$(cut -d";" -f1 "$T/device.folded" | sort -u | tr "\n" " ")" = "GPU 0 GPU 1 " ]'
+"$AIFLAME" report "$SRC/tests/data/ddp" -q -o "$T/process.folded"
+check "default roots are program;pid" '[ "$(cut -d";" -f1-2 "$T/process.folded" | sort -u | tr "\n" " ")" = "python;614 python;615 " ]'
+# DDP's gradient all-reduce runs on autograd's engine thread: native frames only, from c10d's reducer.
+check "NCCL all-reduce launched from c10d's reducer" \
+  'grep -q "c10d::Reducer::.*;-;ncclDevKernel_AllReduce_Sum_f32" "$T/process.folded"'
+exit $fail
