@@ -31,7 +31,12 @@ class PythonFrames {
   std::string version() const { return version_; }
 
   struct Layout {
-    size_t ts_cframe = 0, cframe_current = 0;      // PyThreadState -> _PyCFrame -> current frame
+    // How the current frame is reached and what a frame is:
+    //   CFrame (3.11, 3.12): PyThreadState -> _PyCFrame -> _PyInterpreterFrame, linked by `previous`;
+    //   Direct (3.13): PyThreadState -> current _PyInterpreterFrame;
+    //   FrameObject (3.10): PyThreadState -> PyFrameObject, linked by f_back, f_lasti in code units.
+    enum Kind : uint8_t { CFrame, Direct, FrameObject } kind = CFrame;
+    size_t ts_cframe = 0, cframe_current = 0;      // ts_cframe: the thread state's cframe/frame field
     size_t frame_code = 0, frame_previous = 0, frame_instr = 0, frame_owner = 0;
     int owner_cstack = 3;
     size_t code_filename = 0, code_qualname = 0, code_firstlineno = 0, code_adaptive = 0;
