@@ -23,6 +23,7 @@ kill "$(pid_of)" 2>/dev/null; wait
 echo "plain run at 45 s: rss_kb=$plain"
 
 STEPS=$((minutes * 60 * 50)) "$bin/aiflame" record --force -o "$out/long.aiflame" -- python3 bench/workloads/gpt_train.py >"$out/long.out" 2>"$out/long.err" &
+recorder=$!
 sleep 15
 pid=$(pid_of)
 t0=$(date +%s)
@@ -38,7 +39,7 @@ while kill -0 "$pid" 2>/dev/null; do
   [ "$rss" -gt "$max" ] && max=$rss
   sleep 15
 done
-wait
+wait "$recorder"
 rc=$?
 tail -3 "$out/long.out"; grep "^aiflame:" "$out/long.err" | tail -8
 added_mb=$(( (max - plain) / 1024 ))

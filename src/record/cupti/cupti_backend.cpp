@@ -205,13 +205,12 @@ bool CuptiBackend::enable_sampling(Context& c) {
     cfg.back().attributeType = t;
     return cfg.back();
   };
-  // The stall-reason list is left at CUPTI's default (every reason): with it and the decode-thread
-  // sleep span both set, CUPTI 13.0 crashed inside cuptiPCSamplingGetData (strdup of a null name)
-  // after 0.4-1 million launches of gpt_train.py, three times in three runs; with either left at
-  // CUPTI's default it ran cleanly (bench/RESULTS.md). AIFLAME_STALL_CONFIG=1 sets it for experiments.
-  // The sleep span is the collection interval, so that a drain holds the samples of its own interval
-  // (CUPTI's default, 100 ms, would make a batch's samples up to 100 ms older than its window).
-  // AIFLAME_SLEEP_SPAN_MS=N overrides it; 0 leaves CUPTI's default.
+  // Neither the stall-reason list nor CUPTI's decode-thread sleep span is configured by default: with
+  // both set, CUPTI 13.0 crashed inside cuptiPCSamplingGetData (strdup of a null name) after 0.4-1
+  // million launches of gpt_train.py, three times in three runs; with the sleep span alone (10 ms) it
+  // crashed once after 1.66 million launches (and ran 2.6 million cleanly once); with both at CUPTI's
+  // defaults 4.8 million launches ran cleanly (bench/RESULTS.md). AIFLAME_STALL_CONFIG=1 and
+  // AIFLAME_SLEEP_SPAN_MS=N set them for experiments.
   if (std::getenv("AIFLAME_STALL_CONFIG"))
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON).attributeData.stallReasonData = {n, idx.data()};
   add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER)
@@ -219,7 +218,7 @@ bool CuptiBackend::enable_sampling(Context& c) {
   add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE).attributeData.collectionModeData.collectionMode =
       CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
   const char* span = std::getenv("AIFLAME_SLEEP_SPAN_MS");
-  uint32_t span_ms = span ? static_cast<uint32_t>(std::atoi(span)) : rec_.options().interval_ms;
+  uint32_t span_ms = span ? static_cast<uint32_t>(std::atoi(span)) : 0;
   if (span_ms)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN)
         .attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan = span_ms;
