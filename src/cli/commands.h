@@ -33,6 +33,7 @@ struct ReportArgs {
   bool quiet = false;
   bool plain = false;
   std::string group_by = "process";
+  std::string kernels, exclude_kernels, stalls, devices, pids;  // filters
 };
 
 struct DemoArgs {

@@ -11,6 +11,8 @@
 #include "cli/commands.h"
 #include "cli/output_file.h"
 #include "cli/input_files.h"
+#include "output/flame_filter.h"
+#include <set>
 #include "cli/process_table.h"
 #include "cli/summary.h"
 #include "output/writer.h"
@@ -25,7 +27,7 @@ void add_report_command(CLI::App& app, ReportArgs& a) {
       ->required()
       ->expected(1, 1 << 20);
   sub->add_option("-o,--output", a.output,
-                  "Output file; its extension picks the format (.svg, .folded, .pb.gz, .speedscope.json, .trace.json, "
+                  "Output file; its extension picks the format (.svg, .html, .heatmap.svg, .folded, .pb.gz, .speedscope.json, .trace.json, "
                   ".stacks). Default: folded stacks on stdout");
   sub->add_option("--format", a.format, "Output format, overriding the extension")->check(CLI::IsMember(writer_formats()));
   sub->add_flag("--no-python", a.no_python, "Leave out Python frames");
@@ -39,6 +41,11 @@ void add_report_command(CLI::App& app, ReportArgs& a) {
                   "Root frames of each stack: process (program and pid), rank (of a torchrun/MPI job; "
                   "falls back to process), device (GPU), none")
       ->check(CLI::IsMember({"process", "rank", "device", "none"}));
+  sub->add_option("--kernels", a.kernels, "Keep only GPU kernels whose name matches this regex (e.g. 'nccl|gemm')");
+  sub->add_option("--exclude-kernels", a.exclude_kernels, "Leave out GPU kernels whose name matches this regex");
+  sub->add_option("--stalls", a.stalls, "Keep only these stall reasons (comma-separated short names, e.g. long_scoreboard,selected)");
+  sub->add_option("--devices", a.devices, "Keep only samples of these GPUs (comma-separated numbers)");
+  sub->add_option("--pids", a.pids, "Keep only these processes (comma-separated pids, or root frame names such as 'rank 1')");
 }
 
 int run_report(const ReportArgs& a) {
@@ -69,7 +76,14 @@ int run_report(const ReportArgs& a) {
                      : a.group_by == "device" ? GroupBy::Device
                      : a.group_by == "none"   ? GroupBy::None
                                               : GroupBy::Process;
+  auto filter = make_flame_filter(a.kernels, a.exclude_kernels, a.stalls, a.devices, a.pids);
+  if (!filter) {
+    std::cerr << "aiflame: " << filter.error() << "\n";
+    return 2;
+  }
   std::vector<ProcessRow> rows;
+  RunSummary summary;
+  std::set<uint32_t> devices;
   for (const std::string& input : *inputs) {
     // Folded stacks and iaprof's text output are read too, recognised by their content.
     auto kind = detect_file_format(input);
@@ -94,6 +108,13 @@ int run_report(const ReportArgs& a) {
     FrameBuilder fb(*p, sym, FrameOptions{!a.no_python, !a.no_native, a.max_depth, a.full_names, group_by});
     merge_flame(data, fb.build(res));
     samples += res.stats.samples;
+    summary.samples += res.stats.samples;
+    summary.dropped += res.stats.dropped;
+    summary.attributed += res.stats.attributed;
+    summary.processes++;
+    if (p->process && p->process->interval_ms) summary.interval_ms = p->process->interval_ms;
+    for (const auto& k : p->kernels) devices.insert(k.device);
+    for (const auto& b : p->batches) devices.insert(b.device);
     kernels += p->kernels.size();
     if (command.empty() && p->process) command = p->process->command;
     if (!a.quiet && inputs->size() == 1) print_summary(*p, res.stats, input, std::cerr);
@@ -101,6 +122,11 @@ int run_report(const ReportArgs& a) {
   }
   if (!a.quiet && rows.size() > 1) print_process_table(rows, std::cerr);
   if (inputs->size() > 1) command = std::to_string(inputs->size()) + " processes";
+  summary.command = command;
+  summary.devices.assign(devices.begin(), devices.end());
+  if (!summary.processes) summary.samples = samples;
+  data.summary = summary;
+  apply_filter(*filter, data);
   data.title = a.title.empty() ? "AI Flame Graph: " + data.process : a.title;
   data.subtitle = command + "  |  " + std::to_string(samples) + " GPU samples, " + std::to_string(kernels) + " kernels";
   if (a.output.empty()) {

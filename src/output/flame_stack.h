@@ -51,6 +51,17 @@ struct KernelSpan {
   uint32_t correlation_id = 0;
 };
 
+// What the report's header says about the run(s) behind a picture.
+struct RunSummary {
+  std::string command;
+  std::vector<uint32_t> devices;
+  uint64_t samples = 0;
+  uint64_t dropped = 0;
+  double attributed = 0;     // samples that reached a launch stack
+  uint32_t interval_ms = 10; // the collection interval: the heatmap's row height
+  uint32_t processes = 0;
+};
+
 // A whole picture: stacks plus what the writers that show more than one flame graph need.
 struct FlameData {
   std::string title;
@@ -64,6 +75,7 @@ struct FlameData {
   uint32_t pid = 0;
   uint64_t start_ns = 0;   // profiler clock at the start of the profile
   uint64_t duration_ns = 0;
+  RunSummary summary;
   uint64_t total() const {
     uint64_t t = 0;
     for (const auto& s : stacks) t += s.count;

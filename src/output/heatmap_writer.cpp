@@ -1,0 +1,116 @@
+#include "output/heatmap_writer.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ostream>
+
+#include "output/svg_writer.h"
+
+namespace aiflame {
+
+Heatmap bin_heatmap(const FlameData& data, uint32_t row_ms) {
+  Heatmap h;
+  h.row_ms = std::clamp<uint32_t>(row_ms, 1, 1000);
+  h.rows = (1000 + h.row_ms - 1) / h.row_ms;
+  uint64_t end_ns = data.duration_ns;
+  for (const auto& t : data.timeline) end_ns = std::max(end_ns, t.time_ns + 1);
+  h.columns = std::max<uint32_t>(1, static_cast<uint32_t>((end_ns + 999999999ull) / 1000000000ull));
+  std::map<uint32_t, size_t> lane_of;
+  for (const auto& t : data.timeline) {
+    if (t.weight <= 0) continue;
+    auto [it, fresh] = lane_of.try_emplace(t.device, h.lanes.size());
+    if (fresh) {
+      h.lanes.push_back({t.device, std::vector<std::vector<double>>(h.columns, std::vector<double>(h.rows, 0.0)), 0});
+    }
+    HeatmapGrid& g = h.lanes[it->second];
+    uint64_t col = t.time_ns / 1000000000ull;
+    uint64_t row = (t.time_ns % 1000000000ull) / (1000000ull * h.row_ms);
+    if (col >= h.columns || row >= h.rows) continue;
+    double& c = g.counts[col][row];
+    c += t.weight;
+    g.max = std::max(g.max, c);
+  }
+  std::sort(h.lanes.begin(), h.lanes.end(), [](const HeatmapGrid& a, const HeatmapGrid& b) { return a.device < b.device; });
+  return h;
+}
+
+namespace {
+
+// White through orange to dark red, FlameScope's scale; 0 stays white.
+std::string cell_colour(double v, double max) {
+  if (v <= 0 || max <= 0) return "#ffffff";
+  double x = std::sqrt(v / max);  // square root: small counts stay visible beside a hot second
+  int r = 255, g = static_cast<int>(235 - 200 * x), b = static_cast<int>(200 - 200 * x);
+  if (x > 0.75) r = static_cast<int>(255 - 120 * (x - 0.75) * 4);
+  return fmt::format("rgb({},{},{})", std::clamp(r, 0, 255), std::clamp(g, 0, 255), std::clamp(b, 0, 255));
+}
+
+}  // namespace
+
+void HeatmapWriter::write(const FlameData& data, std::ostream& out) const {
+  Heatmap h = bin_heatmap(data, data.summary.interval_ms ? data.summary.interval_ms : 10);
+  const int cell_w = std::clamp(1100 / static_cast<int>(h.columns), 4, 24);
+  const int cell_h = std::max(2, 400 / static_cast<int>(h.rows));
+  const int left = 70, top = 60, lane_gap = 30, legend_h = 50;
+  const int lanes = std::max<int>(1, static_cast<int>(h.lanes.size()));
+  const int lane_h = cell_h * static_cast<int>(h.rows);
+  const int width = left + cell_w * static_cast<int>(h.columns) + 40;
+  const int height = top + lanes * (lane_h + lane_gap) + legend_h;
+  out << "<?xml version=\"1.0\" standalone=\"no\"?>\n"
+      << fmt::format("<svg version=\"1.1\" width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" "
+                     "xmlns=\"http://www.w3.org/2000/svg\" font-family=\"Verdana\" font-size=\"11\">\n",
+                     width, height, width, height)
+      << "<rect width=\"100%\" height=\"100%\" fill=\"#fafafa\"/>\n";
+  std::string title = data.title.empty() ? "GPU sample heatmap" : data.title + ": GPU samples over time";
+  out << fmt::format("<text x=\"{}\" y=\"22\" font-size=\"16\">{}</text>\n", left,
+                     svg_escape(svg_clean_text(title, 300)));
+  out << fmt::format("<text x=\"{}\" y=\"40\" fill=\"#555\">{}</text>\n", left,
+                     svg_escape(svg_clean_text(fmt::format("x: seconds since the start; y: offset within the second, "
+                                                           "{} ms rows; colour: GPU samples. {}",
+                                                           h.row_ms, data.subtitle), 400)));
+  double max = 0;
+  for (const auto& g : h.lanes) max = std::max(max, g.max);
+  if (h.lanes.empty()) {
+    out << fmt::format("<text x=\"{}\" y=\"{}\">No timed samples (the input has no time series).</text>\n", left,
+                       top + 20);
+  }
+  for (size_t l = 0; l < h.lanes.size(); l++) {
+    const HeatmapGrid& g = h.lanes[l];
+    int y0 = top + static_cast<int>(l) * (lane_h + lane_gap);
+    if (h.lanes.size() > 1)
+      out << fmt::format("<text x=\"4\" y=\"{}\" font-weight=\"bold\">GPU {}</text>\n", y0 + 12, g.device);
+    out << fmt::format("<g class=\"lane\" data-device=\"{}\">\n", g.device);
+    for (uint32_t c = 0; c < h.columns; c++)
+      for (uint32_t r = 0; r < h.rows; r++) {
+        double v = g.counts[c][r];
+        if (v <= 0) continue;
+        out << fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\"><title>{} s + {} ms: "
+                           "{:.0f} samples</title></rect>\n",
+                           left + static_cast<int>(c) * cell_w, y0 + static_cast<int>(r) * cell_h, cell_w, cell_h,
+                           cell_colour(v, max), c, r * h.row_ms, v);
+      }
+    out << "</g>\n";
+    // Axes: the y axis in ms within the second, the x axis in seconds.
+    out << fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#999\"/>\n", left, y0,
+                       cell_w * static_cast<int>(h.columns), lane_h);
+    for (int ms = 0; ms <= 1000; ms += 250)
+      out << fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"end\" fill=\"#555\">{} ms</text>\n", left - 4,
+                         y0 + lane_h * ms / 1000 + 4, ms);
+    uint32_t step = std::max<uint32_t>(1, h.columns / 20);
+    for (uint32_t c = 0; c <= h.columns; c += step)
+      out << fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#555\">{}</text>\n",
+                         left + static_cast<int>(c) * cell_w, y0 + lane_h + 14, c);
+  }
+  // Legend: the scale from 0 to the hottest cell.
+  int ly = height - legend_h + 20;
+  out << fmt::format("<text x=\"{}\" y=\"{}\">seconds</text>\n", left + cell_w * static_cast<int>(h.columns) / 2, ly - 4);
+  for (int i = 0; i <= 10; i++)
+    out << fmt::format("<rect x=\"{}\" y=\"{}\" width=\"20\" height=\"12\" fill=\"{}\" stroke=\"#ccc\"/>\n",
+                       left + i * 20, ly + 4, cell_colour(max * i / 10.0, max));
+  out << fmt::format("<text x=\"{}\" y=\"{}\">0 .. {:.0f} samples per cell</text>\n", left + 11 * 20 + 6, ly + 14, max);
+  out << "</svg>\n";
+}
+
+}  // namespace aiflame

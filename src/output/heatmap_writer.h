@@ -1,0 +1,36 @@
+// FlameScope-style sub-second heatmap as SVG: x = seconds since the start, y = offset within the
+// second in rows of the collection interval, colour = GPU samples in the cell; one lane per GPU when
+// several were sampled. Built from FlameData::timeline (estimated sample times, docs/attribution.md).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "output/writer.h"
+
+namespace aiflame {
+
+// The cells of one lane: counts[column][row].
+struct HeatmapGrid {
+  uint32_t device = 0;
+  std::vector<std::vector<double>> counts;
+  double max = 0;
+};
+
+struct Heatmap {
+  uint32_t columns = 0;  // seconds
+  uint32_t rows = 0;     // per second
+  uint32_t row_ms = 10;
+  std::vector<HeatmapGrid> lanes;  // by device
+};
+
+// Bins the timeline: a sample at t lands in column t / 1 s, row (t mod 1 s) / row_ms.
+Heatmap bin_heatmap(const FlameData& data, uint32_t row_ms);
+
+class HeatmapWriter : public Writer {
+ public:
+  std::string_view format() const override { return "heatmap"; }
+  void write(const FlameData& data, std::ostream& out) const override;
+};
+
+}  // namespace aiflame

@@ -1,0 +1,144 @@
+// Opens aiflame's HTML report in Debian's headless Chromium (playwright-core) and uses it as a user
+// would: the page loads with no console errors; clicking a frame zooms to it; search highlights and
+// reports the matched percentage (checked against the folded output); dragging over the heatmap
+// changes the flame graph's total; the inverted toggle puts the leaves at the root. A screenshot of
+// each state goes to SHOTS_DIR.
+// Usage: node check_html.js REPORT.html SAME.folded SHOTS_DIR FRAME_TO_CLICK SEARCH_TERM
+//        node check_html.js --hostile REPORT.html SHOTS_DIR
+//        node check_html.js --timed REPORT.html SHOTS_DIR MAX_MS
+'use strict';
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+const { chromium } = require('playwright-core');
+
+const args = process.argv.slice(2);
+const mode = args[0].startsWith('--') ? args.shift() : '--full';
+const file = path.resolve(args[0]);
+const fail = (msg) => { console.error(`check_html: FAIL ${path.basename(file)}: ${msg}`); process.exit(1); };
+
+function foldedShare(folded, term) {
+  let all = 0, hit = 0;
+  const re = new RegExp(term, 'i');
+  for (const line of fs.readFileSync(folded, 'utf8').split('\n')) {
+    if (!line) continue;
+    const blank = line.lastIndexOf(' ');
+    const n = Number(line.slice(blank + 1));
+    all += n;
+    if (line.slice(0, blank).split(';').some((f) => re.test(f))) hit += n;
+  }
+  return all ? (100 * hit) / all : 0;
+}
+
+(async () => {
+  const userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'aiflame-chromium-'));
+  const browser = await chromium.launchPersistentContext(userDir, {
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    viewport: { width: 1400, height: 1000 },
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--no-first-run'],
+  });
+  try {
+    const page = await browser.newPage();
+    const errors = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+    page.on('dialog', (d) => { errors.push('dialog opened: ' + d.message()); d.dismiss(); });
+    const requests = [];
+    page.on('request', (r) => { if (!r.url().startsWith('file:')) requests.push(r.url()); });
+    const t0 = Date.now();
+    await page.goto('file://' + file);
+    await page.waitForFunction(() => window.aiflame && window.aiflame.readyMs, null, { timeout: 30000 })
+      .catch(() => fail(`the report never became ready (errors: ${errors.join('; ')})`));
+    const loadMs = Date.now() - t0;
+    const shots = args[mode === '--full' ? 2 : 1];
+    const shot = (name) => page.screenshot({ path: path.join(shots, `${path.basename(file, '.html')}_${name}.png`), fullPage: true });
+    if (errors.length) fail(`console errors on load: ${errors.join('; ')}`);
+    if (requests.length) fail(`network requests: ${requests.join(', ')}`);
+    await shot('loaded');
+
+    if (mode === '--timed') {
+      const max = Number(args[2]);
+      const ready = await page.evaluate(() => window.aiflame.readyMs);
+      const tm = await page.evaluate(() => window.aiflame.timings);
+      console.log(`check_html: ${path.basename(file)} usable after ${ready.toFixed(0)} ms in the page (${loadMs} ms with navigation; ` +
+                  `script: parse ${tm.parse.toFixed(0)}, tree ${tm.tree.toFixed(0)}, heatmap ${tm.heatmap.toFixed(0)}, drawn ${tm.draw.toFixed(0)} ms)`);
+      if (loadMs > max) fail(`took ${loadMs} ms to be usable (budget ${max} ms)`);
+      // Still interactive: a search over every frame answers.
+      await page.fill('#search', 'kernel_1');
+      await page.waitForFunction(() => window.aiflame.matchPercent !== null);
+      return;
+    }
+    if (mode === '--hostile') {
+      const scripts = await page.evaluate(() => document.querySelectorAll('script').length);
+      if (scripts !== 2) fail(`expected the report's 2 script elements, found ${scripts}`);
+      const title = await page.evaluate(() => document.title);
+      if (!title.includes('<script>')) fail(`hostile title not shown as text: ${title}`);
+      await page.fill('#search', 'script');
+      const pct = await page.evaluate(() => window.aiflame.matchPercent);
+      if (!(pct > 0)) fail('search for a hostile name found nothing');
+      const roots = await page.evaluate(() => window.aiflame.rootNames());
+      if (!roots.some((r) => r.includes('<script>alert(1)</script>'))) fail(`hostile frame not kept verbatim: ${roots}`);
+      if (errors.length) fail(`errors: ${errors.join('; ')}`);
+      await shot('hostile');
+      console.log('check_html: hostile names escaped, kept verbatim as text');
+      return;
+    }
+
+    const [, folded, , frame, term] = args;
+    const total0 = await page.evaluate(() => window.aiflame.total());
+    // Click-zoom.
+    let r = await page.evaluate((n) => window.aiflame.rectOf(n), frame);
+    if (!r) fail(`frame ${frame} not drawn`);
+    // Deep graphs are taller than the window: scroll the frame into view first.
+    await page.evaluate((y) => window.scrollBy(0, y - 400), r.y);
+    r = await page.evaluate((n) => window.aiflame.rectOf(n), frame);
+    await page.mouse.click(r.x, r.y);
+    const focus = await page.evaluate(() => window.aiflame.focusName());
+    if (focus !== frame) fail(`click did not zoom to ${frame} (focus: ${focus})`);
+    const crumbs = await page.textContent('#breadcrumbs');
+    if (!crumbs.includes(frame)) fail(`breadcrumbs lack ${frame}: ${crumbs}`);
+    const zoomed = await page.evaluate(() => window.aiflame.total());
+    if (!(zoomed > 0 && zoomed < total0)) fail(`zoomed total ${zoomed} not within (0, ${total0})`);
+    await shot('zoomed');
+    await page.click('#reset');
+    await page.evaluate(() => window.scrollTo(0, 0));
+    // Search.
+    await page.fill('#search', term);
+    const pct = await page.evaluate(() => window.aiflame.matchPercent);
+    const want = foldedShare(folded, term);
+    if (pct === null || Math.abs(pct - want) > 0.01) fail(`search "${term}": ${pct}% matched, folded output says ${want.toFixed(2)}%`);
+    const text = await page.textContent('#match');
+    if (!text.includes(pct.toFixed(2) + '%')) fail(`match text "${text}" does not show ${pct.toFixed(2)}%`);
+    await shot('search');
+    await page.fill('#search', '');
+    // Heatmap range: drag over the hottest column's first rows.
+    const box = await page.evaluate(() => window.aiflame.heatmapBox());
+    const hot = await page.evaluate(() => window.aiflame.hottestCell());
+    const x = box.x + (hot.col + 0.5) * box.cw, y = box.y + (hot.row + 0.5) * box.ch;
+    await page.mouse.move(x, y);
+    await page.mouse.down();
+    await page.mouse.move(x, y + box.ch, { steps: 2 });
+    await page.mouse.up();
+    const ranged = await page.evaluate(() => window.aiflame.total());
+    if (!(ranged > 0 && ranged < total0)) fail(`heatmap range total ${ranged} not within (0, ${total0})`);
+    const rangeText = await page.textContent('#range');
+    if (!rangeText.startsWith('Showing')) fail(`no range shown: "${rangeText}"`);
+    await shot('range');
+    await page.click('#allrange');
+    const back = await page.evaluate(() => window.aiflame.total());
+    if (back !== total0) fail(`whole run total ${back} != ${total0}`);
+    // Inverted.
+    const rootsBefore = await page.evaluate(() => window.aiflame.rootNames());
+    await page.check('#inverted');
+    const rootsAfter = await page.evaluate(() => window.aiflame.rootNames());
+    const kinds = await page.evaluate(() => window.aiflame.rootKinds());
+    if (JSON.stringify(rootsBefore) === JSON.stringify(rootsAfter) || !kinds.every((k) => k === 'stall'))
+      fail(`inverted roots should be stall reasons: ${rootsAfter} (${kinds})`);
+    await shot('inverted');
+    if (errors.length) fail(`console errors: ${errors.join('; ')}`);
+    console.log(`check_html: ${path.basename(file)}: loaded in ${loadMs} ms, zoom, search (${pct.toFixed(2)}%), range (${ranged} of ${total0}), inverted: ok`);
+  } finally {
+    await browser.close();
+  }
+})().catch((e) => fail(String(e && e.stack || e)));
