@@ -17,6 +17,7 @@ struct RecordArgs {
   bool no_cubins = false;
   bool no_pc_sampling = false;
   std::string lib;
+  std::string nvdisasm;
   bool quiet = false;
   std::vector<std::string> command;
 };
@@ -32,6 +33,8 @@ struct ReportArgs {
   std::string title;
   bool quiet = false;
   bool plain = false;
+  std::string nvdisasm;
+  std::string stall_reasons = "all";
 };
 
 struct DemoArgs {

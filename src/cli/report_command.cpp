@@ -12,6 +12,7 @@
 #include "cli/output_file.h"
 #include "cli/summary.h"
 #include "output/writer.h"
+#include "symbolize/nvdisasm.h"
 
 namespace aiflame {
 
@@ -33,6 +34,12 @@ void add_report_command(CLI::App& app, ReportArgs& a) {
   sub->add_option("--title", a.title, "Title of the flame graph");
   sub->add_flag("-q,--quiet", a.quiet, "Print only errors");
   sub->add_flag("--plain", a.plain, "Folded output without iaprof's annotations (_[G], _[g], py::)");
+  sub->add_option("--stall-reasons", a.stall_reasons,
+                  "Which GPU samples end in a stall reason frame: all, issued (their warp scheduler issued on that cycle), "
+                  "not-issued (it issued nothing: latency not hidden), none")
+      ->check(CLI::IsMember({"all", "issued", "not-issued", "none"}));
+  sub->add_option("--nvdisasm", a.nvdisasm,
+                  "nvdisasm for SASS names not stored in the profile (default: PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)");
 }
 
 int run_report(const ReportArgs& a) {
@@ -51,6 +58,11 @@ int run_report(const ReportArgs& a) {
     return 2;
   }
   if (format == "folded" && a.plain) writer = std::make_unique<FoldedWriter>(FoldedOptions{.plain = true});
+  std::string nvdisasm = find_nvdisasm(a.nvdisasm);
+  if (!a.nvdisasm.empty() && nvdisasm.empty()) {
+    std::cerr << "aiflame: --nvdisasm " << a.nvdisasm << " is not an executable file; pass the path of CUDA's nvdisasm\n";
+    return 2;
+  }
   FlameData data;
   uint64_t samples = 0, kernels = 0;
   std::string command;
@@ -75,12 +87,17 @@ int run_report(const ReportArgs& a) {
     }
     AttributionResult res = attribute_samples(*p);
     Symbolizer sym(p->modules);
-    FrameBuilder fb(*p, sym, FrameOptions{!a.no_python, !a.no_native, a.max_depth, a.full_names});
+    GpuSymbolizer gpu(*p, {true, nvdisasm});
+    FrameBuilder fb(*p, sym, FrameOptions{!a.no_python, !a.no_native, a.max_depth, a.full_names,
+                                          *parse_stall_leaves(a.stall_reasons), &gpu});
     merge_flame(data, fb.build(res));
     samples += res.stats.samples;
     kernels += p->kernels.size();
     if (command.empty() && p->process) command = p->process->command;
-    if (!a.quiet) print_summary(*p, res.stats, input, std::cerr);
+    if (!a.quiet) {
+      print_summary(*p, res.stats, input, std::cerr);
+      print_gpu_summary(fb.gpu_stats(), gpu.notes(), std::cerr);
+    }
   }
   if (a.inputs.size() > 1) command = std::to_string(a.inputs.size()) + " processes";
   data.title = a.title.empty() ? "AI Flame Graph: " + data.process : a.title;
