@@ -92,6 +92,8 @@ SassListing parse_nvdisasm(std::string_view listing) {
     size_t nl = listing.find('\n');
     std::string_view line = trim(listing.substr(0, nl));
     listing.remove_prefix(nl == std::string_view::npos ? listing.size() : nl + 1);
+    // A trailing comment column (-plr prints register life ranges there) is not part of the line.
+    if (size_t c = line.find("//"); c != std::string_view::npos && c > 0) line = trim(line.substr(0, c));
     uint64_t offset;
     std::string mnemonic;
     if (line.rfind("//-----", 0) == 0 || line.rfind(".section", 0) == 0) {
