@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <string_view>
+#include <tuple>
 #include <unordered_map>
 
 #include "attribute/launch_index.h"
@@ -77,8 +80,27 @@ AttributionResult attribute_samples(const Profile& p, uint64_t lag_ns) {
     return it->second;
   };
 
+  // (device, "X_not_issued" index) -> index of X, to pair each count with its not-issued subset.
+  std::map<std::pair<uint32_t, uint32_t>, std::optional<uint32_t>> base_of;
+  auto base_reason = [&](uint32_t device, uint32_t dup) {
+    auto [it, fresh] = base_of.try_emplace({device, dup});
+    if (fresh) {
+      std::string name = p.stall_reason_name(device, dup);
+      name.resize(name.size() - std::string_view("_not_issued").size());
+      for (const auto& t : p.stall_reasons)
+        for (const auto& [idx, n] : t.reasons)
+          if (n == name && (t.device == device || !it->second)) it->second = idx;
+    }
+    return it->second;
+  };
+
   for (const auto& b : p.batches) {
     res.stats.dropped += b.dropped_samples;
+    std::map<std::tuple<uint32_t, uint64_t, uint64_t, uint32_t>, uint64_t> not_issued;  // (fn, cubin, pc, X)
+    for (const auto& s : b.samples)
+      if (is_dup(b.device, s.stall_reason))
+        if (auto base = base_reason(b.device, s.stall_reason))
+          not_issued[{s.function, s.cubin_crc, s.pc_offset, *base}] += s.count;
     uint64_t lo = b.prev_timestamp > lag_ns ? b.prev_timestamp - lag_ns : 0;
     uint64_t hi = b.timestamp;
     std::unordered_map<uint32_t, std::pair<std::vector<Share>, bool>> split;  // function -> shares, in window
@@ -111,15 +133,20 @@ AttributionResult attribute_samples(const Profile& p, uint64_t lag_ns) {
         sp = split.emplace(s.function, std::make_pair(std::move(shares), in_window)).first;
       }
       const auto& [shares, in_window] = sp->second;
-      AttributedSample a{0, s.function, s.cubin_crc, s.pc_offset, s.stall_reason, b.device, 0, lo / 2 + hi / 2};
+      AttributedSample a{0, s.function, s.cubin_crc, s.pc_offset, s.stall_reason, b.device, 0, 0, lo / 2 + hi / 2};
+      uint64_t idle = 0;
+      if (auto ni = not_issued.find({s.function, s.cubin_crc, s.pc_offset, s.stall_reason}); ni != not_issued.end())
+        idle = std::min<uint64_t>(ni->second, s.count);
       if (shares.empty()) {
         a.weight = s.count;
+        a.not_issued = static_cast<double>(idle);
         res.samples.push_back(a);
         continue;
       }
       for (const Share& sh : shares) {
         a.stack_id = sh.stack;
         a.weight = sh.fraction * s.count;
+        a.not_issued = sh.fraction * static_cast<double>(idle);
         // Outside the window (fallback shares) the executions' times say nothing about this batch.
         a.time_ns = in_window ? sh.time : lo / 2 + hi / 2;
         if (sh.stack) res.stats.attributed += a.weight;

@@ -22,6 +22,7 @@ struct AttributedSample {
   uint32_t stall_reason = 0;
   uint32_t device = 0;
   double weight = 0;      // samples (fractional after splitting)
+  double not_issued = 0;  // of which were taken on cycles when nothing issued (the "X_not_issued" count)
   uint64_t time_ns = 0;   // estimated time the samples ran (profiler clock)
 };
 

@@ -25,10 +25,36 @@ FrameKind classify_module(const std::string& m) {
   return FrameKind::Native;
 }
 
-std::string pc_frame_name(uint64_t offset) {
+std::string pc_frame_name(uint64_t offset, const std::string& mnemonic) {
   char buf[24];
   std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(offset));
-  return buf;
+  return mnemonic.empty() ? std::string(buf) : mnemonic + " " + buf;
+}
+
+std::optional<StallLeaves> parse_stall_leaves(const std::string& s) {
+  if (s == "all") return StallLeaves::All;
+  if (s == "issued") return StallLeaves::Issued;
+  if (s == "not-issued") return StallLeaves::NotIssued;
+  if (s == "none") return StallLeaves::None;
+  return std::nullopt;
+}
+
+const std::vector<Frame>& FrameBuilder::instruction_frames(const AttributedSample& a) {
+  GpuPc pc{a.cubin_crc, a.function, a.pc_offset};
+  auto it = instruction_cache_.find(pc);
+  if (it != instruction_cache_.end()) return it->second;
+  if (!opt_.gpu && !own_gpu_) own_gpu_ = std::make_unique<GpuSymbolizer>(p_);
+  GpuSymbolizer& gpu = opt_.gpu ? *opt_.gpu : *own_gpu_;
+  std::vector<Frame> frames;
+  // kernel -> its line -> inlined function -> its line ... -> instruction.
+  const auto& lines = gpu.lines(pc);
+  for (size_t i = 0; i < lines.size(); i++) {
+    if (i > 0) frames.push_back({kernel_frame_name(lines[i].function), FrameKind::GpuSource});
+    frames.push_back({basename_of(lines[i].file) + ":" + std::to_string(lines[i].line), FrameKind::GpuSource});
+  }
+  has_lines_[pc] = !lines.empty();
+  frames.push_back({pc_frame_name(a.pc_offset, gpu.mnemonic(pc)), FrameKind::GpuInstruction});
+  return instruction_cache_.emplace(pc, std::move(frames)).first->second;
 }
 
 std::string short_stall_name(const std::string& name) {
@@ -149,8 +175,7 @@ FlameData FrameBuilder::build(const AttributionResult& res) {
   // the total stays exactly the number of samples.
   using Key = std::vector<std::pair<std::string, FrameKind>>;
   std::map<Key, double> acc;
-  std::vector<const Key*> key_of_sample;
-  key_of_sample.reserve(res.samples.size());
+  double gpu_weight = 0, no_line_weight = 0;
   std::unordered_map<uint32_t, std::string> kernel_names;
   auto kernel_name = [&](uint32_t fn) -> const std::string& {
     auto kn = kernel_names.find(fn);
@@ -164,7 +189,12 @@ FlameData FrameBuilder::build(const AttributionResult& res) {
     if (it == roots.end()) it = roots.emplace(device, root_frames(device)).first;
     return it->second;
   };
-  for (const auto& a : res.samples) {
+  // One sample may feed two stacks: with and without its stall reason leaf (see StallLeaves).
+  struct Part { const Key* key; double weight; size_t sample; };
+  std::vector<Part> parts;
+  parts.reserve(res.samples.size());
+  for (size_t i = 0; i < res.samples.size(); i++) {
+    const auto& a = res.samples[i];
     Key key;
     for (const auto& f : roots_of(a.device)) key.emplace_back(f.name, f.kind);
     if (a.stack_id == 0) {
@@ -174,12 +204,28 @@ FlameData FrameBuilder::build(const AttributionResult& res) {
     }
     key.emplace_back("-", FrameKind::Separator);
     key.emplace_back(kernel_name(a.function), FrameKind::GpuKernel);
-    key.emplace_back(pc_frame_name(a.pc_offset), FrameKind::GpuInstruction);
-    key.emplace_back(short_stall_name(p_.stall_reason_name(a.device, a.stall_reason)), FrameKind::Stall);
-    auto it = acc.try_emplace(std::move(key), 0.0).first;
-    it->second += a.weight;
-    key_of_sample.push_back(&it->first);
+    for (const auto& f : instruction_frames(a)) key.emplace_back(f.name, f.kind);
+    gpu_weight += a.weight;
+    if (!has_lines_[{a.cubin_crc, a.function, a.pc_offset}]) no_line_weight += a.weight;
+    double not_issued = std::min(a.not_issued, a.weight);
+    double leaf = opt_.stalls == StallLeaves::All        ? a.weight
+                  : opt_.stalls == StallLeaves::Issued    ? a.weight - not_issued
+                  : opt_.stalls == StallLeaves::NotIssued ? not_issued
+                                                          : 0.0;
+    if (a.weight - leaf > 0) {
+      auto it = acc.try_emplace(key, 0.0).first;
+      it->second += a.weight - leaf;
+      parts.push_back({&it->first, a.weight - leaf, i});
+    }
+    if (leaf > 0 || opt_.stalls == StallLeaves::All) {
+      key.emplace_back(short_stall_name(p_.stall_reason_name(a.device, a.stall_reason)), FrameKind::Stall);
+      auto it = acc.try_emplace(std::move(key), 0.0).first;
+      it->second += leaf;
+      parts.push_back({&it->first, leaf, i});
+    }
   }
+  gpu_stats_.samples += static_cast<uint64_t>(std::llround(gpu_weight));
+  gpu_stats_.samples_without_lines += static_cast<uint64_t>(std::llround(no_line_weight));
   double total = 0;
   for (const auto& [k, w] : acc) total += w;
   uint64_t target = static_cast<uint64_t>(std::llround(total));
@@ -213,10 +259,10 @@ FlameData FrameBuilder::build(const AttributionResult& res) {
   // The time series, at 1 ms resolution: finer than any drain interval, coarse enough to stay small.
   constexpr uint64_t kResolution = 1000000;
   std::map<std::tuple<uint32_t, uint32_t, uint64_t>, double> timed;
-  for (size_t i = 0; i < res.samples.size(); i++) {
-    const auto& a = res.samples[i];
+  for (const Part& part : parts) {
+    const auto& a = res.samples[part.sample];
     uint64_t t = a.time_ns > start ? (a.time_ns - start) / kResolution * kResolution : 0;
-    timed[{index_of[key_of_sample[i]], a.device, t}] += a.weight;
+    timed[{index_of[part.key], a.device, t}] += part.weight;
   }
   for (const auto& [k, w] : timed) out.timeline.push_back({std::get<0>(k), std::get<1>(k), std::get<2>(k), w});
   std::map<std::pair<uint32_t, uint32_t>, int32_t> cpu_index;  // (stack, device)

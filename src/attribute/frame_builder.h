@@ -1,7 +1,11 @@
 // Turns attributed samples into named, typed frames (root to leaf) for the writers:
-// process; CPU frames (Python merged into native); "-"; kernel; PC offset; stall reason.
+// process; CPU frames (Python merged into native); "-"; kernel; [source line, inlined device function,
+// source line...]; instruction ("FFMA 0x1a0" or "0x1a0"); stall reason.
 #pragma once
 #include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -10,6 +14,7 @@
 #include "attribute/launch_index.h"
 #include "output/flame_stack.h"
 #include "profile/profile.h"
+#include "symbolize/gpu_symbolizer.h"
 #include "symbolize/symbolizer.h"
 
 namespace aiflame {
@@ -17,6 +22,11 @@ namespace aiflame {
 // The root frames of every stack: which process (program;pid, iaprof's layout), which rank of a
 // distributed job ("rank 3"), which GPU ("GPU 1"), or none.
 enum class GroupBy { Process, Rank, Device, None };
+// Which samples end in a stall reason frame. A reason's samples split into those taken on cycles when
+// the warp's scheduler issued nothing ("not issued": latency nobody hid) and the rest ("issued").
+enum class StallLeaves : uint8_t { All, Issued, NotIssued, None };
+// "all", "issued", "not-issued", "none"; nullopt for anything else.
+std::optional<StallLeaves> parse_stall_leaves(const std::string& s);
 
 struct FrameOptions {
   bool python = true;
@@ -24,6 +34,13 @@ struct FrameOptions {
   size_t max_depth = 0;  // 0: unlimited CPU frames
   bool full_names = false;  // keep C++ parameter lists and long template arguments
   GroupBy group_by = GroupBy::Process;
+  StallLeaves stalls = StallLeaves::All;
+  GpuSymbolizer* gpu = nullptr;  // nullptr: one of its own, from the profile alone (no nvdisasm)
+};
+
+struct GpuFrameStats {
+  uint64_t samples = 0;             // GPU samples built into stacks
+  uint64_t samples_without_lines = 0;  // of which no source line was known for
 };
 
 class FrameBuilder {
@@ -33,23 +50,30 @@ class FrameBuilder {
   const std::vector<Frame>& cpu_frames(uint32_t stack_id);
   FlameData build(const AttributionResult& res);
   std::string process_name() const;
+  const GpuFrameStats& gpu_stats() const { return gpu_stats_; }
 
  private:
   Frame native_frame(uint64_t address);
   std::vector<Frame> root_frames(uint32_t device) const;
+  // Frames between the kernel and the stall reason: source lines, inlined functions, the instruction.
+  const std::vector<Frame>& instruction_frames(const AttributedSample& a);
   const Profile& p_;
   Symbolizer& sym_;
   FrameOptions opt_;
   LaunchIndex launches_;  // same composite ids as attribution's (both number p.kernels in order)
   std::unordered_map<uint32_t, std::vector<Frame>> cache_;
   std::unordered_map<uint64_t, Frame> native_cache_;
+  std::unique_ptr<GpuSymbolizer> own_gpu_;
+  std::map<GpuPc, std::vector<Frame>> instruction_cache_;
+  std::map<GpuPc, bool> has_lines_;
+  GpuFrameStats gpu_stats_;
 };
 
 // Frame kind of a native frame by the object it lives in (CUDA runtime, libc, interpreter...).
 FrameKind classify_module(const std::string& module_basename);
 bool is_interpreter_module(const std::string& module_basename);
-// "0x1a0"
-std::string pc_frame_name(uint64_t offset);
+// "0x1a0", or "FFMA 0x1a0" with a mnemonic.
+std::string pc_frame_name(uint64_t offset, const std::string& mnemonic = "");
 // CUPTI stall reason name -> short form ("smsp__pcsamp_warps_issue_stalled_long_scoreboard" -> "long_scoreboard").
 std::string short_stall_name(const std::string& name);
 

@@ -17,6 +17,7 @@ struct RecordArgs {
   bool no_cubins = false;
   bool no_pc_sampling = false;
   std::string lib;
+  std::string nvdisasm;
   bool quiet = false;
   std::vector<std::string> command;
 };
@@ -34,6 +35,8 @@ struct ReportArgs {
   bool plain = false;
   std::string group_by = "process";
   std::string kernels, exclude_kernels, stalls, devices, pids;  // filters
+  std::string nvdisasm;
+  std::string stall_reasons = "all";
 };
 
 struct DemoArgs {

@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/finalize.h"
 #include "cli/process_table.h"
+#include "symbolize/nvdisasm.h"
 #include "cli/summary.h"
 
 namespace aiflame {
@@ -47,6 +48,8 @@ void add_record_command(CLI::App& app, RecordArgs& a) {
   sub->add_flag("--no-cubins", a.no_cubins, "Do not keep GPU code objects (smaller file; no GPU source lines later)");
   sub->add_flag("--no-pc-sampling", a.no_pc_sampling, "Record launches and kernel times only, no GPU samples");
   sub->add_option("--lib", a.lib, "Injection library (default: $AIFLAME_LIB or libaiflame_cupti.so next to aiflame)");
+  sub->add_option("--nvdisasm", a.nvdisasm,
+                  "nvdisasm for the SASS names of sampled instructions (default: PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)");
   sub->add_flag("-q,--quiet", a.quiet, "Print only errors");
   sub->add_option("command", a.command, "The command to profile, after --")->required()->expected(-1);
 }
@@ -124,6 +127,10 @@ int run_record(const RecordArgs& a) {
       return 2;
     }
   }
+  if (!a.nvdisasm.empty() && find_nvdisasm(a.nvdisasm).empty()) {
+    std::cerr << "aiflame: --nvdisasm " << a.nvdisasm << " is not an executable file; pass the path of CUDA's nvdisasm\n";
+    return 2;
+  }
   std::string output = absolute(a.output);
   if (exists(output)) {
     if (a.force) {
@@ -196,8 +203,10 @@ int run_record(const RecordArgs& a) {
   }
   if (files.size() == 1 && rename(files[0].c_str(), output.c_str()) == 0) files[0] = output;
   std::vector<ProcessRow> rows;
+  GpuSymbolizerOptions gpu{true, find_nvdisasm(a.nvdisasm)};
+  std::vector<std::string> notes;
   for (const auto& f : files) {
-    auto p = finalize_profile(f);
+    auto p = finalize_profile(f, gpu, &notes);
     if (!p) {
       std::cerr << "aiflame: symbolizing " << f << " failed: " << p.error() << "\n";
       p = read_profile(f);
@@ -217,6 +226,8 @@ int run_record(const RecordArgs& a) {
     print_process_table(rows, std::cerr);
     std::cerr << "aiflame: `aiflame report " << output << ".*` draws them in one picture (--group-by rank|device|process)\n";
   }
+  if (!a.quiet)
+    for (const auto& n : notes) std::cerr << "aiflame: " << n << "\n";
   if (!a.quiet) {
     using secs = std::chrono::duration<double>;
     std::cerr << "aiflame: the program ran " << std::fixed << std::setprecision(2)

@@ -16,6 +16,7 @@
 #include "cli/process_table.h"
 #include "cli/summary.h"
 #include "output/writer.h"
+#include "symbolize/nvdisasm.h"
 
 namespace aiflame {
 
@@ -46,6 +47,12 @@ void add_report_command(CLI::App& app, ReportArgs& a) {
   sub->add_option("--stalls", a.stalls, "Keep only these stall reasons (comma-separated short names, e.g. long_scoreboard,selected)");
   sub->add_option("--devices", a.devices, "Keep only samples of these GPUs (comma-separated numbers)");
   sub->add_option("--pids", a.pids, "Keep only these processes (comma-separated pids, or root frame names such as 'rank 1')");
+  sub->add_option("--stall-reasons", a.stall_reasons,
+                  "Which GPU samples end in a stall reason frame: all, issued (their warp scheduler issued on that cycle), "
+                  "not-issued (it issued nothing: latency not hidden), none")
+      ->check(CLI::IsMember({"all", "issued", "not-issued", "none"}));
+  sub->add_option("--nvdisasm", a.nvdisasm,
+                  "nvdisasm for SASS names not stored in the profile (default: PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)");
 }
 
 int run_report(const ReportArgs& a) {
@@ -64,6 +71,11 @@ int run_report(const ReportArgs& a) {
     return 2;
   }
   if (format == "folded" && a.plain) writer = std::make_unique<FoldedWriter>(FoldedOptions{.plain = true});
+  std::string nvdisasm = find_nvdisasm(a.nvdisasm);
+  if (!a.nvdisasm.empty() && nvdisasm.empty()) {
+    std::cerr << "aiflame: --nvdisasm " << a.nvdisasm << " is not an executable file; pass the path of CUDA's nvdisasm\n";
+    return 2;
+  }
   FlameData data;
   uint64_t samples = 0, kernels = 0;
   std::string command;
@@ -105,7 +117,12 @@ int run_report(const ReportArgs& a) {
     }
     AttributionResult res = attribute_samples(*p);
     Symbolizer sym(p->modules);
-    FrameBuilder fb(*p, sym, FrameOptions{!a.no_python, !a.no_native, a.max_depth, a.full_names, group_by});
+    GpuSymbolizer gpu(*p, {true, nvdisasm});
+    FrameOptions fo{!a.no_python, !a.no_native, a.max_depth, a.full_names};
+    fo.group_by = group_by;
+    fo.stalls = *parse_stall_leaves(a.stall_reasons);
+    fo.gpu = &gpu;
+    FrameBuilder fb(*p, sym, fo);
     merge_flame(data, fb.build(res));
     samples += res.stats.samples;
     summary.samples += res.stats.samples;
@@ -117,7 +134,10 @@ int run_report(const ReportArgs& a) {
     for (const auto& b : p->batches) devices.insert(b.device);
     kernels += p->kernels.size();
     if (command.empty() && p->process) command = p->process->command;
-    if (!a.quiet && inputs->size() == 1) print_summary(*p, res.stats, input, std::cerr);
+    if (!a.quiet && inputs->size() == 1) {
+      print_summary(*p, res.stats, input, std::cerr);
+      print_gpu_summary(fb.gpu_stats(), gpu.notes(), std::cerr);
+    }
     rows.push_back(process_row(*p, res.stats, input));
   }
   if (!a.quiet && rows.size() > 1) print_process_table(rows, std::cerr);

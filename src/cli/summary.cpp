@@ -39,4 +39,13 @@ void print_summary(const Profile& p, const AttributionStats& stats, const std::s
   for (const auto& w : p.warnings) out << "aiflame: recorded warning: " << w << "\n";
 }
 
+void print_gpu_summary(const GpuFrameStats& stats, const std::vector<std::string>& notes, std::ostream& out) {
+  if (stats.samples_without_lines)
+    out << fmt::format("aiflame: {} of {} GPU samples ({:.1f}%) have no source line (kernels built without -lineinfo, "
+                       "or cubins not kept): they show kernel and offset only\n",
+                       stats.samples_without_lines, stats.samples,
+                       100.0 * static_cast<double>(stats.samples_without_lines) / static_cast<double>(stats.samples));
+  for (const auto& n : notes) out << "aiflame: " << n << "\n";
+}
+
 }  // namespace aiflame

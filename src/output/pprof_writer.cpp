@@ -138,21 +138,31 @@ void split_location(std::string_view s, std::string_view& name, std::string_view
 std::vector<uint64_t> stack_locations(Builder& b, const std::vector<Frame>& frames) {
   std::vector<uint64_t> root_first;
   int kernel = find_frame(frames, FrameKind::GpuKernel);
-  std::vector<Line> inlined;  // GPU source frames after the kernel: inlined device functions
+  std::vector<Line> inlined;  // GPU source frames after the kernel: inlined device functions, leaf first
   std::string_view kernel_file;
   int64_t kernel_line = 0;
   uint64_t pc = 0;
   if (kernel >= 0) {
+    // aiflame writes kernel;file:line[;inlined function;file:line]...: a bare "file:line" is the current
+    // line of the function before it. Other producers write "function (file:line)" or a function alone.
+    struct Level { std::string_view name, file; int64_t line; };
+    std::vector<Level> levels;  // inlined functions, root first
     for (size_t i = kernel + 1; i < frames.size(); i++) {
       if (frames[i].kind == FrameKind::GpuSource) {
         std::string_view name, file;
         int64_t line;
         split_location(frames[i].name, name, file, line);
-        inlined.insert(inlined.begin(), Line{b.function(name, file), line});
+        bool bare_line = !file.empty() && name.size() == frames[i].name.size();
+        if (!bare_line) levels.push_back({name, file, line});
+        else if (levels.empty()) kernel_file = file, kernel_line = line;
+        else levels.back().file = file, levels.back().line = line;
       } else if (frames[i].kind == FrameKind::GpuInstruction && !pc) {
-        parse_hex(frames[i].name, pc);
+        // "0x1a0" or "FFMA 0x1a0"
+        std::string_view n = frames[i].name;
+        parse_hex(n.substr(n.rfind(' ') == std::string_view::npos ? 0 : n.rfind(' ') + 1), pc);
       }
     }
+    for (auto l = levels.rbegin(); l != levels.rend(); ++l) inlined.push_back(Line{b.function(l->name, l->file), l->line});
     for (int i = kernel - 1; i >= 0 && frames[i].kind == FrameKind::GpuSource; i--) {
       std::string_view name;
       split_location(frames[i].name, name, kernel_file, kernel_line);

@@ -12,6 +12,14 @@
 
 namespace aiflame {
 
+// One sampled GPU instruction: cubin CRC, kernel name string id, offset from the kernel's start.
+struct GpuPc {
+  uint64_t cubin_crc = 0;
+  uint32_t function = 0;
+  uint64_t pc_offset = 0;
+  auto operator<=>(const GpuPc&) const = default;
+};
+
 struct Profile {
   uint32_t version = 0;
   std::optional<ProcessRecord> process;
@@ -26,6 +34,9 @@ struct Profile {
   std::unordered_map<uint64_t, SymbolRecord> symbols;
   std::vector<std::string> warnings;
   std::unordered_map<uint64_t, GraphNodeRecord> graph_nodes;  // by node id
+  // GPU instruction positions and mnemonics stored when recording ended, by (cubin, function, offset).
+  std::map<GpuPc, std::vector<GpuSourceFrame>> gpu_lines;
+  std::map<GpuPc, std::string> gpu_sass;
   std::optional<EndRecord> end;
   bool truncated = false;        // the file ends inside a chunk: the run was cut short
   uint64_t unknown_records = 0;  // records of a newer minor kind, skipped

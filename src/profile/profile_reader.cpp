@@ -74,6 +74,16 @@ bool parse_records(std::string_view raw, Profile& p) {
       case RecordType::Warning: { WarningRecord x; ok = read_one(r, x); p.warnings.push_back(std::move(x.text)); break; }
       case RecordType::GraphNode: { GraphNodeRecord x; ok = read_one(r, x); p.graph_nodes[x.node_id] = x; break; }
       case RecordType::End: { EndRecord x; ok = read_one(r, x); p.end = x; break; }
+      case RecordType::GpuLine: {
+        GpuLineRecord x; ok = read_one(r, x);
+        p.gpu_lines[{x.cubin_crc, x.function, x.pc_offset}] = std::move(x.frames);
+        break;
+      }
+      case RecordType::GpuSass: {
+        GpuSassRecord x; ok = read_one(r, x);
+        p.gpu_sass[{x.cubin_crc, x.function, x.pc_offset}] = std::move(x.mnemonic);
+        break;
+      }
       default: p.unknown_records++; break;  // newer record kind: length-prefixed, so skippable
     }
     if (!ok) return false;

@@ -151,6 +151,27 @@ bool decode(ByteReader& r, EndRecord& o) {
   return r.ok();
 }
 
+void encode(ByteWriter& w, const GpuLineRecord& r) {
+  w.varint(r.cubin_crc); w.varint(r.function); w.varint(r.pc_offset);
+  w.varint(r.frames.size());
+  for (const auto& f : r.frames) { w.str(f.function); w.str(f.file); w.varint(f.line); }
+}
+bool decode(ByteReader& r, GpuLineRecord& o) {
+  o.cubin_crc = r.varint(); o.function = r.varint32(); o.pc_offset = r.varint();
+  uint64_t n = r.count(3);
+  o.frames.resize(n);
+  for (auto& f : o.frames) { f.function = r.str(); f.file = r.str(); f.line = r.varint32(); }
+  return r.ok();
+}
+
+void encode(ByteWriter& w, const GpuSassRecord& r) {
+  w.varint(r.cubin_crc); w.varint(r.function); w.varint(r.pc_offset); w.str(r.mnemonic);
+}
+bool decode(ByteReader& r, GpuSassRecord& o) {
+  o.cubin_crc = r.varint(); o.function = r.varint32(); o.pc_offset = r.varint(); o.mnemonic = r.str();
+  return r.ok();
+}
+
 }  // namespace aiflame
 
 namespace aiflame {

@@ -18,6 +18,8 @@ void encode(ByteWriter& w, const SymbolRecord& r);
 void encode(ByteWriter& w, const WarningRecord& r);
 void encode(ByteWriter& w, const GraphNodeRecord& r);
 void encode(ByteWriter& w, const EndRecord& r);
+void encode(ByteWriter& w, const GpuLineRecord& r);
+void encode(ByteWriter& w, const GpuSassRecord& r);
 
 bool decode(ByteReader& r, ProcessRecord& o);
 bool decode(ByteReader& r, StringRecord& o);
@@ -32,6 +34,8 @@ bool decode(ByteReader& r, SymbolRecord& o);
 bool decode(ByteReader& r, WarningRecord& o);
 bool decode(ByteReader& r, GraphNodeRecord& o);
 bool decode(ByteReader& r, EndRecord& o);
+bool decode(ByteReader& r, GpuLineRecord& o);
+bool decode(ByteReader& r, GpuSassRecord& o);
 
 template <class R> constexpr RecordType record_type_of();
 template <> constexpr RecordType record_type_of<ProcessRecord>() { return RecordType::Process; }
@@ -47,5 +51,7 @@ template <> constexpr RecordType record_type_of<SymbolRecord>() { return RecordT
 template <> constexpr RecordType record_type_of<WarningRecord>() { return RecordType::Warning; }
 template <> constexpr RecordType record_type_of<GraphNodeRecord>() { return RecordType::GraphNode; }
 template <> constexpr RecordType record_type_of<EndRecord>() { return RecordType::End; }
+template <> constexpr RecordType record_type_of<GpuLineRecord>() { return RecordType::GpuLine; }
+template <> constexpr RecordType record_type_of<GpuSassRecord>() { return RecordType::GpuSass; }
 
 }  // namespace aiflame

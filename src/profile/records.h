@@ -22,6 +22,8 @@ enum class RecordType : uint8_t {
   Warning = 11,
   End = 12,
   GraphNode = 20,  // numbered apart from the GPU-symbol records added beside it
+  GpuLine = 13,
+  GpuSass = 14,
 };
 
 struct ProcessRecord {
@@ -139,6 +141,33 @@ struct SymbolRecord {
   uint32_t module = 0;     // module id
   std::string function;    // demangled; empty when unknown
   uint64_t offset = 0;     // address - function start, or module-relative when unknown
+};
+
+// One level of a GPU instruction's source position: the kernel's own line (function empty) or a line
+// inside an inlined device function (its mangled name).
+struct GpuSourceFrame {
+  std::string function;
+  std::string file;
+  uint32_t line = 0;
+  bool operator==(const GpuSourceFrame&) const = default;
+};
+
+// Source position of one sampled GPU instruction, from the cubin's line table; added when recording ends.
+// frames run from the kernel's line to the innermost inlined function's; empty: the cubin has no line
+// for this instruction (built without -lineinfo).
+struct GpuLineRecord {
+  uint64_t cubin_crc = 0;
+  uint32_t function = 0;   // string id of the kernel's mangled name, as in PcSample
+  uint64_t pc_offset = 0;
+  std::vector<GpuSourceFrame> frames;
+};
+
+// SASS mnemonic of one sampled GPU instruction ("FFMA", "LDG.E.128"), from nvdisasm when recording ends.
+struct GpuSassRecord {
+  uint64_t cubin_crc = 0;
+  uint32_t function = 0;   // string id, as in PcSample
+  uint64_t pc_offset = 0;
+  std::string mnemonic;
 };
 
 struct WarningRecord {

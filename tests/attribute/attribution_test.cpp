@@ -82,6 +82,32 @@ TEST(Attribution, NotIssuedReasonsAreNeverCountedTwice) {
   EXPECT_NEAR(by_stack(r)[1], 50.0, 1e-9);
 }
 
+// Each count keeps its not-issued subset (same kernel, PC and reason) beside it, split like the count.
+TEST(Attribution, NotIssuedSubsetTravelsWithItsReason) {
+  Profile p = base_profile();
+  add_launch(p, 1, 1, 1, 100'000'000, 150'000'000);
+  add_launch(p, 2, 2, 1, 150'000'000, 200'000'000);
+  PcBatchRecord b;
+  b.prev_timestamp = 120'000'000;
+  b.timestamp = 200'000'000;
+  b.samples = {{1, 0, 0x10, kLongScoreboard, 50, 0}, {1, 0, 0x10, kLongScoreboardNotIssued, 20, 0},
+               {1, 0, 0x20, kLongScoreboard, 8, 0}};  // another PC: no not-issued samples
+  p.batches.push_back(b);
+  auto r = attribute_samples(p);
+  double at_10 = 0, idle_10 = 0, idle_20 = 0;
+  for (const auto& s : r.samples) {
+    EXPECT_LE(s.not_issued, s.weight + 1e-9);
+    if (s.pc_offset == 0x10) { at_10 += s.weight; idle_10 += s.not_issued; }
+    if (s.pc_offset == 0x20) idle_20 += s.not_issued;
+    if (s.pc_offset == 0x10) {
+      EXPECT_NEAR(s.not_issued / s.weight, 20.0 / 50.0, 1e-9);
+    }
+  }
+  EXPECT_NEAR(at_10, 50.0, 1e-9);
+  EXPECT_NEAR(idle_10, 20.0, 1e-9);
+  EXPECT_EQ(idle_20, 0.0);
+}
+
 TEST(Attribution, NoExecutionInTheWindowFallsBackToTheWholeRun) {
   Profile p = base_profile();
   add_launch(p, 1, 1, 1, 0, 3'000'000);              // 3 ms

@@ -43,6 +43,8 @@ expect_error unwritable "cannot create" "$AIFLAME" report "$SRC/tests/data/demo_
 expect_error no_command "command" "$AIFLAME" record -o "$T/r.data"
 expect_error bad_period "--period" "$AIFLAME" record --period 99 -o "$T/r.data" -- true
 expect_error no_subcommand "subcommand" "$AIFLAME"
+expect_error bad_nvdisasm "--nvdisasm" "$AIFLAME" report "$SRC/tests/data/demo_matmul.aiflame" --nvdisasm /no/such/nvdisasm -o "$T/n.folded"
+expect_error bad_stall_reasons "stall-reasons" "$AIFLAME" report "$SRC/tests/data/demo_matmul.aiflame" --stall-reasons some -o "$T/s.folded"
 
 # A profile cut short is readable: reported, with a note, exit 0.
 "$AIFLAME" report "$T/cut.aiflame" -o "$T/cut.folded" 2>"$T/err"

@@ -43,6 +43,9 @@ std::string write_sample_profile() {
   w.add(b);
   w.add(CubinRecord{0xdeadbeefcafe, 1, std::string("\x7f" "ELF\0\1\2", 7)});
   w.add(SymbolRecord{0x7f0000001234, 1, "at::native::launch()", 0x34});
+  w.add(GpuLineRecord{0xdeadbeefcafe, 1, 0x1a0, {{"", "/src/k.cu", 11}, {"_Z5outerf", "/src/k.cu", 6}}});
+  w.add(GpuLineRecord{0xdeadbeefcafe, 1, 0x1b0, {}});  // looked up, no line info
+  w.add(GpuSassRecord{0xdeadbeefcafe, 1, 0x1a0, "LDG.E.128"});
   w.add(WarningRecord{"something to say"});
   EndRecord e;
   e.timestamp = 30000; e.launches = 1; e.samples = 30; e.kernels = 1; e.capture_ns = 900;
@@ -89,6 +92,12 @@ TEST(FormatRoundTrip, EveryRecordReadsBackEqual) {
   EXPECT_EQ(p.batches[0].samples[1].correlation_id, 77u);
   EXPECT_EQ(p.cubins.at(0xdeadbeefcafe).image.size(), 7u);
   EXPECT_EQ(p.symbols.at(0x7f0000001234).function, "at::native::launch()");
+  ASSERT_EQ(p.gpu_lines.size(), 2u);
+  EXPECT_EQ(p.gpu_lines.at({0xdeadbeefcafe, 1, 0x1a0}),
+            (std::vector<GpuSourceFrame>{{"", "/src/k.cu", 11}, {"_Z5outerf", "/src/k.cu", 6}}));
+  EXPECT_TRUE(p.gpu_lines.at({0xdeadbeefcafe, 1, 0x1b0}).empty());
+  EXPECT_EQ(p.gpu_sass.at({0xdeadbeefcafe, 1, 0x1a0}), "LDG.E.128");
+  EXPECT_EQ(p.unknown_records, 0u);
   ASSERT_EQ(p.warnings.size(), 1u);
   ASSERT_TRUE(p.end);
   EXPECT_EQ(p.end->capture_ns, 900u);

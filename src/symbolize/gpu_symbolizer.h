@@ -1,0 +1,48 @@
+// GPU instruction names for the report and for finalize: the source position (file:line and inlined
+// device functions) and SASS mnemonic of a sampled (cubin, kernel, offset). Stored records come first,
+// then what the cubin image kept in the profile gives (its line table; nvdisasm when allowed).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "profile/profile.h"
+#include "symbolize/cubin_lines.h"
+#include "symbolize/nvdisasm.h"
+
+namespace aiflame {
+
+struct GpuSymbolizerOptions {
+  bool use_nvdisasm = false;  // run nvdisasm for mnemonics not stored in the profile
+  std::string nvdisasm;       // its path (find_nvdisasm); empty with use_nvdisasm: one "not found" note
+  int timeout_ms = 60000;
+};
+
+class GpuSymbolizer {
+ public:
+  GpuSymbolizer(const Profile& p, GpuSymbolizerOptions opt = {}) : p_(p), opt_(std::move(opt)) {}
+
+  // Kernel line first, innermost inlined function last; empty when unknown.
+  const std::vector<GpuSourceFrame>& lines(const GpuPc& pc);
+  // "" when unknown.
+  const std::string& mnemonic(const GpuPc& pc);
+  // Whether the profile holds the cubin's bytes (else nothing can be derived).
+  bool has_image(uint64_t cubin_crc) const;
+  // One line per problem met (nvdisasm missing, failing or slow), each said once.
+  const std::vector<std::string>& notes() const { return notes_; }
+
+ private:
+  const CubinLines* cubin_lines(uint64_t crc);
+  const SassListing* listing(uint64_t crc);
+  void note(std::string text);
+  const Profile& p_;
+  GpuSymbolizerOptions opt_;
+  std::map<uint64_t, std::optional<CubinLines>> lines_by_cubin_;
+  std::map<uint64_t, std::optional<SassListing>> sass_by_cubin_;
+  std::map<GpuPc, std::vector<GpuSourceFrame>> derived_lines_;
+  std::vector<std::string> notes_;
+};
+
+}  // namespace aiflame
