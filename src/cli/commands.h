@@ -37,6 +37,7 @@ struct ReportArgs {
   std::string kernels, exclude_kernels, stalls, devices, pids;  // filters
   std::string nvdisasm;
   std::string stall_reasons = "all";
+  bool force = false;
 };
 
 struct DemoArgs {

@@ -14,7 +14,7 @@ namespace aiflame {
 void add_demo_command(CLI::App& app, DemoArgs& a) {
   auto* sub = app.add_subcommand("demo", "Profile the bundled matrix-multiply demo and write PREFIX.svg and PREFIX.folded");
   sub->add_option("--prefix", a.prefix, "Output name prefix")->capture_default_str();
-  sub->add_flag("-f,--force", a.force, "Overwrite PREFIX.aiflame");
+  sub->add_flag("-f,--force", a.force, "Overwrite PREFIX.aiflame, PREFIX.svg and PREFIX.folded");
   sub->add_flag("--bundled", a.bundled, "Render the bundled H100 recording even when a GPU is present");
 }
 
@@ -85,8 +85,11 @@ int run_demo(const DemoArgs& a, const std::string&) {
     std::cerr << "aiflame: " << (a.bundled ? "as asked" : (file_exists(demo_bin) ? "no GPU found" : "the demo program was not built (no nvcc)"))
               << ": rendering the bundled H100 recording " << profile << "\n";
   }
-  int rc = run_self(self, {"report", profile, "-o", a.prefix + ".svg", "--title", "AI Flame Graph: matrix multiply demo"});
-  if (rc == 0) rc = run_self(self, {"report", profile, "-o", a.prefix + ".folded", "-q"});
+  std::vector<std::string> svg = {"report", profile, "-o", a.prefix + ".svg", "--title", "AI Flame Graph: matrix multiply demo"};
+  std::vector<std::string> folded = {"report", profile, "-o", a.prefix + ".folded", "-q"};
+  if (a.force) svg.push_back("--force"), folded.push_back("--force");
+  int rc = run_self(self, svg);
+  if (rc == 0) rc = run_self(self, folded);
   if (rc == 0) std::cerr << "aiflame: open " << a.prefix << ".svg in a browser\n";
   return rc;
 }

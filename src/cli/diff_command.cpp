@@ -18,6 +18,7 @@ void add_diff_command(CLI::App& app, DiffArgs& a) {
   sub->add_flag("--plain", a.plain, "Folded output without iaprof's frame annotations");
   sub->add_option("--title", a.title, "Title of the flame graph");
   sub->add_flag("-q,--quiet", a.quiet, "Print only errors");
+  sub->add_flag("-f,--force", a.force, "Overwrite the output file if it exists");
 }
 
 int run_diff(const DiffArgs& a) {
@@ -30,6 +31,12 @@ int run_diff(const DiffArgs& a) {
     }
   }
   if (format.empty()) format = "folded";
+  if (!a.output.empty()) {
+    if (Status st = check_output_path(a.output, a.force); !st) {
+      std::cerr << "aiflame: " << st.error() << "\n";
+      return 2;
+    }
+  }
   auto before = read_flame_input(a.before);
   if (!before) {
     std::cerr << "aiflame: " << before.error() << "\n";
@@ -55,7 +62,7 @@ int run_diff(const DiffArgs& a) {
     std::cout.flush();
     return std::cout ? 0 : 1;
   }
-  Status st = write_output_file(a.output, fill);
+  Status st = write_output_file(a.output, fill, a.force);
   if (!st) {
     std::cerr << "aiflame: " << st.error() << "\n";
     return 1;

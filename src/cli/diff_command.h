@@ -14,6 +14,7 @@ struct DiffArgs {
   bool plain = false;        // folded output without iaprof's annotations
   std::string title;
   bool quiet = false;
+  bool force = false;        // overwrite an existing output file
 };
 
 void add_diff_command(CLI::App& app, DiffArgs& args);

@@ -1,5 +1,8 @@
-// Writes an output file whole or not at all: into a temporary file beside it, renamed at the end,
-// so a failure never leaves a partial file and an existing symlink is replaced, not followed.
+// Writes an output file whole or not at all, safely in shared directories: into a temporary file
+// created beside it (O_EXCL, random name, never through a symlink), renamed over the target at the end,
+// so a failure never leaves a partial file. An existing target is replaced only with force, and a
+// symbolic link at the target path is refused even then (writing "through" it is what an attacker
+// who planted it wants; remove it or pick another name).
 #pragma once
 #include <functional>
 #include <ostream>
@@ -9,6 +12,10 @@
 
 namespace aiflame {
 
-Status write_output_file(const std::string& path, const std::function<void(std::ostream&)>& fill);
+// The checks write_output_file makes first, for commands to run before their work: a symlink or a
+// non-regular file at path is refused, an existing file needs force.
+Status check_output_path(const std::string& path, bool force);
+
+Status write_output_file(const std::string& path, const std::function<void(std::ostream&)>& fill, bool force);
 
 }  // namespace aiflame

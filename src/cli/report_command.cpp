@@ -53,6 +53,7 @@ void add_report_command(CLI::App& app, ReportArgs& a) {
       ->check(CLI::IsMember({"all", "issued", "not-issued", "none"}));
   sub->add_option("--nvdisasm", a.nvdisasm,
                   "nvdisasm for SASS names not stored in the profile (default: PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)");
+  sub->add_flag("-f,--force", a.force, "Overwrite the output file if it exists");
 }
 
 int run_report(const ReportArgs& a) {
@@ -69,6 +70,12 @@ int run_report(const ReportArgs& a) {
   if (!writer) {
     std::cerr << "aiflame: unknown format '" << format << "'\n";
     return 2;
+  }
+  if (!a.output.empty()) {
+    if (Status st = check_output_path(a.output, a.force); !st) {
+      std::cerr << "aiflame: " << st.error() << "\n";
+      return 2;
+    }
   }
   if (format == "folded" && a.plain) writer = std::make_unique<FoldedWriter>(FoldedOptions{.plain = true});
   std::string nvdisasm = find_nvdisasm(a.nvdisasm);
@@ -154,7 +161,7 @@ int run_report(const ReportArgs& a) {
     std::cout.flush();
     return std::cout ? 0 : 1;
   }
-  Status st = write_output_file(a.output, [&](std::ostream& out) { writer->write(data, out); });
+  Status st = write_output_file(a.output, [&](std::ostream& out) { writer->write(data, out); }, a.force);
   if (!st) {
     std::cerr << "aiflame: " << st.error() << "\n";
     return 1;

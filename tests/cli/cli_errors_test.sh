@@ -55,8 +55,32 @@ if [ $? -ne 0 ] || ! grep -q "cut short" "$T/err"; then echo "FAIL cut: $(cat "$
 rc=$?
 if [ $rc -ne 127 ] || ! grep -q "cannot run" "$T/err"; then echo "FAIL exec: rc=$rc $(cat "$T/err")"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
 
-# No partial output was left anywhere.
-if ls "$T" | grep -q '\.tmp\.'; then echo "FAIL: temporary files left: $(ls "$T")"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
+# Output files in shared directories: an existing file needs --force, a symlink is never written through.
+check() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL $1"; fail=$((fail + 1)); fi; }
+FIX="$SRC/tests/data/demo_matmul.aiflame"
+echo old >"$T/exists.folded"
+expect_error exists_needs_force "pass --force" "$AIFLAME" report "$FIX" -q -o "$T/exists.folded"
+check "existing file kept without --force" 'grep -qx old "$T/exists.folded"'
+"$AIFLAME" report "$FIX" -q --force -o "$T/exists.folded"
+check "--force overwrites" '[ $? -eq 0 ] && cmp -s "$T/exists.folded" "$SRC/tests/data/demo_matmul.folded"'
+echo secret >"$T/victim"
+ln -s "$T/victim" "$T/link.svg"
+expect_error symlink_refused "symbolic link" "$AIFLAME" report "$FIX" -q -o "$T/link.svg"
+expect_error symlink_refused_with_force "symbolic link" "$AIFLAME" report "$FIX" -q --force -o "$T/link.svg"
+ln -s "$T/nowhere" "$T/dangling.folded"
+expect_error dangling_symlink_refused "symbolic link" "$AIFLAME" report "$FIX" -q -o "$T/dangling.folded"
+check "symlink target untouched" 'grep -qx secret "$T/victim" && [ ! -e "$T/nowhere" ] && [ -L "$T/link.svg" ]'
+"$AIFLAME" diff "$FIX" "$FIX" -q -o "$T/d.folded" && echo old >"$T/d.folded"
+expect_error diff_exists_needs_force "pass --force" "$AIFLAME" diff "$FIX" "$FIX" -q -o "$T/d.folded"
+"$AIFLAME" diff "$FIX" "$FIX" -q --force -o "$T/d.folded"
+check "diff --force overwrites" '[ $? -eq 0 ] && ! grep -qx old "$T/d.folded"'
+# record moves a symlink at its output path aside (to .old) instead of following it.
+ln -s "$T/victim" "$T/rec.data"
+"$AIFLAME" record -q -o "$T/rec.data" -- true 2>/dev/null
+check "record does not follow a symlink" 'grep -qx secret "$T/victim" && [ -L "$T/rec.data.old" ]'
+
+# No partial output was left anywhere (temporary files are named OUTPUT.XXXXXX).
+if ls "$T" | grep -Eq '\.tmp\.|\.(svg|folded)\.[A-Za-z0-9]{6}$'; then echo "FAIL: temporary files left: $(ls "$T")"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
 
 echo "cli_errors: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]
