@@ -1,6 +1,7 @@
 // `aiflame record [options] -- CMD [ARGS...]`: runs CMD with the injection library and turns what
 // each CUDA process of it wrote into a finished profile.
 #include <dirent.h>
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -20,6 +21,7 @@
 #include "cli/process_table.h"
 #include "symbolize/nvdisasm.h"
 #include "cli/summary.h"
+#include "profile/profile_writer.h"
 
 namespace aiflame {
 
@@ -85,6 +87,30 @@ std::string find_library(const RecordArgs& a) {
 }
 
 // FILE.<pid> files the injection library wrote during this run.
+// The NVIDIA driver's library loads: without it no CUDA call succeeds and no injection library starts.
+bool driver_present() {
+  void* h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (h) dlclose(h);
+  return h != nullptr;
+}
+
+// A readable profile that holds only why it is empty, so that `aiflame report` says so too.
+void write_empty_profile(const std::string& path, pid_t pid, const std::vector<std::string>& command,
+                         const std::string& why) {
+  ProfileWriter w;
+  std::string error;
+  if (!w.open(path, /*overwrite=*/false, &error)) return;
+  ProcessRecord p;
+  p.pid = static_cast<uint32_t>(pid);
+  p.ppid = static_cast<uint32_t>(getpid());
+  for (const auto& arg : command) p.command += (p.command.empty() ? "" : " ") + arg;
+  p.tool_version = AIFLAME_VERSION;
+  w.add(p);
+  w.add(WarningRecord{why});
+  w.add(EndRecord{});
+  w.close();
+}
+
 std::vector<std::string> per_process_files(const std::string& output, time_t since) {
   std::string dir = output.substr(0, output.rfind('/'));
   std::string base = output.substr(output.rfind('/') + 1) + ".";
@@ -196,6 +222,13 @@ int run_record(const RecordArgs& a) {
     std::cerr << "aiflame: the program was killed by signal " << WTERMSIG(status) << " (" << strsignal(WTERMSIG(status)) << ")\n";
 
   auto files = per_process_files(output, started);
+  if (files.empty() && !driver_present()) {
+    std::string why = "no NVIDIA driver here (libcuda.so.1 not found), so the program ran unprofiled: install the "
+                      "NVIDIA driver, or record on a machine with a GPU";
+    std::cerr << "aiflame: " << why << "\n";
+    write_empty_profile(output, pid, a.command, why);
+    return rc;
+  }
   if (files.empty()) {
     std::cerr << "aiflame: no profile was written: the command made no CUDA call (or the injection library could not "
                  "start; see the messages above)\n";
