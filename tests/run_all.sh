@@ -8,7 +8,8 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$jobs"
 (cd build && ctest --output-on-failure -j"$jobs")
 if [ "${AIFLAME_SKIP_SANITIZERS:-0}" != 1 ]; then
-  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DAIFLAME_SANITIZE=ON >/dev/null
+  # Benchmarks (and their smoke tests) run in the release build only.
+  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DAIFLAME_SANITIZE=ON -DAIFLAME_BENCHMARKS=OFF >/dev/null
   cmake --build build-asan -j"$jobs" --target aiflame_tests aiflame aiflame_cupti
   # The python_frames probe is loaded into an uninstrumented interpreter; it runs in the release build only.
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
