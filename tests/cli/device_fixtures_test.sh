@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Recordings from the H100 (bench/workloads/bench_kernels.cu, 2026-11-22): a CUDA graph replay and
+# the three arrangements of the 3:1 attribution test, replayed through `aiflame report`.
+set -u
+AIFLAME=$1
+SRC=$2
+D=$SRC/tests/data
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+check() { if ! eval "$2"; then echo "FAIL $1"; fail=1; fi; }
+
+# Graph replay: every sample of the graph's kernels under the replay's stack, [cuda graph], then the
+# stack that captured the node, then the kernel's source line (from the cubin's line table).
+"$AIFLAME" report "$D/graph_replay.aiflame" --plain -o "$T/graph.folded" 2>"$T/graph.err"
+check "graph report" '[ $? -eq 0 ]'
+golden=$D/graph_replay.folded
+[ -n "${AIFLAME_UPDATE_GOLDEN:-}" ] && cp "$T/graph.folded" "$golden"
+check "graph matches $golden" 'cmp -s "$T/graph.folded" "$golden"'
+check "graph: 100% attributed" 'grep -q "100.00% of GPU samples attributed" "$T/graph.err"'
+check "graph: every scale/shift sample under replay, graph, capture" \
+  '! grep -E ";-;(scale|shift);" "$T/graph.folded" | grep -Ev ";replay_loop;cudaGraphLaunch;.*;\[cuda graph\];capture_step;__device_stub__Z5(scale|shift)Pfif;" | grep -q .'
+check "graph: source lines of the kernels" 'grep -qE ";-;(scale|shift);bench_kernels.cu:[0-9]+;" "$T/graph.folded"'
+
+# The 3:1 split: path_a's share of kernel work's samples within 2 points of 75%.
+for m in sequential streams size; do
+  "$AIFLAME" report "$D/split_$m.aiflame" --plain -q -o "$T/$m.folded"
+  share=$(awk '/;-;work;/ { n = $NF; t += n; if ($0 ~ /;path_a;/) a += n } END { if (t) printf "%.4f", 100 * a / t }' "$T/$m.folded")
+  check "split $m: path_a $share% within 2 points of 75%" "awk -v s=$share 'BEGIN { exit !(s >= 73 && s <= 77) }'"
+done
+exit $fail
