@@ -56,8 +56,12 @@ AttributionResult attribute_samples(const Profile& p, uint64_t lag_ns) {
 
   // Executions per (device, function). Kernels whose launch was not seen keep stack 0.
   std::map<std::pair<uint32_t, uint32_t>, FunctionRuns> runs;
+  // Windows mode: (correlation id, function) -> the stack and middle time of that very execution.
+  std::unordered_map<uint64_t, std::pair<uint32_t, uint64_t>> exact;
+  auto exact_key = [](uint32_t corr, uint32_t fn) { return (static_cast<uint64_t>(corr) << 32) | fn; };
   for (const auto& k : p.kernels) {
     uint32_t stack = launches.stack_of(k);
+    if (k.correlation_id) exact.try_emplace(exact_key(k.correlation_id, k.name), stack, k.start / 2 + k.end / 2);
     auto& fr = runs[{k.device, k.name}];
     fr.runs.push_back({k.start, std::max(k.end, k.start + 1), stack});
   }
@@ -96,17 +100,34 @@ AttributionResult attribute_samples(const Profile& p, uint64_t lag_ns) {
 
   for (const auto& b : p.batches) {
     res.stats.dropped += b.dropped_samples;
-    std::map<std::tuple<uint32_t, uint64_t, uint64_t, uint32_t>, uint64_t> not_issued;  // (fn, cubin, pc, X)
+    std::map<std::tuple<uint32_t, uint64_t, uint64_t, uint32_t, uint32_t>, uint64_t> not_issued;  // (fn, cubin, pc, X, corr)
     for (const auto& s : b.samples)
       if (is_dup(b.device, s.stall_reason))
         if (auto base = base_reason(b.device, s.stall_reason))
-          not_issued[{s.function, s.cubin_crc, s.pc_offset, *base}] += s.count;
+          not_issued[{s.function, s.cubin_crc, s.pc_offset, *base, s.correlation_id}] += s.count;
     uint64_t lo = b.prev_timestamp > lag_ns ? b.prev_timestamp - lag_ns : 0;
     uint64_t hi = b.timestamp;
     std::unordered_map<uint32_t, std::pair<std::vector<Share>, bool>> split;  // function -> shares, in window
     for (const auto& s : b.samples) {
       if (is_dup(b.device, s.stall_reason)) continue;
       res.stats.samples += s.count;
+      if (s.correlation_id) {
+        AttributedSample a{0, s.function, s.cubin_crc, s.pc_offset, s.stall_reason, b.device, double(s.count), 0,
+                           lo / 2 + hi / 2};
+        if (auto e = exact.find(exact_key(s.correlation_id, s.function)); e != exact.end())
+          std::tie(a.stack_id, a.time_ns) = e->second;
+        else  // the kernel record was lost: the launch record still names the stack
+          a.stack_id = launches.stack_of_launch(s.correlation_id);
+        if (auto ni = not_issued.find({s.function, s.cubin_crc, s.pc_offset, s.stall_reason, s.correlation_id}); ni != not_issued.end())
+          a.not_issued = static_cast<double>(std::min<uint64_t>(ni->second, s.count));
+        if (a.stack_id) {
+          res.stats.attributed += a.weight;
+          res.stats.in_window += a.weight;
+          res.stats.exact += a.weight;
+        }
+        res.samples.push_back(a);
+        continue;
+      }
       auto sp = split.find(s.function);
       if (sp == split.end()) {
         std::vector<Share> shares;
@@ -135,7 +156,7 @@ AttributionResult attribute_samples(const Profile& p, uint64_t lag_ns) {
       const auto& [shares, in_window] = sp->second;
       AttributedSample a{0, s.function, s.cubin_crc, s.pc_offset, s.stall_reason, b.device, 0, 0, lo / 2 + hi / 2};
       uint64_t idle = 0;
-      if (auto ni = not_issued.find({s.function, s.cubin_crc, s.pc_offset, s.stall_reason}); ni != not_issued.end())
+      if (auto ni = not_issued.find({s.function, s.cubin_crc, s.pc_offset, s.stall_reason, s.correlation_id}); ni != not_issued.end())
         idle = std::min<uint64_t>(ni->second, s.count);
       if (shares.empty()) {
         a.weight = s.count;

@@ -4,7 +4,8 @@
 // ids. A batch's samples of function F are split over the executions of F (kernel activity records)
 // that overlap the batch's time window, in proportion to the overlap, and each execution carries the
 // launch stack of its correlation id. When no execution of F overlaps the window, all executions of
-// F on the device share the samples by GPU time. See docs/attribution.md for the error bound.
+// F on the device share the samples by GPU time. Samples that carry a correlation id (windows mode:
+// kernel-serialized sampling) go to their own launch, exactly. See docs/attribution.md.
 #pragma once
 #include <cstdint>
 #include <unordered_map>
@@ -30,6 +31,7 @@ struct AttributionStats {
   uint64_t samples = 0;            // counted samples (the "_not_issued" duplicates excluded)
   double attributed = 0;           // of which reached a launch stack
   double in_window = 0;            // of which matched an execution inside their batch window
+  double exact = 0;                // of which carried their launch's correlation id (windows mode)
   uint64_t dropped = 0;            // samples CUPTI reported dropped
   double percent_attributed() const { return samples ? 100.0 * attributed / static_cast<double>(samples) : 100.0; }
 };

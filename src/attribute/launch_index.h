@@ -22,6 +22,11 @@ class LaunchIndex {
   explicit LaunchIndex(const Profile& p);
   // 0 when the launch was not recorded.
   uint32_t stack_of(const KernelRecord& k);
+  // The stack of a launch call by its correlation id; 0 when not recorded.
+  uint32_t stack_of_launch(uint32_t correlation_id) const {
+    auto it = by_corr_.find(correlation_id);
+    return it == by_corr_.end() ? 0 : it->second;
+  }
   static bool composite(uint32_t id) { return id & kCompositeStack; }
   // (replay stack, node-creation stack) of a composite id.
   std::pair<uint32_t, uint32_t> parts(uint32_t id) const { return composites_.at(id & ~kCompositeStack); }

@@ -16,6 +16,9 @@ struct RecordArgs {
   bool no_python = false;
   bool no_cubins = false;
   bool no_pc_sampling = false;
+  std::string pc_mode = "continuous";
+  unsigned windows_per_s = 100;
+  unsigned window_us = 1000;
   std::string lib;
   std::string nvdisasm;
   bool quiet = false;

@@ -49,6 +49,17 @@ void add_record_command(CLI::App& app, RecordArgs& a) {
   sub->add_flag("--no-python", a.no_python, "Do not read Python frames at launches");
   sub->add_flag("--no-cubins", a.no_cubins, "Do not keep GPU code objects (smaller file; no GPU source lines later)");
   sub->add_flag("--no-pc-sampling", a.no_pc_sampling, "Record launches and kernel times only, no GPU samples");
+  sub->add_option("--pc-mode", a.pc_mode,
+                  "How GPU samples find their launch: 'continuous' (sampling always on, kernels run concurrently; "
+                  "samples split over a kernel's executions in each 10 ms window) or 'windows' (short "
+                  "kernel-serialized windows at random launch boundaries; every sample carries its launch's id, "
+                  "exact attribution, fewer samples; see docs/attribution.md)")
+      ->check(CLI::IsMember({"continuous", "windows"}))->capture_default_str();
+  sub->add_option("--windows-per-sec", a.windows_per_s, "Windows mode: mean number of sampling windows a second")
+      ->check(CLI::Range(1u, 10000u))->capture_default_str();
+  sub->add_option("--window-us", a.window_us,
+                  "Windows mode: least length of a window in microseconds (it closes at the first launch after)")
+      ->check(CLI::Range(10u, 1000000u))->capture_default_str();
   sub->add_option("--lib", a.lib, "Injection library (default: $AIFLAME_LIB or libaiflame_cupti.so next to aiflame)");
   sub->add_option("--nvdisasm", a.nvdisasm,
                   "nvdisasm for the SASS names of sampled instructions (default: PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)");
@@ -177,6 +188,9 @@ int run_record(const RecordArgs& a) {
   if (a.no_python) setenv("AIFLAME_PYTHON", "0", 1);
   if (a.no_cubins) setenv("AIFLAME_CUBINS", "0", 1);
   if (a.no_pc_sampling) setenv("AIFLAME_PC_SAMPLING", "0", 1);
+  setenv("AIFLAME_PC_MODE", a.pc_mode.c_str(), 1);
+  setenv("AIFLAME_WINDOWS_PER_S", std::to_string(a.windows_per_s).c_str(), 1);
+  setenv("AIFLAME_WINDOW_US", std::to_string(a.window_us).c_str(), 1);
   if (a.quiet) setenv("AIFLAME_QUIET", "1", 1);
 
   std::vector<char*> argv;

@@ -24,6 +24,12 @@ void print_summary(const Profile& p, const AttributionStats& stats, const std::s
                      devices.size(), p.launches.size(), unwound, p.stacks.size(), p.cubins.size());
   out << fmt::format("aiflame: {:.2f}% of GPU samples attributed to a launch stack ({:.2f}% inside their drain window)\n",
                      stats.percent_attributed(), stats.samples ? 100.0 * stats.in_window / stats.samples : 100.0);
+  if (stats.exact > 0)
+    out << fmt::format("aiflame: {:.2f}% of GPU samples matched exactly by launch id (windows mode)\n",
+                       100.0 * stats.exact / static_cast<double>(stats.samples));
+  if (p.end && p.end->windows && secs > 0)
+    out << fmt::format("aiflame: {} sampling windows ({:.1f} a second), open {:.1f}% of the run\n", p.end->windows,
+                       static_cast<double>(p.end->windows) / secs, 100.0 * static_cast<double>(p.end->window_ns) / 1e9 / secs);
   if (p.end && p.end->launches)
     out << fmt::format("aiflame: stack capture cost {:.2f} us per launch on the launching threads\n",
                        static_cast<double>(p.end->capture_ns) / 1e3 / static_cast<double>(p.end->launches));

@@ -9,6 +9,7 @@ void encode(ByteWriter& w, const ProcessRecord& r) {
   w.varint(r.sampling_period_log2); w.varint(r.interval_ms);
   w.str(r.backend); w.str(r.tool_version);
   w.svarint(r.rank); w.svarint(r.local_rank); w.svarint(r.world_size);
+  w.varint(r.pc_mode); w.varint(r.windows_per_s); w.varint(r.window_us);
 }
 bool decode(ByteReader& r, ProcessRecord& o) {
   o.pid = r.varint32(); o.ppid = r.varint32(); o.command = r.str(); o.hostname = r.str();
@@ -19,6 +20,9 @@ bool decode(ByteReader& r, ProcessRecord& o) {
   if (!r.eof()) {  // added later: older files end here
     o.rank = static_cast<int32_t>(r.svarint()); o.local_rank = static_cast<int32_t>(r.svarint());
     o.world_size = static_cast<int32_t>(r.svarint());
+  }
+  if (!r.eof()) {  // added later still
+    o.pc_mode = r.varint32(); o.windows_per_s = r.varint32(); o.window_us = r.varint32();
   }
   return r.ok();
 }
@@ -75,10 +79,15 @@ bool decode(ByteReader& r, StackRecord& o) {
 void encode(ByteWriter& w, const LaunchRecord& r) {
   w.varint(r.correlation_id); w.varint(r.tid); w.varint(r.timestamp); w.varint(r.stack_id);
   w.varint(r.api); w.u8(r.native_unwound ? 1 : 0);
+  w.varint(r.device == kNoDevice ? 0 : uint64_t{r.device} + 1);
 }
 bool decode(ByteReader& r, LaunchRecord& o) {
   o.correlation_id = r.varint32(); o.tid = r.varint32(); o.timestamp = r.varint(); o.stack_id = r.varint32();
   o.api = r.varint32(); o.native_unwound = r.u8() != 0;
+  if (!r.eof()) {  // added later
+    uint32_t d = r.varint32();
+    o.device = d ? d - 1 : kNoDevice;
+  }
   return r.ok();
 }
 
@@ -140,7 +149,8 @@ bool decode(ByteReader& r, WarningRecord& o) { o.text = r.str(); return r.ok(); 
 
 void encode(ByteWriter& w, const EndRecord& r) {
   for (uint64_t v : {r.timestamp, r.launches, r.launches_unwound, r.stacks, r.pc_records, r.samples,
-                     r.dropped_samples, r.kernels, r.cubins, r.dropped_records, r.capture_ns, r.collector_cpu_ns})
+                     r.dropped_samples, r.kernels, r.cubins, r.dropped_records, r.capture_ns, r.collector_cpu_ns,
+                     r.windows, r.window_ns})
     w.varint(v);
 }
 bool decode(ByteReader& r, EndRecord& o) {
@@ -148,6 +158,7 @@ bool decode(ByteReader& r, EndRecord& o) {
                       &o.dropped_samples, &o.kernels, &o.cubins, &o.dropped_records, &o.capture_ns})
     *v = r.varint();
   if (!r.eof()) o.collector_cpu_ns = r.varint();  // added later
+  if (!r.eof()) { o.windows = r.varint(); o.window_ns = r.varint(); }  // added later still
   return r.ok();
 }
 

@@ -43,6 +43,11 @@ struct ProcessRecord {
   int32_t rank = -1;
   int32_t local_rank = -1;
   int32_t world_size = 0;
+  // PC sampling mode: 0 continuous (samples split over the kernel's executions in their drain
+  // window), 1 windows (kernel-serialized windows; samples carry their launch's correlation id).
+  uint32_t pc_mode = 0;
+  uint32_t windows_per_s = 0;  // windows mode: mean windows opened per second
+  uint32_t window_us = 0;      // windows mode: least length of one window
 };
 
 struct StringRecord {
@@ -79,6 +84,8 @@ struct StackRecord {
   std::vector<PyFrame> python;   // leaf first
 };
 
+inline constexpr uint32_t kNoDevice = 0xffffffffu;
+
 struct LaunchRecord {
   uint32_t correlation_id = 0;
   uint32_t tid = 0;
@@ -86,6 +93,7 @@ struct LaunchRecord {
   uint32_t stack_id = 0;
   uint32_t api = 0;          // backend's API id (CUPTI driver cbid)
   bool native_unwound = false;  // native part unwound at this launch (else reused from the stack cache)
+  uint32_t device = kNoDevice;  // the GPU of the launch's context (added later; older files: unknown)
 };
 
 struct KernelRecord {
@@ -187,6 +195,8 @@ struct EndRecord {
   uint64_t dropped_records = 0;   // activity records CUPTI reported dropped
   uint64_t capture_ns = 0;        // CPU time spent capturing stacks on launch threads
   uint64_t collector_cpu_ns = 0;  // CPU time of aiflame's collector thread (draining, writing)
+  uint64_t windows = 0;           // windows mode: sampling windows opened and closed
+  uint64_t window_ns = 0;         // windows mode: their summed length
 };
 
 }  // namespace aiflame

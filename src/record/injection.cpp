@@ -65,26 +65,7 @@ void skip_frames_of(StackCapture& st, const char* name) {
   if (find_module_range(name, &lo, &hi)) st.add_skip_range(lo, hi);
 }
 
-int initialize() {
-  RecordOptions opt = record_options_from_env();
-  if (debug_enabled()) install_crash_report();
-  CuptiApi api;
-  std::string err;
-  if (!load_cupti(&api, &err)) {
-    std::fprintf(stderr, "aiflame: %s; the program runs on unprofiled\n", err.c_str());
-    return 1;
-  }
-  if (api.version < kCuptiApiMinimum) {
-    std::fprintf(stderr,
-                 "aiflame: %s has CUPTI API version %u; aiflame reads the records of CUDA 12.0 (API %u) and newer. "
-                 "Run with a newer CUDA runtime or point AIFLAME_CUPTI at a newer libcupti; the program runs on unprofiled\n",
-                 api.library_path.c_str(), api.version, kCuptiApiMinimum);
-    return 1;
-  }
-  if (api.version / 10000 > CUPTI_API_VERSION / 10000)
-    std::fprintf(stderr, "aiflame: %s (CUPTI API %u) is newer than the CUPTI %d aiflame was built with; if kernel times "
-                 "look wrong, rebuild aiflame against the newer CUDA headers\n",
-                 api.library_path.c_str(), api.version, CUPTI_API_VERSION / 10000);
+ProcessRecord process_record(const RecordOptions& opt) {
   ProcessRecord p;
   p.pid = static_cast<uint32_t>(getpid());
   p.ppid = static_cast<uint32_t>(getppid());
@@ -92,14 +73,17 @@ int initialize() {
   p.hostname = hostname();
   p.start_realtime_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                             std::chrono::system_clock::now().time_since_epoch()).count();
-  api.cuptiGetTimestamp(&p.start_timestamp);
-  p.backend_version = api.version;
   if (auto get = reinterpret_cast<int (*)(int*)>(dlsym(RTLD_DEFAULT, "cuDriverGetVersion"))) {
     int v = 0;
     if (get(&v) == 0) p.driver_version = static_cast<uint32_t>(v);
   }
   p.sampling_period_log2 = opt.period_log2;
   p.interval_ms = opt.interval_ms;
+  if (opt.pc_sampling && opt.pc_mode == PcMode::Windows) {
+    p.pc_mode = static_cast<uint32_t>(opt.pc_mode);
+    p.windows_per_s = opt.windows_per_s;
+    p.window_us = opt.window_us;
+  }
   p.backend = "cupti";
   p.tool_version = AIFLAME_VERSION;
   auto env_int = [](const char* name, int32_t dflt) {
@@ -109,6 +93,40 @@ int initialize() {
   p.rank = env_int("RANK", env_int("OMPI_COMM_WORLD_RANK", env_int("PMI_RANK", -1)));
   p.local_rank = env_int("LOCAL_RANK", env_int("OMPI_COMM_WORLD_LOCAL_RANK", -1));
   p.world_size = env_int("WORLD_SIZE", env_int("OMPI_COMM_WORLD_SIZE", env_int("PMI_SIZE", 0)));
+  return p;
+}
+
+// Nothing can be recorded (no usable libcupti): one line on stderr, and a profile that holds only the
+// process and that warning, so `aiflame record` and `aiflame report` say why it is empty.
+int run_unprofiled(const RecordOptions& opt, const ProcessRecord& p, const std::string& why) {
+  Recorder rec;
+  std::string err;
+  if (!rec.start(opt, p, &err)) {
+    std::fprintf(stderr, "aiflame: %s; the program runs on unprofiled\n", why.c_str());
+    return 1;
+  }
+  rec.warn(why + "; the program runs on unprofiled");
+  rec.finish(0);
+  return 1;
+}
+
+int initialize() {
+  RecordOptions opt = record_options_from_env();
+  if (debug_enabled()) install_crash_report();
+  ProcessRecord p = process_record(opt);
+  CuptiApi api;
+  std::string err;
+  if (!load_cupti(&api, &err)) return run_unprofiled(opt, p, err);
+  if (api.version < kCuptiApiMinimum)
+    return run_unprofiled(opt, p, api.library_path + " has CUPTI API version " + std::to_string(api.version) +
+                                      "; aiflame reads the records of CUDA 12.0 (API " + std::to_string(kCuptiApiMinimum) +
+                                      ") and newer: run with a newer CUDA runtime or point AIFLAME_CUPTI at a newer libcupti");
+  if (api.version / 10000 > CUPTI_API_VERSION / 10000)
+    std::fprintf(stderr, "aiflame: %s (CUPTI API %u) is newer than the CUPTI %d aiflame was built with; if kernel times "
+                 "look wrong, rebuild aiflame against the newer CUDA headers\n",
+                 api.library_path.c_str(), api.version, CUPTI_API_VERSION / 10000);
+  api.cuptiGetTimestamp(&p.start_timestamp);
+  p.backend_version = api.version;
 
   auto* rec = new Recorder();
   if (!rec->start(opt, p, &err)) {

@@ -37,6 +37,9 @@ RecordOptions record_options_from_env() {
   o.unstable_sample = env_uint("AIFLAME_UNSTABLE_SAMPLE", 1, 1, 1u << 20);
   o.python = env_flag("AIFLAME_PYTHON", true);
   o.pc_sampling = env_flag("AIFLAME_PC_SAMPLING", true);
+  if (const char* m = std::getenv("AIFLAME_PC_MODE"); m && std::strcmp(m, "windows") == 0) o.pc_mode = PcMode::Windows;
+  o.windows_per_s = env_uint("AIFLAME_WINDOWS_PER_S", 100, 1, 10000);
+  o.window_us = env_uint("AIFLAME_WINDOW_US", 1000, 10, 1000000);
   o.kernel_activity = env_flag("AIFLAME_ACTIVITY", true);
   o.keep_cubins = env_flag("AIFLAME_CUBINS", true);
   o.quiet = env_flag("AIFLAME_QUIET", false);

@@ -11,6 +11,10 @@ namespace aiflame {
 // while giving tens of thousands of samples per second on a busy GPU.
 inline constexpr uint32_t kDefaultPeriodLog2 = 22;
 
+// Continuous: sampling runs all the time, kernels run concurrently, samples carry no launch id.
+// Windows: kernel-serialized sampling in short windows at launch boundaries; exact launch ids.
+enum class PcMode : uint32_t { Continuous = 0, Windows = 1 };
+
 struct RecordOptions {
   std::string output = "aiflame.data";  // the library writes OUTPUT.<pid>
   uint32_t period_log2 = kDefaultPeriodLog2;  // 0: CUPTI's own default period
@@ -19,13 +23,17 @@ struct RecordOptions {
   uint32_t unstable_sample = 1;  // sites still unstable after refining: unwind one launch in N
   bool python = true;
   bool pc_sampling = true;
+  PcMode pc_mode = PcMode::Continuous;
+  uint32_t windows_per_s = 100;
+  uint32_t window_us = 1000;
   bool kernel_activity = true;
   bool keep_cubins = true;
   bool quiet = false;
 };
 
 // AIFLAME_OUTPUT, AIFLAME_PERIOD, AIFLAME_INTERVAL_MS, AIFLAME_UNWIND=sampled|always|off, AIFLAME_UNSTABLE_SAMPLE=N,
-// AIFLAME_PYTHON=0, AIFLAME_PC_SAMPLING=0, AIFLAME_ACTIVITY=0, AIFLAME_CUBINS=0, AIFLAME_QUIET=1.
+// AIFLAME_PYTHON=0, AIFLAME_PC_SAMPLING=0,
+// AIFLAME_PC_MODE=continuous|windows, AIFLAME_WINDOWS_PER_S=N, AIFLAME_WINDOW_US=N, AIFLAME_ACTIVITY=0, AIFLAME_CUBINS=0, AIFLAME_QUIET=1.
 RecordOptions record_options_from_env();
 
 }  // namespace aiflame

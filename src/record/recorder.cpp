@@ -38,7 +38,7 @@ uint32_t Recorder::graph_node_stack(uint64_t) {
   return stacks_.capture(kAddNodeSite).stack_id;
 }
 
-void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, uint64_t timestamp) {
+void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, uint64_t timestamp, uint32_t device) {
   PhaseScope phase(Phase::LaunchCallback);
   auto t0 = std::chrono::steady_clock::now();
   StackCapture::Result st = stacks_.capture(site ^ (static_cast<uint64_t>(api) << 48));
@@ -52,6 +52,7 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
   t_launch_stack = st.stack_id;
   rec.api = api;
   rec.native_unwound = st.unwound;
+  rec.device = device;
   writer_.add(rec);
   launches++;
   if (st.unwound) launches_unwound++;
@@ -119,6 +120,8 @@ void Recorder::finish(uint64_t end_timestamp) {
   end.dropped_records = dropped_records;
   end.capture_ns = capture_ns;
   end.collector_cpu_ns = collector_cpu_ns;
+  end.windows = windows;
+  end.window_ns = window_ns;
   writer_.add(end);
   if (!writer_.close()) std::fprintf(stderr, "aiflame: writing the profile failed: %s\n", writer_.error().c_str());
   started_ = false;

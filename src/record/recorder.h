@@ -25,7 +25,7 @@ class Recorder {
   const RecordOptions& options() const { return opt_; }
 
   // Called on the launching thread at every kernel launch.
-  void on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, uint64_t timestamp);
+  void on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, uint64_t timestamp, uint32_t device = kNoDevice);
   void on_launch_exit();
   // The CPU stack that is creating a graph node on this thread: the launch being captured into a
   // graph (stream capture), or the stack of an explicit add-node call.
@@ -48,6 +48,7 @@ class Recorder {
 
   std::atomic<uint64_t> launches{0}, launches_unwound{0}, capture_ns{0}, collector_cpu_ns{0};
   std::atomic<uint64_t> kernels{0}, pc_records{0}, samples{0}, dropped_samples{0}, cubins{0}, dropped_records{0};
+  std::atomic<uint64_t> windows{0}, window_ns{0};  // windows mode
 
  private:
   ProfileWriter writer_;

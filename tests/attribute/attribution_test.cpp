@@ -197,3 +197,42 @@ TEST(Attribution, PropertyTotalsArePreserved) {
 
 }  // namespace
 }  // namespace aiflame
+
+namespace aiflame {
+namespace {
+
+// Windows mode: samples carrying a correlation id go to that launch only, whatever the time split
+// would say, and take that execution's time; a lost kernel record still finds the launch record.
+TEST(AttributionWindows, CorrelationIdsAttributeExactly) {
+  Profile p = base_profile();
+  add_launch(p, 1, 1, 1, 110'000'000, 140'000'000);  // 30 ms of gemm from stack 1
+  add_launch(p, 2, 2, 1, 150'000'000, 160'000'000);  // 10 ms of gemm from stack 2
+  p.launches.push_back({3, 1, 165'000'000, 3, 307, true});  // a launch whose kernel record was lost
+  PcBatchRecord b;
+  b.prev_timestamp = 120'000'000;
+  b.timestamp = 200'000'000;
+  // All 400 samples were taken in launch 2's kernel; 50 in launch 3's; 7 of an unknown launch.
+  b.samples = {{1, 0, 0x10, kLongScoreboard, 400, 2},
+               {1, 0, 0x10, kLongScoreboardNotIssued, 100, 2},
+               {1, 0, 0x20, kLongScoreboard, 50, 3},
+               {1, 0, 0x30, kLongScoreboard, 7, 99}};
+  p.batches.push_back(b);
+  auto r = attribute_samples(p);
+  auto m = by_stack(r);
+  EXPECT_EQ(m.count(1), 0u);
+  EXPECT_NEAR(m[2], 400.0, 1e-9);
+  EXPECT_NEAR(m[3], 50.0, 1e-9);
+  EXPECT_NEAR(m[0], 7.0, 1e-9);
+  EXPECT_EQ(r.stats.samples, 457u);
+  EXPECT_NEAR(r.stats.exact, 450.0, 1e-9);
+  EXPECT_NEAR(r.stats.attributed, 450.0, 1e-9);
+  for (const auto& s : r.samples) {
+    if (s.stack_id == 2) {
+      EXPECT_EQ(s.time_ns, 155'000'000u);  // the middle of its own execution
+      EXPECT_NEAR(s.not_issued, 100.0, 1e-9);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace aiflame

@@ -18,6 +18,7 @@ std::string write_sample_profile() {
   p.pid = 4242; p.ppid = 1; p.command = "python3 train.py --lr 3e-4"; p.hostname = "gpu-7";
   p.start_realtime_ns = 1763800000123456789; p.start_timestamp = 1000; p.backend_version = 130001;
   p.driver_version = 13000; p.sampling_period_log2 = 22; p.interval_ms = 10; p.backend = "cupti"; p.tool_version = "0.1.0";
+  p.rank = 3; p.local_rank = 1; p.world_size = 8; p.pc_mode = 1; p.windows_per_s = 100; p.window_us = 1000;
   w.add(p);
   w.add(StringRecord{1, "_Z6kernelPf"});
   w.add(StringRecord{2, "train.py"});
@@ -29,7 +30,8 @@ std::string write_sample_profile() {
   s.native = {0x7f0000001234, 0x7f0000000100, 0x401000};  // deltas go both ways
   s.python = {{2, 2, 17}, {2, 2, 3}};
   w.add(s);
-  w.add(LaunchRecord{77, 4243, 5000, 1, 307, true});
+  w.add(LaunchRecord{77, 4243, 5000, 1, 307, true, 1});
+  w.add(LaunchRecord{78, 4243, 5001, 1, 307, false});  // device unknown
   KernelRecord k;
   k.correlation_id = 77; k.start = 6000; k.end = 9000; k.device = 1; k.context = 2; k.stream = 7; k.name = 1;
   k.grid[0] = 128; k.grid[1] = 1; k.grid[2] = 1; k.block[0] = 256; k.block[1] = 1; k.block[2] = 1; k.graph_id = 3; k.graph_node_id = 0x1234567890;
@@ -49,6 +51,7 @@ std::string write_sample_profile() {
   w.add(WarningRecord{"something to say"});
   EndRecord e;
   e.timestamp = 30000; e.launches = 1; e.samples = 30; e.kernels = 1; e.capture_ns = 900;
+  e.collector_cpu_ns = 1234; e.windows = 55; e.window_ns = 56000000;
   w.add(e);
   EXPECT_TRUE(w.close()) << w.error();
   return path;
@@ -65,6 +68,12 @@ TEST(FormatRoundTrip, EveryRecordReadsBackEqual) {
   EXPECT_EQ(p.process->command, "python3 train.py --lr 3e-4");
   EXPECT_EQ(p.process->start_realtime_ns, 1763800000123456789);
   EXPECT_EQ(p.process->sampling_period_log2, 22u);
+  EXPECT_EQ(p.process->rank, 3);
+  EXPECT_EQ(p.process->local_rank, 1);
+  EXPECT_EQ(p.process->world_size, 8);
+  EXPECT_EQ(p.process->pc_mode, 1u);
+  EXPECT_EQ(p.process->windows_per_s, 100u);
+  EXPECT_EQ(p.process->window_us, 1000u);
   EXPECT_EQ(p.str(1), "_Z6kernelPf");
   EXPECT_EQ(p.stall_reason_name(0, 3), "smsp__pcsamp_warps_issue_stalled_long_scoreboard");
   EXPECT_EQ(p.stall_reason_name(5, 4), "smsp__pcsamp_warps_issue_stalled_selected");  // other device, same hardware
@@ -75,9 +84,11 @@ TEST(FormatRoundTrip, EveryRecordReadsBackEqual) {
   EXPECT_EQ(p.stacks.at(1).native, (std::vector<uint64_t>{0x7f0000001234, 0x7f0000000100, 0x401000}));
   ASSERT_EQ(p.stacks.at(1).python.size(), 2u);
   EXPECT_EQ(p.stacks.at(1).python[0].line, 17u);
-  ASSERT_EQ(p.launches.size(), 1u);
+  ASSERT_EQ(p.launches.size(), 2u);
   EXPECT_EQ(p.launches[0].correlation_id, 77u);
   EXPECT_TRUE(p.launches[0].native_unwound);
+  EXPECT_EQ(p.launches[0].device, 1u);
+  EXPECT_EQ(p.launches[1].device, kNoDevice);
   ASSERT_EQ(p.kernels.size(), 1u);
   EXPECT_EQ(p.kernels[0].end, 9000u);
   EXPECT_EQ(p.kernels[0].grid[0], 128);
@@ -101,6 +112,9 @@ TEST(FormatRoundTrip, EveryRecordReadsBackEqual) {
   ASSERT_EQ(p.warnings.size(), 1u);
   ASSERT_TRUE(p.end);
   EXPECT_EQ(p.end->capture_ns, 900u);
+  EXPECT_EQ(p.end->collector_cpu_ns, 1234u);
+  EXPECT_EQ(p.end->windows, 55u);
+  EXPECT_EQ(p.end->window_ns, 56000000u);
   std::remove(path.c_str());
 }
 

@@ -20,6 +20,11 @@ struct FakeCupti {
   CUpti_CallbackFunc callback = nullptr;
   CUpti_PCSamplingData* buffer = nullptr;
   int enables = 0, disables = 0;
+  int starts = 0, stops = 0;
+  uint32_t mode = 0, start_stop = 0;  // as configured
+  uint32_t correlation = 0;           // what the next GetData's records carry
+  uint64_t now = 1000, tick = 1000;   // cuptiGetTimestamp: now += tick per call
+  uint32_t device = 0;                // what cuptiGetDeviceId says
 };
 FakeCupti fake;
 
@@ -41,8 +46,10 @@ CuptiApi fake_api() {
   a.cuptiActivityEnable = [](CUpti_ActivityKind) { return CUPTI_SUCCESS; };
   a.cuptiActivityFlushAll = [](uint32_t) { return CUPTI_SUCCESS; };
   a.cuptiActivityGetNumDroppedRecords = [](CUcontext, uint32_t, size_t* n) { *n = 0; return CUPTI_SUCCESS; };
-  a.cuptiGetTimestamp = [](uint64_t* t) { static uint64_t now = 1000; *t = now += 1000; return CUPTI_SUCCESS; };
-  a.cuptiGetDeviceId = [](CUcontext, uint32_t* d) { *d = 0; return CUPTI_SUCCESS; };
+  a.cuptiGetTimestamp = [](uint64_t* t) { *t = fake.now += fake.tick; return CUPTI_SUCCESS; };
+  a.cuptiPCSamplingStart = [](CUpti_PCSamplingStartParams*) { fake.starts++; return CUPTI_SUCCESS; };
+  a.cuptiPCSamplingStop = [](CUpti_PCSamplingStopParams*) { fake.stops++; return CUPTI_SUCCESS; };
+  a.cuptiGetDeviceId = [](CUcontext, uint32_t* d) { *d = fake.device; return CUPTI_SUCCESS; };
   a.cuptiGetContextId = [](CUcontext, uint32_t* c) { *c = 1; return CUPTI_SUCCESS; };
   a.cuptiPCSamplingEnable = [](CUpti_PCSamplingEnableParams*) { fake.enables++; return fake.pc_enable; };
   a.cuptiPCSamplingDisable = [](CUpti_PCSamplingDisableParams*) { fake.disables++; return CUPTI_SUCCESS; };
@@ -58,10 +65,15 @@ CuptiApi fake_api() {
     return CUPTI_SUCCESS;
   };
   a.cuptiPCSamplingSetConfigurationAttribute = [](CUpti_PCSamplingConfigurationInfoParams* p) {
-    for (size_t i = 0; i < p->numAttributes; i++)
-      if (p->pPCSamplingConfigurationInfo[i].attributeType == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER)
-        fake.buffer = static_cast<CUpti_PCSamplingData*>(
-            p->pPCSamplingConfigurationInfo[i].attributeData.samplingDataBufferData.samplingDataBuffer);
+    for (size_t i = 0; i < p->numAttributes; i++) {
+      const auto& info = p->pPCSamplingConfigurationInfo[i];
+      if (info.attributeType == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER)
+        fake.buffer = static_cast<CUpti_PCSamplingData*>(info.attributeData.samplingDataBufferData.samplingDataBuffer);
+      if (info.attributeType == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE)
+        fake.mode = info.attributeData.collectionModeData.collectionMode;
+      if (info.attributeType == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL)
+        fake.start_stop = info.attributeData.enableStartStopControlData.enableStartStopControl;
+    }
     return CUPTI_SUCCESS;
   };
   a.cuptiPCSamplingGetData = [](CUpti_PCSamplingGetDataParams* p) {
@@ -79,6 +91,7 @@ CuptiApi fake_api() {
       pc.stallReasonCount = 2;
       pc.stallReason[0] = {7, 5};
       pc.stallReason[1] = {8, 3};  // the not-issued subset: kept, never counted twice
+      pc.correlationId = fake.correlation;
     }
     fake.pcs_to_deliver = 0;
     return CUPTI_SUCCESS;
@@ -89,10 +102,9 @@ CuptiApi fake_api() {
 struct Harness {
   std::string path = test::temp_path("backend");
   Recorder rec;
-  Harness() {
+  explicit Harness(RecordOptions o = {}) {
     fake = FakeCupti{};
     setenv("AIFLAME_FREE_NAMES", "1", 1);  // the fake's strdup'd names are freed at stop (leak checks)
-    RecordOptions o;
     o.output = path;
     o.quiet = true;
     ProcessRecord p;
@@ -110,6 +122,18 @@ struct Harness {
     CUpti_ResourceData rd{};
     rd.context = reinterpret_cast<CUcontext>(0x1234);
     fake.callback(nullptr, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &rd);
+  }
+  void launch(uint32_t correlation) {
+    CUpti_CallbackData cb{};
+    cb.callbackSite = CUPTI_API_ENTER;
+    cb.correlationId = correlation;
+    cb.context = reinterpret_cast<CUcontext>(0x1234);
+    cb.symbolName = "kernel";
+    fake.callback(nullptr, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
+    fake.correlation = correlation;  // the kernel sampled while the window is open
+    fake.pcs_to_deliver = 1;
+    cb.callbackSite = CUPTI_API_EXIT;
+    fake.callback(nullptr, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
   }
 };
 
@@ -163,6 +187,80 @@ TEST(CuptiBackend, DrainTurnsTheSamplingBufferIntoOneBatch) {
   EXPECT_GT(batch.timestamp, batch.prev_timestamp);
   ASSERT_EQ(p.stall_reasons.size(), 1u);
   EXPECT_EQ(p.stall_reason_name(0, 8), "smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued");
+}
+
+TEST(CuptiBackend, ContinuousModeNeverStartsOrStopsAndLaunchesCarryTheirDevice) {
+  Harness h;
+  fake.device = 3;
+  CuptiBackend b(h.rec, fake_api());
+  ASSERT_TRUE(b.start());
+  h.create_context(b);
+  for (uint32_t i = 1; i <= 100; i++) h.launch(i);
+  b.stop();
+  Profile p = h.finish();
+  ASSERT_EQ(p.launches.size(), 100u);
+  for (const auto& l : p.launches) EXPECT_EQ(l.device, 3u);
+  EXPECT_EQ(fake.mode, CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS);
+  EXPECT_EQ(fake.start_stop, 0u);
+  EXPECT_EQ(fake.starts + fake.stops, 0);
+}
+
+// Windows mode: serialized sampling with start/stop control, opened at launches for short windows;
+// each window's data is fetched right after it stops, and carries the launches' correlation ids.
+TEST(CuptiBackend, WindowsModeOpensShortSerializedWindowsAtLaunches) {
+  RecordOptions o;
+  o.pc_mode = PcMode::Windows;
+  o.windows_per_s = 1000;  // a window every 0.5-1.5 ms
+  o.window_us = 10;
+  Harness h(o);
+  CuptiBackend b(h.rec, fake_api());
+  ASSERT_TRUE(b.start());
+  h.create_context(b);
+  EXPECT_EQ(fake.mode, CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED);
+  EXPECT_EQ(fake.start_stop, 1u);
+  // One launch a microsecond (one timestamp per launch) for 20 ms: about 20 windows.
+  for (uint32_t i = 1; i <= 20000; i++) {
+    h.launch(i);
+    if (i % 1000 == 0) b.drain_all();  // the collector's tick must not fetch data mid-window
+  }
+  EXPECT_LE(fake.starts - fake.stops, 1);  // the last window may still be open...
+  b.stop();
+  EXPECT_EQ(fake.starts, fake.stops);  // ...and stop() closes it
+  EXPECT_GE(fake.starts, 12);
+  EXPECT_LE(fake.starts, 40);
+  Profile p = h.finish();
+  ASSERT_TRUE(p.end.has_value());
+  EXPECT_EQ(p.end->windows, static_cast<uint64_t>(fake.stops));
+  // Each window lasts its length (10 us), closed at the first launch after it: 10-12 timestamps.
+  EXPECT_GE(p.end->window_ns, p.end->windows * 10000);
+  EXPECT_LE(p.end->window_ns, p.end->windows * 13000);
+  ASSERT_EQ(p.batches.size(), static_cast<size_t>(fake.stops));
+  for (const auto& batch : p.batches) {
+    ASSERT_FALSE(batch.samples.empty());
+    EXPECT_NE(batch.samples[0].correlation_id, 0u);
+    EXPECT_GE(batch.timestamp - batch.prev_timestamp, 10000u);  // the window's span
+  }
+}
+
+TEST(CuptiBackend, WindowsModeClosesAWindowTheProgramLeftOpen) {
+  RecordOptions o;
+  o.pc_mode = PcMode::Windows;
+  o.window_us = 10;
+  Harness h(o);
+  CuptiBackend b(h.rec, fake_api());
+  ASSERT_TRUE(b.start());
+  h.create_context(b);
+  h.launch(1);
+  EXPECT_EQ(fake.starts, 1);
+  b.drain_all();  // 1 us later: the window is young
+  EXPECT_EQ(fake.stops, 0);
+  fake.now += 25000;  // no launch for 25 us: past twice its length
+  b.drain_all();
+  EXPECT_EQ(fake.stops, 1);
+  b.stop();
+  Profile p = h.finish();
+  ASSERT_EQ(p.batches.size(), 1u);
+  EXPECT_EQ(p.batches[0].samples[0].correlation_id, 1u);
 }
 
 }  // namespace

@@ -28,7 +28,12 @@ std::vector<std::string> candidates() {
   std::string loaded;
   uint64_t lo, hi;
   if (find_module_range("libcupti.so", &lo, &hi, &loaded)) c.push_back(loaded);
-  if (const char* e = std::getenv("AIFLAME_CUPTI")) c.push_back(e);
+  // An explicit choice is the only one tried (after a copy already loaded): falling back silently
+  // to another libcupti would hide a typo in the path.
+  if (const char* e = std::getenv("AIFLAME_CUPTI"); e && *e) {
+    c.push_back(e);
+    return c;
+  }
   std::string rt;
   if (find_module_range("libcudart.so", &lo, &hi, &rt)) {
     std::string d = dir_of(rt);  // .../nvidia/cuda_runtime/lib or .../cu13/lib

@@ -34,7 +34,9 @@ struct CuptiApi {
   X(cuptiPCSamplingGetNumStallReasons)             \
   X(cuptiPCSamplingGetStallReasons)                \
   X(cuptiPCSamplingSetConfigurationAttribute)      \
-  X(cuptiPCSamplingGetData)
+  X(cuptiPCSamplingGetData)                        \
+  X(cuptiPCSamplingStart)                          \
+  X(cuptiPCSamplingStop)
 #define AIFLAME_DECLARE(name) decltype(&::name) name = nullptr;
   AIFLAME_CUPTI_FUNCTIONS(AIFLAME_DECLARE)
 #undef AIFLAME_DECLARE
@@ -50,7 +52,8 @@ struct CuptiApi {
   std::string result_string(CUptiResult r) const;
 };
 
-// Finds and opens libcupti: one already loaded in the process, $AIFLAME_CUPTI, next to the loaded
+// Finds and opens libcupti: one already loaded in the process, then $AIFLAME_CUPTI alone when it is
+// set, otherwise next to the loaded
 // CUDA runtime (pip's nvidia/cuda_runtime -> nvidia/cuda_cupti), $CUDA_HOME, /usr/local/cuda, then
 // the loader's search path. On failure returns false and explains in *error what was tried.
 bool load_cupti(CuptiApi* api, std::string* error);

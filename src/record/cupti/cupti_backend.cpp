@@ -39,8 +39,6 @@ constexpr CUpti_CallbackId kLaunchCallbacks[] = {
     CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch,           CUPTI_DRIVER_TRACE_CBID_cuGraphLaunch_ptsz,
 };
 
-constexpr size_t kPcBufferEntries = 10000;
-
 // CUPTI 12.x delivers kernel records as CUpti_ActivityKernel9, CUPTI 13 as CUpti_ActivityKernel10;
 // every field aiflame reads sits at the same offset in both, so one reader serves both.
 #define AIFLAME_SAME_OFFSET(f) \
@@ -124,7 +122,9 @@ void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbi
     }
     uint64_t ts = 0;
     api_.cuptiGetTimestamp(&ts);
-    rec_.on_launch(cbid, cb->correlationId, reinterpret_cast<uint64_t>(cb->symbolName), ts);
+    Context* c = context_of(cb->context);
+    rec_.on_launch(cbid, cb->correlationId, reinterpret_cast<uint64_t>(cb->symbolName), ts, c ? c->device : kNoDevice);
+    if (c && c->windows) window_at_launch(*c, ts);
     return;
   }
   if (domain != CUPTI_CB_DOMAIN_RESOURCE) return;
@@ -153,183 +153,11 @@ void CuptiBackend::context_created(CUcontext ctx) {
   if (rec_.options().pc_sampling && !sampling_failed_) c->enabled = enable_sampling(*c);
   debug("context %u created on device %u, PC sampling %s", c->context_id, c->device, c->enabled ? "on" : "off");
   std::lock_guard<std::mutex> lock(contexts_mu_);
+  // A new context at a destroyed one's address: the old one is kept (the collector and the per-thread
+  // lookup cache may still point at it). Every new context invalidates the per-thread caches.
+  if (auto& slot = contexts_[ctx]) retired_.push_back(std::move(slot));
   contexts_[ctx] = std::move(c);
-}
-
-bool CuptiBackend::enable_sampling(Context& c) {
-  CUpti_PCSamplingEnableParams en = {CUpti_PCSamplingEnableParamsSize};
-  en.ctx = c.ctx;
-  if (!check(api_.cuptiPCSamplingEnable(&en), "cuptiPCSamplingEnable")) {
-    sampling_failed_ = true;
-    rec_.warn("GPU PC sampling is off; launches and kernel times are still recorded");
-    return false;
-  }
-  size_t n = 0;
-  CUpti_PCSamplingGetNumStallReasonsParams np = {CUpti_PCSamplingGetNumStallReasonsParamsSize};
-  np.ctx = c.ctx;
-  np.numStallReasons = &n;
-  if (!check(api_.cuptiPCSamplingGetNumStallReasons(&np), "cuptiPCSamplingGetNumStallReasons")) return false;
-  std::vector<uint32_t>& idx = c.reason_index;
-  idx.assign(n, 0);
-  std::vector<std::vector<char>> names(n, std::vector<char>(CUPTI_STALL_REASON_STRING_SIZE));
-  std::vector<char*> name_ptrs(n);
-  for (size_t i = 0; i < n; i++) name_ptrs[i] = names[i].data();
-  CUpti_PCSamplingGetStallReasonsParams sp = {CUpti_PCSamplingGetStallReasonsParamsSize};
-  sp.ctx = c.ctx;
-  sp.numStallReasons = n;
-  sp.stallReasonIndex = idx.data();
-  sp.stallReasons = name_ptrs.data();
-  if (!check(api_.cuptiPCSamplingGetStallReasons(&sp), "cuptiPCSamplingGetStallReasons")) return false;
-  StallReasonsRecord sr;
-  sr.device = c.device;
-  for (size_t i = 0; i < n; i++) {
-    sr.reasons.emplace_back(idx[i], std::string(names[i].data()));
-    if (sr.reasons.back().second.ends_with("_not_issued")) c.duplicate_reasons.insert(idx[i]);
-  }
-  rec_.writer().add(sr);
-
-  c.pcs.assign(kPcBufferEntries, CUpti_PCSamplingPCData{});
-  c.reasons.assign(kPcBufferEntries, std::vector<CUpti_PCSamplingStallReason>(n));
-  for (size_t i = 0; i < kPcBufferEntries; i++) {
-    c.pcs[i].size = sizeof(CUpti_PCSamplingPCData);
-    c.pcs[i].stallReason = c.reasons[i].data();
-  }
-  c.data = {};
-  c.data.size = sizeof(CUpti_PCSamplingData);
-  c.data.collectNumPcs = kPcBufferEntries;
-  c.data.pPcData = c.pcs.data();
-
-  std::vector<CUpti_PCSamplingConfigurationInfo> cfg;
-  auto add = [&](CUpti_PCSamplingConfigurationAttributeType t) -> CUpti_PCSamplingConfigurationInfo& {
-    cfg.push_back({});
-    cfg.back().attributeType = t;
-    return cfg.back();
-  };
-  // Neither the stall-reason list nor CUPTI's decode-thread sleep span is configured by default: with
-  // both set, CUPTI 13.0 crashed inside cuptiPCSamplingGetData (strdup of a null name) after 0.4-1
-  // million launches of gpt_train.py, three times in three runs; with the sleep span alone (10 ms) it
-  // crashed once after 1.66 million launches (and ran 2.6 million cleanly once); with both at CUPTI's
-  // defaults 4.8 million launches ran cleanly (bench/RESULTS.md). AIFLAME_STALL_CONFIG=1 and
-  // AIFLAME_SLEEP_SPAN_MS=N set them for experiments.
-  if (std::getenv("AIFLAME_STALL_CONFIG"))
-    add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON).attributeData.stallReasonData = {n, idx.data()};
-  add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER)
-      .attributeData.samplingDataBufferData.samplingDataBuffer = &c.data;
-  add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE).attributeData.collectionModeData.collectionMode =
-      CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
-  const char* span = std::getenv("AIFLAME_SLEEP_SPAN_MS");
-  uint32_t span_ms = span ? static_cast<uint32_t>(std::atoi(span)) : 0;
-  if (span_ms)
-    add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN)
-        .attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan = span_ms;
-  if (rec_.options().period_log2)
-    add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD).attributeData.samplingPeriodData.samplingPeriod =
-        rec_.options().period_log2;
-  CUpti_PCSamplingConfigurationInfoParams cp = {CUpti_PCSamplingConfigurationInfoParamsSize};
-  cp.ctx = c.ctx;
-  cp.numAttributes = cfg.size();
-  cp.pPCSamplingConfigurationInfo = cfg.data();
-  if (!check(api_.cuptiPCSamplingSetConfigurationAttribute(&cp), "cuptiPCSamplingSetConfigurationAttribute")) {
-    CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize};
-    dp.ctx = c.ctx;
-    api_.cuptiPCSamplingDisable(&dp);
-    return false;
-  }
-  return true;
-}
-
-// Converts what the sampling buffer holds into one batch record and returns the buffer to CUPTI.
-PcBatchRecord CuptiBackend::take_batch(Context& c, uint64_t now) {
-  CUpti_PCSamplingData& d = c.data;
-  PcBatchRecord b;
-  b.timestamp = now;
-  b.prev_timestamp = c.last_drain;
-  b.device = c.device;
-  b.context = c.context_id;
-  b.total_samples = d.totalSamples;
-  b.dropped_samples = d.droppedSamples;
-  b.hardware_buffer_full = d.hardwareBufferFull != 0;
-  bool has_correlation = api_.version >= kCuptiApiWithPcCorrelation;
-  for (size_t i = 0; i < d.totalNumPcs; i++) {
-    CUpti_PCSamplingPCData& pc = d.pPcData[i];
-    uint32_t fn = rec_.intern(pc.functionName ? pc.functionName : "[unknown kernel]");
-    if (pc.functionName) {
-      // The same string may back many records (and activity records): free once, at the end.
-      std::lock_guard<std::mutex> lock(names_mu_);
-      function_names_.insert(pc.functionName);
-    }
-    for (size_t k = 0; k < pc.stallReasonCount; k++) {
-      if (!pc.stallReason[k].samples) continue;
-      PcSample s;
-      s.function = fn;
-      s.cubin_crc = pc.cubinCrc;
-      s.pc_offset = pc.pcOffset;
-      s.stall_reason = pc.stallReason[k].pcSamplingStallReasonIndex;
-      s.count = pc.stallReason[k].samples;
-      s.correlation_id = has_correlation ? pc.correlationId : 0;
-      if (!c.duplicate_reasons.count(s.stall_reason)) rec_.samples += s.count;
-      b.samples.push_back(s);
-    }
-  }
-  rec_.pc_records += d.totalNumPcs;
-  rec_.dropped_samples += d.droppedSamples;
-  d.totalNumPcs = 0;
-  return b;
-}
-
-void CuptiBackend::drain(Context& c) {
-  std::lock_guard<std::mutex> lock(c.mu);
-  if (!c.enabled) return;
-  for (int guard = 0; guard < 1000; guard++) {
-    CUpti_PCSamplingGetDataParams gp = {CUpti_PCSamplingGetDataParamsSize};
-    gp.ctx = c.ctx;
-    gp.pcSamplingData = &c.data;
-    CUptiResult r = api_.cuptiPCSamplingGetData(&gp);
-    if (r != CUPTI_SUCCESS) {
-      if (r == CUPTI_ERROR_OUT_OF_MEMORY)
-        rec_.warn("the GPU's sampling buffer overflowed and samples were lost; use a larger --period or a shorter --interval");
-      else
-        check(r, "cuptiPCSamplingGetData");
-      break;
-    }
-    uint64_t now = 0;
-    api_.cuptiGetTimestamp(&now);
-    size_t remaining = c.data.remainingNumPcs;
-    debug("GetData ctx %u: %zu PCs, %zu remaining, %llu samples, %llu dropped", c.context_id, c.data.totalNumPcs,
-          remaining, (unsigned long long)c.data.totalSamples, (unsigned long long)c.data.droppedSamples);
-    if (c.data.totalNumPcs > 0 || c.data.droppedSamples > 0) rec_.writer().add(take_batch(c, now));
-    if (remaining == 0) {
-      c.last_drain = now;
-      break;
-    }
-  }
-}
-
-void CuptiBackend::drain_all() {
-  std::vector<Context*> all;
-  {
-    std::lock_guard<std::mutex> lock(contexts_mu_);
-    for (auto& [ctx, c] : contexts_) all.push_back(c.get());
-  }
-  for (Context* c : all) drain(*c);
-  // Kernel records otherwise wait for a full 4 MB buffer; a run cut short would lose them.
-  if (rec_.options().kernel_activity && ++drains_ % 10 == 0) api_.cuptiActivityFlushAll(0);
-}
-
-void CuptiBackend::disable(Context& c) {
-  drain(c);
-  std::lock_guard<std::mutex> lock(c.mu);
-  if (!c.enabled) return;
-  c.enabled = false;
-  c.data.totalNumPcs = 0;
-  CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize};
-  dp.ctx = c.ctx;
-  check(api_.cuptiPCSamplingDisable(&dp), "cuptiPCSamplingDisable");
-  if (c.data.totalNumPcs > 0) {  // disabling flushes what CUPTI still held
-    uint64_t now = 0;
-    api_.cuptiGetTimestamp(&now);
-    rec_.writer().add(take_batch(c, now));
-  }
+  generation_.fetch_add(1, std::memory_order_release);
 }
 
 void CuptiBackend::context_destroying(CUcontext ctx) {

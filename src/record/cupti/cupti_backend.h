@@ -12,6 +12,7 @@
 
 #include "record/cupti/cupti_api.h"
 #include "record/recorder.h"
+#include "record/sampling_windows.h"
 
 namespace aiflame {
 
@@ -42,6 +43,7 @@ class CuptiBackend {
     std::set<uint32_t> duplicate_reasons;  // "X_not_issued": a subset of X, not counted in totals
     uint64_t last_drain = 0;
     bool enabled = false;
+    std::unique_ptr<SamplingWindows> windows;  // windows mode only
   };
   void context_created(CUcontext ctx);
   void context_destroying(CUcontext ctx);
@@ -49,6 +51,10 @@ class CuptiBackend {
   void graph_node(const CUpti_GraphData* g, bool cloned);
   bool enable_sampling(Context& c);
   void drain(Context& c);
+  void drain_locked(Context& c);
+  void close_window_locked(Context& c, uint64_t now);
+  void window_at_launch(Context& c, uint64_t now);
+  Context* context_of(CUcontext ctx);
   void disable(Context& c);
   bool check(CUptiResult r, const char* call, const std::string& fix = {});
   PcBatchRecord take_batch(Context& c, uint64_t now);
@@ -67,6 +73,14 @@ class CuptiBackend {
   using NodeTypeFn = CUresult (*)(CUgraphNode, CUgraphNodeType*);
   NodeTypeFn node_type_ = nullptr;  // libcuda's cuGraphNodeGetType, when the program loaded libcuda
   unsigned drains_ = 0;
+  std::vector<std::unique_ptr<Context>> retired_;  // replaced contexts, never freed while running
+  // Validates context_of's per-thread cache: unique per backend (tests create several at one
+  // address) and bumped when a context is replaced.
+  std::atomic<uint64_t> generation_{next_generation() << 32};
+  static uint64_t next_generation() {
+    static std::atomic<uint64_t> g{0};
+    return ++g;
+  }
 };
 
 }  // namespace aiflame

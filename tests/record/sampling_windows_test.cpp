@@ -1,0 +1,62 @@
+// The window schedule of windows mode: when windows open and close, and that their rate and length
+// are what was asked for, over many windows.
+#include "record/sampling_windows.h"
+
+#include <gtest/gtest.h>
+
+namespace aiflame {
+namespace {
+
+using Action = SamplingWindows::Action;
+
+TEST(SamplingWindows, FirstLaunchOpensAndTheFirstLaunchAfterTheLengthCloses) {
+  SamplingWindows w(100, 1000, 7);  // 100 a second, 1 ms long
+  EXPECT_TRUE(w.due(5));
+  EXPECT_EQ(w.decide(5), Action::Open);
+  EXPECT_TRUE(w.open());
+  EXPECT_FALSE(w.due(5 + 999999));
+  EXPECT_EQ(w.decide(5 + 999999), Action::None);
+  EXPECT_EQ(w.decide(5 + 1000000), Action::Close);
+  EXPECT_FALSE(w.open());
+  EXPECT_EQ(w.windows(), 1u);
+  EXPECT_EQ(w.open_ns(), 1000000u);
+}
+
+TEST(SamplingWindows, TheCollectorClosesOnlyAWindowPastTwiceItsLength) {
+  SamplingWindows w(100, 1000, 7);
+  EXPECT_EQ(w.decide(0, true), Action::None);  // the collector never opens one
+  EXPECT_EQ(w.decide(0), Action::Open);
+  EXPECT_EQ(w.decide(1500000, true), Action::None);
+  EXPECT_EQ(w.decide(2000000, true), Action::Close);
+}
+
+TEST(SamplingWindows, GapsAreRandomWithinHalfToOneAndAHalfOfTheMean) {
+  SamplingWindows w(100, 10, 42);  // mean gap 10 ms
+  uint64_t now = 0, closed_at = 0;
+  uint64_t min_gap = UINT64_MAX, max_gap = 0;
+  double sum = 0;
+  int gaps = 0;
+  // A launch every 10 us for 100 s.
+  for (; now < 100'000'000'000ull; now += 10000) {
+    if (!w.due(now)) continue;
+    Action a = w.decide(now);
+    if (a == Action::Close) closed_at = now;
+    if (a == Action::Open && closed_at) {
+      uint64_t gap = now - closed_at;
+      min_gap = std::min(min_gap, gap);
+      max_gap = std::max(max_gap, gap);
+      sum += static_cast<double>(gap);
+      gaps++;
+    }
+  }
+  ASSERT_GT(gaps, 9000);
+  EXPECT_GE(min_gap, 5'000'000u);
+  EXPECT_LE(max_gap, 15'010'000u);  // plus one launch interval
+  EXPECT_LT(min_gap, 5'500'000u);   // the range is used, not one fixed gap
+  EXPECT_GT(max_gap, 14'500'000u);
+  EXPECT_NEAR(sum / gaps, 10'000'000.0, 200'000.0);
+  EXPECT_NEAR(static_cast<double>(w.windows()) / 100.0, 100.0, 3.0);  // about 100 windows a second
+}
+
+}  // namespace
+}  // namespace aiflame
