@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The HTML report in a real browser (Debian's chromium through playwright-core): the demo and
 # gpt_train.py recordings, the rank/GPU selector on the two-rank DDP recording, hostile frame names,
-# and a synthetic profile of 1,000,000 samples in 50,000 unique stacks that must be usable within 2 s. Screenshots of each state go to $SHOTS
-# (default: a directory under the build tree). Skips (77) without npm packages or chromium, and
-# fails instead where CI or AIFLAME_REQUIRE_INTEROP is set.
+# and a synthetic profile of 1,000,000 samples in 50,000 unique stacks that must be usable within 2 s.
+# Screenshots of each state go to $SHOTS (default: a directory under the build tree). Skips (77)
+# without npm packages or chromium, and fails instead where CI or AIFLAME_REQUIRE_INTEROP is set.
 set -u
 AIFLAME=$1
 SRC=$2
