@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace aiflame::test {
 
@@ -24,6 +25,27 @@ inline std::string read_file(const std::string& path) {
 inline void write_file(const std::string& path, const std::string& data) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << data;
+}
+
+// The HTML report's packed numbers (pack_numbers in output/html_writer.h), unpacked as the page does:
+// 5 bits per base-64 digit, low bits first, digit value 32 and up meaning "more digits follow".
+inline std::vector<uint32_t> unpack_numbers(const std::string& s) {
+  const std::string digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::vector<uint32_t> out;
+  uint32_t v = 0;
+  int shift = 0;
+  for (char c : s) {
+    auto d = static_cast<uint32_t>(digits.find(c));
+    v |= (d & 31) << shift;
+    if (d & 32) {
+      shift += 5;
+    } else {
+      out.push_back(v);
+      v = 0;
+      shift = 0;
+    }
+  }
+  return out;
 }
 
 }  // namespace aiflame::test

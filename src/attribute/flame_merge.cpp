@@ -4,14 +4,35 @@
 
 namespace aiflame {
 
+namespace {
+
+// Points `d`'s stacks and kernels past `base` processes: those that now come first.
+void shift_processes(FlameData& d, uint32_t base) {
+  auto moved = [&](uint32_t& process) {
+    if (process != kNoProcess) process += base;
+  };
+  for (auto& s : d.stacks) moved(s.process);
+  for (auto& k : d.kernels) moved(k.process);
+}
+
+}  // namespace
+
 void merge_flame(FlameData& into, FlameData from) {
+  auto process_base = static_cast<uint32_t>(into.processes.size());
   if (into.stacks.empty() && into.kernels.empty() && into.timeline.empty()) {
+    // Nothing on a timeline yet (maybe a launcher's process that ran no kernel): `from` sets the clock.
     std::string title = std::move(into.title), subtitle = std::move(into.subtitle);
+    std::vector<ProcessRow> processes = std::move(into.processes);
     into = std::move(from);
     if (!title.empty()) into.title = std::move(title);
     if (!subtitle.empty()) into.subtitle = std::move(subtitle);
+    shift_processes(into, process_base);
+    for (auto& r : into.processes) processes.push_back(std::move(r));
+    into.processes = std::move(processes);
     return;
   }
+  shift_processes(from, process_base);
+  for (auto& r : from.processes) into.processes.push_back(std::move(r));
   uint64_t start = std::min(into.start_ns, from.start_ns);
   uint64_t shift_into = into.start_ns - start, shift_from = from.start_ns - start;
   for (auto& t : into.timeline) t.time_ns += shift_into;

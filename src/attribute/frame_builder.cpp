@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <map>
 
+#include "attribute/process_row.h"
 #include "symbolize/demangle.h"
 
 namespace aiflame {
@@ -64,11 +65,13 @@ std::string short_stall_name(const std::string& name) {
   return name;
 }
 
-std::string FrameBuilder::process_name() const {
-  if (!p_.process || p_.process->command.empty()) return "[process]";
-  const std::string& cmd = p_.process->command;
+std::string program_name(const Profile& p) {
+  if (!p.process || p.process->command.empty()) return "[process]";
+  const std::string& cmd = p.process->command;
   return basename_of(cmd.substr(0, cmd.find(' ')));
 }
+
+std::string FrameBuilder::process_name() const { return program_name(p_); }
 
 Frame FrameBuilder::native_frame(uint64_t address) {
   auto it = native_cache_.find(address);
@@ -237,6 +240,7 @@ FlameData FrameBuilder::build(const AttributionResult& res) {
     WeightedStack ws;
     for (const auto& [name, kind] : k) ws.frames.push_back({name, kind});
     ws.count = static_cast<uint64_t>(std::floor(w));
+    ws.process = 0;
     sum += ws.count;
     remainders.emplace_back(w - std::floor(w), out.stacks.size());
     index_of[&k] = static_cast<uint32_t>(out.stacks.size());
@@ -246,6 +250,7 @@ FlameData FrameBuilder::build(const AttributionResult& res) {
   for (size_t i = 0; sum < target && i < remainders.size(); i++, sum++) out.stacks[remainders[i].second].count++;
 
   // Times and kernels, relative to the start of the profile.
+  out.processes = {process_row(p_, res.stats, "")};
   out.process = proc;
   out.pid = p_.process ? p_.process->pid : 0;
   uint64_t start = p_.process ? p_.process->start_timestamp : 0, end = start;
@@ -274,6 +279,7 @@ FlameData FrameBuilder::build(const AttributionResult& res) {
     span.start_ns = k.start > start ? k.start - start : 0;
     span.end_ns = k.end > start ? k.end - start : 0;
     span.correlation_id = k.correlation_id;
+    span.process = 0;
     if (uint32_t st = launches_.stack_of(k)) {
       auto [ci, fresh] = cpu_index.try_emplace({st, k.device}, static_cast<int32_t>(out.cpu_stacks.size()));
       if (fresh) {

@@ -69,6 +69,8 @@ class FrameBuilder {
   GpuFrameStats gpu_stats_;
 };
 
+// The program a profile recorded: basename of its command's first word, "[process]" when unknown.
+std::string program_name(const Profile& p);
 // Frame kind of a native frame by the object it lives in (CUDA runtime, libc, interpreter...).
 FrameKind classify_module(const std::string& module_basename);
 bool is_interpreter_module(const std::string& module_basename);

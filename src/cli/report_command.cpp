@@ -100,7 +100,6 @@ int run_report(const ReportArgs& a) {
     std::cerr << "aiflame: " << filter.error() << "\n";
     return 2;
   }
-  std::vector<ProcessRow> rows;
   RunSummary summary;
   std::set<uint32_t> devices;
   for (const std::string& input : *inputs) {
@@ -130,7 +129,9 @@ int run_report(const ReportArgs& a) {
     fo.stalls = *parse_stall_leaves(a.stall_reasons);
     fo.gpu = &gpu;
     FrameBuilder fb(*p, sym, fo);
-    merge_flame(data, fb.build(res));
+    FlameData built = fb.build(res);
+    built.processes[0].file = input;
+    merge_flame(data, std::move(built));
     samples += res.stats.samples;
     summary.samples += res.stats.samples;
     summary.dropped += res.stats.dropped;
@@ -145,9 +146,8 @@ int run_report(const ReportArgs& a) {
       print_summary(*p, res.stats, input, std::cerr);
       print_gpu_summary(fb.gpu_stats(), gpu.notes(), std::cerr);
     }
-    rows.push_back(process_row(*p, res.stats, input));
   }
-  if (!a.quiet && rows.size() > 1) print_process_table(rows, std::cerr);
+  if (!a.quiet && data.processes.size() > 1) print_process_table(data.processes, std::cerr);
   if (inputs->size() > 1) command = std::to_string(inputs->size()) + " processes";
   summary.command = command;
   summary.devices.assign(devices.begin(), devices.end());

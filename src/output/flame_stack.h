@@ -5,7 +5,12 @@
 #include <string_view>
 #include <vector>
 
+#include "output/process_totals.h"
+
 namespace aiflame {
+
+// A stack or kernel that belongs to no recorded process (folded and iaprof inputs).
+inline constexpr uint32_t kNoProcess = UINT32_MAX;
 
 // What a frame is; writers colour and filter by it.
 enum class FrameKind : uint8_t {
@@ -32,6 +37,7 @@ struct Frame {
 struct WeightedStack {
   std::vector<Frame> frames;  // root first
   uint64_t count = 0;
+  uint32_t process = kNoProcess;  // index into FlameData::processes
 };
 
 // Samples of one stack at one time: the time series behind heatmaps and timed outputs.
@@ -49,6 +55,7 @@ struct KernelSpan {
   uint64_t start_ns = 0, end_ns = 0;  // since FlameData::start_ns
   int32_t cpu_stack = -1;  // index into FlameData::cpu_stacks, -1 when the launch is unknown
   uint32_t correlation_id = 0;
+  uint32_t process = kNoProcess;  // index into FlameData::processes
 };
 
 // What the report's header says about the run(s) behind a picture.
@@ -76,6 +83,9 @@ struct FlameData {
   uint64_t start_ns = 0;   // profiler clock at the start of the profile
   uint64_t duration_ns = 0;
   RunSummary summary;
+  // The recorded processes behind the picture with their totals, one per profile; stacks and kernel
+  // spans point into it. Empty for inputs that name no process of their own (folded, iaprof).
+  std::vector<ProcessRow> processes;
   uint64_t total() const {
     uint64_t t = 0;
     for (const auto& s : stacks) t += s.count;

@@ -28,6 +28,25 @@ std::string pack_numbers(const std::vector<uint32_t>& v) {
   return out;
 }
 
+nlohmann::json process_table_data(const std::vector<ProcessRow>& rows) {
+  using nlohmann::json;
+  json list = json::array();
+  for (const auto& r : rows)
+    list.push_back({{"rank", r.rank},
+                    {"pid", r.pid},
+                    {"name", r.name},
+                    {"host", r.host},
+                    {"devices", r.devices},
+                    {"samples", r.samples},
+                    {"kernels", r.kernels},
+                    {"launches", r.launches},
+                    {"seconds", std::round(r.seconds * 1000) / 1000},
+                    {"busy", std::round(r.busy_fraction() * 10000) / 10000}});
+  json j = {{"rows", list}, {"line", process_totals_line(rows)}};
+  if (auto b = busy_imbalance(rows)) j["imbalance"] = {b->least, b->most};
+  return j;
+}
+
 nlohmann::json html_report_data(const FlameData& data) {
   using nlohmann::json;
   // Frames shared, numbered in (name, kind) order; stacks sorted by their frame ids, each stored as
@@ -93,16 +112,34 @@ nlohmann::json html_report_data(const FlameData& data) {
     timeline.push_back(std::round(t.weight * 1000) / 1000);
   }
   j["timeline"] = timeline;
-  // Kernels: GPU time (ms) and launches per kernel name.
-  std::map<std::string, std::pair<double, uint64_t>> kernels;
+  // Kernels: GPU time (ms) and launches per kernel name, process and device, so that the page can sum
+  // those of the processes and devices selected: name -> flat quadruples (process, device, ms, launches).
+  const auto no_process = static_cast<uint32_t>(data.processes.size());  // "not a recorded process"
+  auto process_of = [&](uint32_t p) { return p < no_process ? p : no_process; };
+  std::map<std::string_view, std::map<std::pair<uint32_t, uint32_t>, std::pair<double, uint64_t>>> kernels;
   for (const auto& k : data.kernels) {
-    auto& e = kernels[k.name];
+    auto& e = kernels[k.name][{process_of(k.process), k.device}];
     e.first += static_cast<double>(k.end_ns - k.start_ns) / 1e6;
     e.second++;
   }
   json kt = json::object();
-  for (const auto& [name, v] : kernels) kt[name] = {std::round(v.first * 1000) / 1000, v.second};
+  for (const auto& [name, parts] : kernels) {
+    json& row = kt[std::string(name)] = json::array();
+    for (const auto& [key, v] : parts) {
+      row.push_back(key.first);
+      row.push_back(key.second);
+      row.push_back(std::round(v.first * 1000) / 1000);
+      row.push_back(v.second);
+    }
+  }
   j["kernel_table"] = kt;
+  if (!data.processes.empty()) {
+    // Which recorded process each stack (by stack index) came from; the per-process table's rows.
+    std::vector<uint32_t> stack_process(data.stacks.size());
+    for (size_t i = 0; i < data.stacks.size(); i++) stack_process[i] = process_of(data.stacks[i].process);
+    j["stack_process"] = pack_numbers(stack_process);
+    j["processes"] = process_table_data(data.processes);
+  }
   uint64_t end = data.duration_ns;
   for (const auto& t : data.timeline) end = std::max(end, t.time_ns);
   j["duration_ms"] = static_cast<double>(end / 1000000);
@@ -130,6 +167,9 @@ void HtmlWriter::write(const FlameData& data, std::ostream& out) const {
       << kReportCss << "</style></head>\n<body>\n"
       << "<h1>" << title << "</h1>\n<div id=\"subtitle\">" << html_escape(data.subtitle) << "</div>\n"
       << "<table id=\"summary\"></table>\n"
+      << "<div id=\"procs\" style=\"display:none\"><h2>Processes</h2><table id=\"t-procs\"></table>"
+         "<div id=\"imbalance\"></div></div>\n"
+      << "<div id=\"selector\" class=\"controls\"></div>\n"
       << "<h2 style=\"font-size:14px;margin:12px 0 2px\">GPU samples over time</h2>\n"
       << "<div>Drag over the heatmap to show the flame graph of that time range only. <span id=\"range\"></span> "
          "<button id=\"allrange\">Whole run</button> <span id=\"heatinfo\"></span></div>\n"

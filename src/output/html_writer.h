@@ -1,7 +1,9 @@
 // A self-contained HTML report: flame graph (normal and inverted, search, click-zoom, breadcrumbs,
 // colours by frame kind), a sub-second heatmap whose dragged range re-draws the flame graph, and
-// tables of kernels, GPU source lines, stall reasons and launch sites. Everything is inlined; the
-// data travels as one JSON block with shared strings and stacks as a prefix tree.
+// tables of kernels, GPU source lines, stall reasons and launch sites; with several recorded processes,
+// a rank/process and device selector that re-draws all of it from the selected subset, heatmap lanes
+// per rank and a per-process totals table. Everything is inlined; the data travels as one JSON block
+// with shared strings and stacks as a prefix tree.
 #pragma once
 #include <string>
 #include <vector>
@@ -20,6 +22,10 @@ class HtmlWriter : public Writer {
 
 // The data block the page's script reads (public for the tests).
 nlohmann::json html_report_data(const FlameData& data);
+// The per-process table: {"rows": [{rank, pid, name, host, devices, samples, kernels, launches,
+// seconds, busy}...] in the order of the rows, "line": process_totals_line(), "imbalance": [least busy,
+// most busy] row indices where busy_imbalance() finds them}.
+nlohmann::json process_table_data(const std::vector<ProcessRow>& rows);
 // Unsigned numbers as text: 5 bits per base-64 digit, low bits first, digit value 32 and up meaning
 // "more digits follow". The page's script unpacks them.
 std::string pack_numbers(const std::vector<uint32_t>& v);

@@ -43,5 +43,41 @@ TEST(FlameMerge, KeepsEveryStackAndMovesTimesOntoOneClock) {
   EXPECT_EQ(merged.process, "a,b");
 }
 
+FlameData with_process(const std::string& proc, uint64_t start, uint64_t count, uint32_t pid) {
+  FlameData d = one(proc, start, count);
+  d.stacks[0].process = 0;
+  d.kernels[0].process = 0;
+  ProcessRow r;
+  r.pid = pid;
+  d.processes = {r};
+  return d;
+}
+
+TEST(FlameMerge, KeepsEveryProcessRowWithItsStacksAndKernelsPointingAtIt) {
+  FlameData merged;
+  // A launcher's profile first: a process row, nothing on the timeline.
+  FlameData launcher;
+  ProcessRow agent;
+  agent.pid = 1;
+  launcher.processes = {agent};
+  merge_flame(merged, std::move(launcher));
+  merge_flame(merged, with_process("a", 1000, 3, 2));
+  FlameData folded = one("f", 1000, 1);  // stacks of no recorded process
+  merge_flame(merged, std::move(folded));
+  merge_flame(merged, with_process("b", 900, 4, 3));
+  ASSERT_EQ(merged.processes.size(), 3u);
+  EXPECT_EQ(merged.processes[0].pid, 1u);
+  EXPECT_EQ(merged.processes[1].pid, 2u);
+  EXPECT_EQ(merged.processes[2].pid, 3u);
+  ASSERT_EQ(merged.stacks.size(), 3u);
+  EXPECT_EQ(merged.stacks[0].process, 1u);
+  EXPECT_EQ(merged.stacks[1].process, kNoProcess);
+  EXPECT_EQ(merged.stacks[2].process, 2u);
+  ASSERT_EQ(merged.kernels.size(), 3u);
+  EXPECT_EQ(merged.kernels[0].process, 1u);
+  EXPECT_EQ(merged.kernels[1].process, kNoProcess);
+  EXPECT_EQ(merged.kernels[2].process, 2u);
+}
+
 }  // namespace
 }  // namespace aiflame

@@ -96,6 +96,13 @@ std::vector<std::string> roots(GroupBy g, int32_t rank) {
   o.group_by = g;
   FrameBuilder fb(p, sym, o);
   FlameData d = fb.build(res);
+  // The one process's row, its stacks pointing at it.
+  EXPECT_EQ(d.processes.size(), 1u);
+  EXPECT_EQ(d.processes.at(0).pid, 99u);
+  EXPECT_EQ(d.processes.at(0).rank, rank);
+  EXPECT_EQ(d.processes.at(0).name, "python3");
+  EXPECT_EQ(d.processes.at(0).samples, 4u);
+  EXPECT_EQ(d.stacks.at(0).process, 0u);
   std::vector<std::string> n;
   for (const auto& f : d.stacks.at(0).frames) {
     if (f.kind == FrameKind::Unattributed) break;

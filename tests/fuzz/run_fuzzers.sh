@@ -11,7 +11,7 @@ CXX=${FUZZ_CXX:-clang++}
 flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -DFMT_HEADER_ONLY=1
        -Isrc -I/usr/local/cuda/include)
 common=(src/profile/profile_reader.cpp src/profile/record_codec.cpp src/profile/profile_writer.cpp
-        src/attribute/attribution.cpp src/attribute/launch_index.cpp src/attribute/frame_builder.cpp src/output/flame_stack.cpp
+        src/attribute/attribution.cpp src/attribute/launch_index.cpp src/attribute/frame_builder.cpp src/attribute/process_row.cpp src/output/flame_stack.cpp
         src/symbolize/symbolizer.cpp src/symbolize/demangle.cpp src/symbolize/cubin_lines.cpp
         src/symbolize/nvdisasm.cpp src/symbolize/gpu_symbolizer.cpp src/output/folded_writer.cpp src/output/svg_writer.cpp)
 input=(src/input/folded_reader.cpp src/input/iaprof_reader.cpp)

@@ -3,9 +3,14 @@
 // reports the matched percentage (checked against the folded output); dragging over the heatmap
 // changes the flame graph's total; the inverted toggle puts the leaves at the root. A screenshot of
 // each state goes to SHOTS_DIR.
+// With --ranks (a report of several ranks): the selector lists both ranks and both GPUs, the
+// per-process table has a row per rank and the imbalance line; un-checking rank 1 (or GPU 1) makes the
+// flame graph's and the tables' totals those of the folded output filtered to rank 0 (GPU 0) and
+// leaves one heatmap lane.
 // Usage: node check_html.js REPORT.html SAME.folded SHOTS_DIR FRAME_TO_CLICK SEARCH_TERM
 //        node check_html.js --hostile REPORT.html SHOTS_DIR
 //        node check_html.js --timed REPORT.html SHOTS_DIR MAX_MS
+//        node check_html.js --ranks REPORT.html SHOTS_DIR RANK0.folded GPU0.folded
 'use strict';
 const fs = require('fs');
 const os = require('os');
@@ -16,6 +21,12 @@ const args = process.argv.slice(2);
 const mode = args[0].startsWith('--') ? args.shift() : '--full';
 const file = path.resolve(args[0]);
 const fail = (msg) => { console.error(`check_html: FAIL ${path.basename(file)}: ${msg}`); process.exit(1); };
+
+function foldedTotal(folded) {
+  let all = 0;
+  for (const line of fs.readFileSync(folded, 'utf8').split('\n')) if (line) all += Number(line.slice(line.lastIndexOf(' ') + 1));
+  return all;
+}
 
 function foldedShare(folded, term) {
   let all = 0, hit = 0;
@@ -28,6 +39,70 @@ function foldedShare(folded, term) {
     if (line.slice(0, blank).split(';').some((f) => re.test(f))) hit += n;
   }
   return all ? (100 * hit) / all : 0;
+}
+
+// Drags over the heatmap's first lane, from its hottest cell one row down.
+async function dragHottestCell(page) {
+  const box = await page.evaluate(() => window.aiflame.heatmapBox());
+  const hot = await page.evaluate(() => window.aiflame.hottestCell());
+  const x = box.x + (hot.col + 0.5) * box.cw, y = box.y + (hot.row + 0.5) * box.ch;
+  await page.mouse.move(x, y);
+  await page.mouse.down();
+  await page.mouse.move(x, y + box.ch, { steps: 2 });
+  await page.mouse.up();
+}
+
+// The rank/GPU selector and the per-process table of a two-rank report.
+async function checkRanks(page, rank0, gpu0, shot) {
+  const labels = await page.evaluate(() => window.aiflame.selectorLabels());
+  for (const want of ['rank 0', 'rank 1', 'GPU 0', 'GPU 1'])
+    if (!labels.some((l) => l.startsWith(want))) fail(`selector lacks ${want}: ${JSON.stringify(labels)}`);
+  const table = await page.evaluate(() => Array.from(document.querySelectorAll('#t-procs tr'), (tr) => Array.from(tr.cells, (c) => c.textContent)));
+  const row0 = table.find((r) => r[0] === '0'), row1 = table.find((r) => r[0] === '1');
+  if (!row0 || !row1) fail(`per-process table lacks rank 0 or 1: ${JSON.stringify(table)}`);
+  const samplesCol = table[0].indexOf('GPU samples');
+  if (Number(row0[samplesCol]) !== rank0) fail(`table says rank 0 has ${row0[samplesCol]} samples, folded --pids 'rank 0' ${rank0}`);
+  const line = await page.textContent('#imbalance');
+  if (!/GPU busy from [\d.]+% \(rank \d\) to [\d.]+% \(rank \d\)/.test(line)) fail(`no imbalance line: "${line}"`);
+  const lanes = await page.evaluate(() => window.aiflame.heatmapLanes());
+  if (lanes.length !== 2 || !lanes[0].startsWith('rank 0') || !lanes[1].startsWith('rank 1')) fail(`heatmap lanes: ${lanes}`);
+  const total0 = await page.evaluate(() => window.aiflame.total());
+  // The stall table sums every sample in view once (each stack ends in one stall reason).
+  const stallSum = () => page.evaluate(() => Array.from(document.querySelectorAll('#t-stalls tr'))
+    .slice(1).reduce((s, tr) => s + Number(tr.cells[1].textContent), 0));
+  const expect = async (what, want) => {
+    const total = await page.evaluate(() => window.aiflame.total());
+    if (total !== want) fail(`${what}: flame graph total ${total}, expected ${want}`);
+    await page.waitForFunction((w) => Array.from(document.querySelectorAll('#t-stalls tr')).slice(1)
+      .reduce((s, tr) => s + Number(tr.cells[1].textContent), 0) === w, want, { timeout: 5000 })
+      .catch(async () => fail(`${what}: stall table sums to ${await stallSum()}, expected ${want}`));
+  };
+  const rank1 = page.locator('#selector label', { hasText: 'rank 1' }).locator('input');
+  await rank1.uncheck();
+  await expect('rank 1 un-checked', rank0);
+  const lanes0 = await page.evaluate(() => window.aiflame.heatmapLanes());
+  if (lanes0.length !== 1 || !lanes0[0].startsWith('rank 0')) fail(`heatmap lanes with rank 1 un-checked: ${lanes0}`);
+  const showing = await page.evaluate(() => window.aiflame.showing());
+  if (!showing.includes('rank 0') || showing.includes('rank 1')) fail(`summary does not say what is shown: "${showing}"`);
+  const off = await page.evaluate(() => Array.from(document.querySelectorAll('#t-procs tr.off'), (tr) => tr.cells[0].textContent));
+  if (JSON.stringify(off) !== '["1"]') fail(`rank 1's row not greyed out: ${off}`);
+  await shot('rank0');
+  // A time range on rank 0's lane: the selection still holds inside it.
+  await dragHottestCell(page);
+  const ranged = await page.evaluate(() => window.aiflame.total());
+  if (!(ranged > 0 && ranged < rank0)) fail(`range on rank 0 alone: total ${ranged} not within (0, ${rank0})`);
+  await page.click('#allrange');
+  await expect('rank 0, whole run again', rank0);
+  await rank1.check();
+  await expect('rank 1 checked again', total0);
+  const gpu1 = page.locator('#selector label', { hasText: 'GPU 1' }).locator('input');
+  await gpu1.uncheck();
+  await expect('GPU 1 un-checked', gpu0);
+  await shot('gpu0');
+  await gpu1.check();
+  await expect('all shown again', total0);
+  console.log(`check_html: ranks: selector ${JSON.stringify(labels)}; ` +
+              `rank 0 alone ${rank0} of ${total0} samples (${ranged} in a range), GPU 0 alone ${gpu0}; ${line}: ok`);
 }
 
 (async () => {
@@ -67,6 +142,11 @@ function foldedShare(folded, term) {
       // Still interactive: a search over every frame answers.
       await page.fill('#search', 'kernel_1');
       await page.waitForFunction(() => window.aiflame.matchPercent !== null);
+      return;
+    }
+    if (mode === '--ranks') {
+      await checkRanks(page, foldedTotal(args[2]), foldedTotal(args[3]), shot);
+      if (errors.length) fail(`console errors: ${errors.join('; ')}`);
       return;
     }
     if (mode === '--hostile') {
@@ -113,13 +193,7 @@ function foldedShare(folded, term) {
     await shot('search');
     await page.fill('#search', '');
     // Heatmap range: drag over the hottest column's first rows.
-    const box = await page.evaluate(() => window.aiflame.heatmapBox());
-    const hot = await page.evaluate(() => window.aiflame.hottestCell());
-    const x = box.x + (hot.col + 0.5) * box.cw, y = box.y + (hot.row + 0.5) * box.ch;
-    await page.mouse.move(x, y);
-    await page.mouse.down();
-    await page.mouse.move(x, y + box.ch, { steps: 2 });
-    await page.mouse.up();
+    await dragHottestCell(page);
     const ranged = await page.evaluate(() => window.aiflame.total());
     if (!(ranged > 0 && ranged < total0)) fail(`heatmap range total ${ranged} not within (0, ${total0})`);
     const rangeText = await page.textContent('#range');

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The HTML report in a real browser (Debian's chromium through playwright-core): the demo and
-# gpt_train.py recordings, hostile frame names, and a synthetic profile of 1,000,000 samples in
-# 50,000 unique stacks that must be usable within 2 s. Screenshots of each state go to $SHOTS
-# (default: a directory under the build tree). Skips (77) without npm packages or chromium, and
-# fails instead where CI or AIFLAME_REQUIRE_INTEROP is set.
+# gpt_train.py recordings, the rank/GPU selector on the two-rank DDP recording, hostile frame names,
+# and a synthetic profile of 1,000,000 samples in 50,000 unique stacks that must be usable within 2 s.
+# Screenshots of each state go to $SHOTS (default: a directory under the build tree). Skips (77)
+# without npm packages or chromium, and fails instead where CI or AIFLAME_REQUIRE_INTEROP is set.
 set -u
 AIFLAME=$1
 SRC=$2
@@ -26,6 +26,13 @@ for f in demo_matmul gpt_train; do
 done
 run node "$DIR/check_html.js" "$T/demo_matmul.html" "$T/demo_matmul.folded" "$SHOTS" matmul_basic long_scoreboard
 run node "$DIR/check_html.js" "$T/gpt_train.html" "$T/gpt_train.folded" "$SHOTS" "step (gpt_train.py:19)" "gemm"
+
+# Two ranks of a DDP job (and torchrun's agent): the rank/GPU selector against the folded output
+# filtered to rank 0 and to GPU 0.
+"$AIFLAME" report "$SRC/tests/data/ddp" -q -o "$T/ddp.html" || fail=$((fail + 1))
+"$AIFLAME" report "$SRC/tests/data/ddp" -q --pids 'rank 0' --group-by rank -o "$T/ddp_rank0.folded" || fail=$((fail + 1))
+"$AIFLAME" report "$SRC/tests/data/ddp" -q --devices 0 -o "$T/ddp_gpu0.folded" || fail=$((fail + 1))
+run node "$DIR/check_html.js" --ranks "$T/ddp.html" "$SHOTS" "$T/ddp_rank0.folded" "$T/ddp_gpu0.folded"
 
 # Hostile names: markup, quotes, ampersands, a newline-free 100 KB template, invalid UTF-8.
 python3 - "$T/hostile.folded" <<'PY'

@@ -6,6 +6,7 @@
 #include "output/flame_filter.h"
 #include "output/heatmap_writer.h"
 #include "output/html_writer.h"
+#include "test_util.h"
 
 namespace aiflame {
 namespace {
@@ -47,24 +48,9 @@ TEST(Heatmap, SvgHasLanesAxesAndLegend) {
   EXPECT_NE(s.find("500 ms"), std::string::npos);
 }
 
-// The page's unpacking, mirrored: 5 bits per digit, low first, 32 = more digits follow.
-std::vector<uint32_t> unpack(const std::string& s) {
-  const std::string digits = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::vector<uint32_t> out;
-  uint32_t v = 0;
-  int shift = 0;
-  for (char c : s) {
-    auto d = static_cast<uint32_t>(digits.find(c));
-    v |= (d & 31) << shift;
-    if (d & 32) shift += 5;
-    else { out.push_back(v); v = 0; shift = 0; }
-  }
-  return out;
-}
-
 TEST(HtmlReport, PackedNumbersRoundTrip) {
   std::vector<uint32_t> v = {0, 1, 31, 32, 1023, 1024, 50000, 2147483647u};
-  EXPECT_EQ(unpack(pack_numbers(v)), v);
+  EXPECT_EQ(test::unpack_numbers(pack_numbers(v)), v);
 }
 
 // Rebuilding every stack from the sorted, prefix-shared encoding gives back the stacks.
@@ -73,8 +59,8 @@ TEST(HtmlReport, PrefixEncodedStacksRebuildExactly) {
   d.stacks.push_back({{{"p", FrameKind::Process}, {"aux", FrameKind::Python}, {"-", FrameKind::Separator},
                        {"gemm", FrameKind::GpuKernel}}, 1});
   auto j = html_report_data(d);
-  auto order = unpack(j["stack_order"]), pre = unpack(j["stack_pre"]), len = unpack(j["stack_len"]),
-       frames = unpack(j["stack_frames"]);
+  auto order = test::unpack_numbers(j["stack_order"]), pre = test::unpack_numbers(j["stack_pre"]);
+  auto len = test::unpack_numbers(j["stack_len"]), frames = test::unpack_numbers(j["stack_frames"]);
   ASSERT_EQ(order.size(), d.stacks.size());
   std::vector<uint32_t> path;
   size_t p = 0;
@@ -90,7 +76,7 @@ TEST(HtmlReport, PrefixEncodedStacksRebuildExactly) {
     }
     EXPECT_EQ(j["stack_count"][order[i]].get<uint64_t>(), d.stacks[order[i]].count);
   }
-  EXPECT_EQ(j["kernel_table"]["nccl_allreduce"][1].get<int>(), 1);
+  EXPECT_EQ(j["kernel_table"]["nccl_allreduce"][3].get<int>(), 1);  // (process, device, ms, launches)
 }
 
 TEST(HtmlReport, HostileNamesCannotLeaveTheirElements) {

@@ -1,6 +1,7 @@
 // aiflame's HTML report: a flame graph (canvas), a sub-second heatmap whose selected time range
-// re-draws the flame graph, and tables, all from the JSON in #aiflame-data. Names only ever reach
-// the page through textContent and canvas text, never through HTML parsing.
+// re-draws the flame graph (heatmap.js), and tables, all from the JSON in #aiflame-data, for the
+// processes and GPUs the selection shows (select.js). Names only ever reach the page through
+// textContent and canvas text, never through HTML parsing.
 'use strict';
 (function () {
   const T0 = performance.now();
@@ -103,15 +104,9 @@
     return t;
   }
 
-  // ---- weights of the stacks: all samples, or the timeline inside the selected range ----
+  // ---- which stacks count: the processes and GPUs selected, inside the time range selected ----
   let range = null;  // [t0_ms, t1_ms)
-  function stackWeights() {
-    if (!range) return D.stack_count;
-    const w = new Float64Array(nStacks);
-    const T = D.timeline;
-    for (let i = 0; i < T.length; i += 4) if (T[i + 2] >= range[0] && T[i + 2] < range[1]) w[T[i]] += T[i + 3];
-    return Array.from(w, Math.round);
-  }
+  const sel = aiflameSelection(D, unpack, $, () => { heat.update(); showSelection(); rebuild(); });
 
   // ---- flame graph on a canvas ----
   const canvas = $('flame'), ctx = canvas.getContext('2d');
@@ -225,7 +220,7 @@
   });
 
   function rebuild() {
-    const weights = stackWeights();
+    const weights = sel.weights(range);
     if (inverted) tree = buildInverted(weights);
     else { setWeights(normal, weights); tree = normal; }
     focus = 0;
@@ -245,59 +240,7 @@
   $('reset').addEventListener('click', () => { focus = 0; draw(); });
   window.addEventListener('resize', () => draw());
 
-  // ---- heatmap: columns are seconds, rows the collection interval; drag selects a time range ----
-  const hm = $('heatmap'), hctx = hm.getContext('2d');
-  const rowMs = D.summary.interval_ms || 10, rows = Math.ceil(1000 / rowMs);
-  const cols = Math.max(1, Math.ceil(D.duration_ms / 1000));
-  const devices = Array.from(new Set(Array.from({ length: D.timeline.length / 4 }, (_, i) => D.timeline[4 * i + 1]))).sort((a, b) => a - b);
-  const CW = Math.max(6, Math.min(24, Math.floor(1100 / cols))), CH = Math.max(2, Math.floor(300 / rows)), LANE = rows * CH + 16;
-  const grid = devices.map(() => new Float64Array(cols * rows));
-  let hmax = 0;
-  for (let i = 0; i < D.timeline.length; i += 4) {
-    const lane = devices.indexOf(D.timeline[i + 1]), t = D.timeline[i + 2];
-    const c = Math.floor(t / 1000), r = Math.floor((t % 1000) / rowMs);
-    if (c < cols && r < rows) { const k = c * rows + r; grid[lane][k] += D.timeline[i + 3]; hmax = Math.max(hmax, grid[lane][k]); }
-  }
-  let drag = null;
-  function drawHeatmap() {
-    if (!devices.length) { $('heatinfo').textContent = 'No timed samples in this input (folded and iaprof inputs have no time series).'; hm.style.display = 'none'; return; }
-    hm.width = cols * CW + 2; hm.height = devices.length * LANE;
-    hctx.clearRect(0, 0, hm.width, hm.height);
-    devices.forEach((dev, l) => {
-      const y0 = l * LANE + 14;
-      hctx.fillStyle = '#333'; hctx.font = '11px Verdana'; hctx.fillText(`GPU ${dev}`, 2, y0 - 3);
-      for (let c = 0; c < cols; c++) for (let r = 0; r < rows; r++) {
-        const v = grid[l][c * rows + r];
-        const x = Math.sqrt(v / Math.max(hmax, 1e-9));
-        hctx.fillStyle = v > 0 ? `rgb(255,${(235 - 200 * x) | 0},${(200 - 200 * x) | 0})` : '#f4f4f4';
-        hctx.fillRect(c * CW, y0 + r * CH, CW - 1, CH);
-      }
-      if (range) {
-        hctx.fillStyle = 'rgba(0,0,255,0.25)';
-        for (let c = 0; c < cols; c++) for (let r = 0; r < rows; r++) {
-          const t = c * 1000 + r * rowMs;
-          if (t + rowMs > range[0] && t < range[1]) hctx.fillRect(c * CW, y0 + r * CH, CW - 1, CH);
-        }
-      }
-    });
-  }
-  function timeAt(ev) {
-    const b = hm.getBoundingClientRect(), x = ev.clientX - b.left, y = ev.clientY - b.top;
-    const c = Math.min(cols - 1, Math.max(0, Math.floor(x / CW)));
-    const r = Math.min(rows - 1, Math.max(0, Math.floor((((y - 14) % LANE) + LANE) % LANE / CH)));
-    return c * 1000 + r * rowMs;
-  }
-  hm.addEventListener('mousedown', (ev) => { drag = timeAt(ev); ev.preventDefault(); });
-  window.addEventListener('mouseup', (ev) => {
-    if (drag === null) return;
-    const t = timeAt(ev), a = Math.min(drag, t), b = Math.max(drag, t) + rowMs;
-    drag = null;
-    range = [a, b];
-    $('range').textContent = `Showing ${(a / 1000).toFixed(2)} s to ${(b / 1000).toFixed(2)} s`;
-    drawHeatmap();
-    rebuild();
-  });
-  $('allrange').addEventListener('click', () => { range = null; $('range').textContent = ''; drawHeatmap(); rebuild(); });
+  const heat = aiflameHeatmap(D, $, sel, (r) => { range = r; rebuild(); });
 
   // ---- tables, from the weights in view ----
   function table(id, head, rowsData) {
@@ -334,7 +277,7 @@
     const top = (m, n) => Array.from(m.entries()).sort((a, b) => b[1] - a[1]).slice(0, n);
     const pct = (v) => (total ? ((100 * v) / total).toFixed(2) + '%' : '-');
     table('t-kernels', ['kernel', 'samples', '%', 'GPU time ms', 'launches'], top(by.gpu_kernel, 25).map(([k, v]) => {
-      const info = D.kernel_table[k] || [0, 0];
+      const info = sel.kernel(k);
       return [k, v, pct(v), info[0].toFixed(3), info[1]];
     }));
     table('t-lines', ['GPU source line', 'samples', '%'], top(by.gpu_source, 25).map(([k, v]) => [k, v, pct(v)]));
@@ -348,10 +291,14 @@
     ['processes', S.processes], ['devices', S.devices.length ? S.devices.map((d) => 'GPU ' + d).join(', ') : '-'],
     ['GPU samples', S.samples], ['dropped samples', S.dropped],
     ['attributed to a launch stack', S.samples ? ((100 * S.attributed) / S.samples).toFixed(2) + '%' : '-']];
+  if (sel.active) srows.push(['showing', sel.describe()]);
+  let shownCell = null;
   for (const [k, v] of srows) {
     const tr = document.createElement('tr'), a = document.createElement('td'), b = document.createElement('td');
     a.textContent = k; b.textContent = String(v); tr.appendChild(a); tr.appendChild(b); $('summary').appendChild(tr);
+    shownCell = b;
   }
+  function showSelection() { if (sel.active) shownCell.textContent = sel.describe(); }
   for (const k of Object.keys(COLORS)) {
     const s = document.createElement('span'), i = document.createElement('i');
     i.style.background = `rgb(${COLORS[k].join(',')})`;
@@ -371,15 +318,14 @@
     },
     rootNames: () => Array.from(tree.kids.subarray(tree.off[0], tree.off[1])).filter((c) => tree.val[c] > 0).map((c) => frameName(tree.frame[c])),
     rootKinds: () => Array.from(tree.kids.subarray(tree.off[0], tree.off[1])).filter((c) => tree.val[c] > 0).map((c) => frameKind(tree.frame[c])),
-    hottestCell: () => {
-      let best = { col: 0, row: 0, v: -1 };
-      if (grid.length) for (let k = 0; k < cols * rows; k++) if (grid[0][k] > best.v) best = { col: Math.floor(k / rows), row: k % rows, v: grid[0][k] };
-      return best;
-    },
+    hottestCell: heat.hottestCell,
     focusName: () => (focus === 0 ? 'all' : frameName(tree.frame[focus])),
-    heatmapBox: () => { const r = hm.getBoundingClientRect(); return { x: r.left, y: r.top + 14, cw: CW, ch: CH, cols, rows }; },
+    heatmapBox: heat.box,
+    heatmapLanes: heat.lanes,
+    selectorLabels: sel.labels,
+    showing: sel.describe,
   };
-  drawHeatmap();
+  heat.draw();
   timings.heatmap = performance.now() - T0;
   rebuild();
   timings.draw = performance.now() - T0;

@@ -1,0 +1,99 @@
+// aiflame's HTML report, the heatmap (loaded after select.js, before report.js): columns are seconds,
+// rows the collection interval; one lane per recorded process (rank) when several have timed samples,
+// else one per GPU. Only what the selection shows is drawn. Dragging selects a time range, handed to
+// onRange ([t0_ms, t1_ms) or null for the whole run).
+'use strict';
+function aiflameHeatmap(D, $, sel, onRange) {
+  const hm = $('heatmap'), hctx = hm.getContext('2d'), T = D.timeline;
+  const rowMs = D.summary.interval_ms || 10, rows = Math.ceil(1000 / rowMs);
+  const cols = Math.max(1, Math.ceil(D.duration_ms / 1000));
+  // Lanes: by process when the timeline holds more than one, else by device.
+  const procs = new Set();
+  for (let i = 0; i < T.length; i += 4) procs.add(sel.procOf(T[i]));
+  const byProc = procs.size > 1;
+  const keyOf = (i) => (byProc ? sel.procOf(T[i]) : T[i + 1]);
+  const keys = new Set();
+  for (let i = 0; i < T.length; i += 4) keys.add(keyOf(i));
+  const P = sel.processes;
+  const lanes = Array.from(keys).map((k) => {
+    if (!byProc) return { key: k, name: `GPU ${k}`, on: () => sel.devOn.get(k) !== false, grid: null };
+    const p = P[k];
+    return { key: k, name: p ? `${sel.label(p)} (GPU ${p.devices.join(',') || '-'})` : 'other inputs', on: () => !p || sel.procOn[k], grid: null, p };
+  });
+  const rankOf = (l) => (l.p ? [l.p.rank, l.p.pid] : [Infinity, 0]);
+  lanes.sort(byProc ? (a, b) => (rankOf(a)[0] - rankOf(b)[0]) || (rankOf(a)[1] - rankOf(b)[1]) : (a, b) => a.key - b.key);
+  const laneOf = new Map(lanes.map((l) => [l.key, l]));
+  // Lanes 300 px high for one or two, lower for more (down to one pixel a row).
+  const laneHeight = lanes.length > 2 ? Math.max(100, 600 / lanes.length) : 300;
+  const CW = Math.max(6, Math.min(24, Math.floor(1100 / cols)));
+  const CH = Math.max(lanes.length > 2 ? 1 : 2, Math.floor(laneHeight / rows)), LANE = rows * CH + 16;
+  let shown = [], hmax = 0, range = null, drag = null;
+
+  // Re-bins the selected timeline entries into the lanes shown.
+  function bin() {
+    for (const l of lanes) l.grid = l.on() ? new Float64Array(cols * rows) : null;
+    shown = lanes.filter((l) => l.grid);
+    hmax = 0;
+    for (let i = 0; i < T.length; i += 4) {
+      const l = laneOf.get(keyOf(i));
+      if (!l.grid || !sel.entryOn(i)) continue;
+      const t = T[i + 2], c = Math.floor(t / 1000), r = Math.floor((t % 1000) / rowMs);
+      if (c < cols && r < rows) { const k = c * rows + r; l.grid[k] += T[i + 3]; hmax = Math.max(hmax, l.grid[k]); }
+    }
+  }
+  function draw() {
+    if (!lanes.length) { $('heatinfo').textContent = 'No timed samples in this input (folded and iaprof inputs have no time series).'; hm.style.display = 'none'; return; }
+    hm.width = cols * CW + 2; hm.height = Math.max(1, shown.length) * LANE;
+    hctx.clearRect(0, 0, hm.width, hm.height);
+    hctx.font = '11px Verdana';
+    if (!shown.length) { hctx.fillStyle = '#333'; hctx.fillText('Nothing selected', 2, 12); }
+    shown.forEach((lane, l) => {
+      const y0 = l * LANE + 14;
+      hctx.fillStyle = '#333'; hctx.fillText(lane.name, 2, y0 - 3);
+      for (let c = 0; c < cols; c++) for (let r = 0; r < rows; r++) {
+        const v = lane.grid[c * rows + r];
+        const x = Math.sqrt(v / Math.max(hmax, 1e-9));
+        hctx.fillStyle = v > 0 ? `rgb(255,${(235 - 200 * x) | 0},${(200 - 200 * x) | 0})` : '#f4f4f4';
+        hctx.fillRect(c * CW, y0 + r * CH, CW - 1, CH);
+      }
+      if (range) {
+        hctx.fillStyle = 'rgba(0,0,255,0.25)';
+        for (let c = 0; c < cols; c++) for (let r = 0; r < rows; r++) {
+          const t = c * 1000 + r * rowMs;
+          if (t + rowMs > range[0] && t < range[1]) hctx.fillRect(c * CW, y0 + r * CH, CW - 1, CH);
+        }
+      }
+    });
+  }
+  function timeAt(ev) {
+    const b = hm.getBoundingClientRect(), x = ev.clientX - b.left, y = ev.clientY - b.top;
+    const c = Math.min(cols - 1, Math.max(0, Math.floor(x / CW)));
+    const r = Math.min(rows - 1, Math.max(0, Math.floor((((y - 14) % LANE) + LANE) % LANE / CH)));
+    return c * 1000 + r * rowMs;
+  }
+  hm.addEventListener('mousedown', (ev) => { drag = timeAt(ev); ev.preventDefault(); });
+  window.addEventListener('mouseup', (ev) => {
+    if (drag === null) return;
+    const t = timeAt(ev), a = Math.min(drag, t), b = Math.max(drag, t) + rowMs;
+    drag = null;
+    range = [a, b];
+    $('range').textContent = `Showing ${(a / 1000).toFixed(2)} s to ${(b / 1000).toFixed(2)} s`;
+    draw();
+    onRange(range);
+  });
+  $('allrange').addEventListener('click', () => { range = null; $('range').textContent = ''; draw(); onRange(null); });
+  bin();
+
+  return {
+    update: () => { bin(); draw(); },
+    draw,
+    lanes: () => shown.map((l) => l.name),
+    hottestCell: () => {
+      let best = { col: 0, row: 0, v: -1 };
+      const g = shown.length ? shown[0].grid : null;
+      if (g) for (let k = 0; k < cols * rows; k++) if (g[k] > best.v) best = { col: Math.floor(k / rows), row: k % rows, v: g[k] };
+      return best;
+    },
+    box: () => { const r = hm.getBoundingClientRect(); return { x: r.left, y: r.top + 14, cw: CW, ch: CH, cols, rows }; },
+  };
+}
