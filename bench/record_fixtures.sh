@@ -12,6 +12,4 @@ export PYTHONUNBUFFERED=1
 STEPS=3 "$bin/aiflame" record --force --period 24 --no-cubins -o "$out/gpt_train.aiflame" -- python3 bench/workloads/gpt_train.py
 # A Triton kernel (its GPU frames carry triton_loop.py's lines), sampled densely for a short loop.
 STEPS=3000 "$bin/aiflame" record --force --period 19 -o "$out/triton_loop.aiflame" -- python3 bench/workloads/triton_loop.py
-# The 3:1 split in windows mode (kernel-serialized windows: exact launch ids on every sample).
-"$bin/aiflame" record --force --pc-mode windows -o "$out/split_windows.aiflame" -- "$bin/aiflame_bench_kernels" split sequential 400
 ls -la "$out"

@@ -143,7 +143,10 @@ int initialize() {
   g_pid = getpid();
   g_timestamp = api.cuptiGetTimestamp;
   auto* backend = new CuptiBackend(*rec, api);
-  if (backend->start()) g_backend = backend;
+  if (backend->start()) {
+    g_backend = backend;
+    backend->start_window_thread();
+  }
   rec->start_collector([] { if (g_backend) g_backend->drain_all(); });
   std::atexit(at_exit);
   debug("started: %s (CUPTI API %u), writing %s.%d", api.library_path.c_str(), api.version, opt.output.c_str(), (int)getpid());

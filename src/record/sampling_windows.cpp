@@ -19,16 +19,15 @@ uint64_t SamplingWindows::next_gap() {
   return static_cast<uint64_t>(static_cast<double>(gap_ns_) * (0.5 + u));
 }
 
-SamplingWindows::Action SamplingWindows::decide(uint64_t now, bool overdue_only) {
+SamplingWindows::Action SamplingWindows::decide(uint64_t now) {
   if (!open_) {
-    if (overdue_only || now < due_.load(std::memory_order_relaxed)) return Action::None;
+    if (now < due_.load(std::memory_order_relaxed)) return Action::None;
     open_ = true;
     opened_at_ = now;
     due_.store(now + length_ns_, std::memory_order_relaxed);
     return Action::Open;
   }
-  uint64_t limit = opened_at_ + (overdue_only ? 2 * length_ns_ : length_ns_);
-  if (now < limit) return Action::None;
+  if (now < opened_at_ + length_ns_) return Action::None;
   open_ = false;
   windows_++;
   open_ns_ += now - opened_at_;

@@ -2,10 +2,10 @@
 //
 // In kernel-serialized sampling every sample carries the correlation id of its kernel's launch, so
 // attribution is exact, but kernels are serialized while sampling runs. Sampling is therefore opened
-// only for short windows at launch boundaries, about `per_second` of them a second, each lasting at
-// least `length_ns`; the gap before each window is drawn at random (uniform in [0.5, 1.5] of the mean
-// gap) so that windows do not lock onto a training loop's period. Vendor-neutral: the CUPTI backend
-// asks at every launch and at every collector tick what to do.
+// only for short windows, about `per_second` of them a second, each lasting `length_ns`; the gap
+// before each window is drawn at random (uniform in [0.5, 1.5] of the mean gap) so that windows do
+// not lock onto a training loop's period. Vendor-neutral: the backend's window thread asks what to
+// do and sleeps until next_event().
 #pragma once
 #include <atomic>
 #include <cstdint>
@@ -18,15 +18,14 @@ class SamplingWindows {
 
   SamplingWindows(uint32_t per_second, uint32_t length_us, uint64_t seed);
 
-  // Cheap check on the launch path: true when `now` may call for an action (a lock is then taken and
-  // decide() called). Lock-free, two relaxed loads.
+  // True when `now` may call for an action. Lock-free.
   bool due(uint64_t now) const { return now >= due_.load(std::memory_order_relaxed); }
+  // When the next action is due (open or close).
+  uint64_t next_event() const { return due_.load(std::memory_order_relaxed); }
 
-  // Under the caller's lock. At a launch: opens a window when its time has come, closes one that has
-  // lasted its length. `overdue_only` (the collector's tick, between launches) closes a window only
-  // when it has lasted twice its length, so a program that stops launching does not keep kernels
-  // serialized.
-  Action decide(uint64_t now, bool overdue_only = false);
+  // Under the caller's lock: opens a window when its time has come, closes one that has lasted its
+  // length.
+  Action decide(uint64_t now);
 
   bool open() const { return open_; }
   uint64_t opened_at() const { return opened_at_; }

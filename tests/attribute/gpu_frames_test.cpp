@@ -99,9 +99,10 @@ TEST(GpuFrames, StallLeavesSplitIssuedFromNotIssued) {
 
 // Without stored records, lines come from the cubin image kept in the profile.
 TEST(GpuFrames, DerivedFromTheCubinImageWhenNothingIsStored) {
-  auto p = read_profile(std::string(AIFLAME_SOURCE_DIR) + "/tests/data/demo_matmul.aiflame");
+  // The demo as recorded before GpuLine and SASS records existed (cubins only).
+  auto p = read_profile(std::string(AIFLAME_SOURCE_DIR) + "/tests/data/demo_matmul_unfinalized.aiflame");
   ASSERT_TRUE(p.ok());
-  ASSERT_TRUE(p->gpu_lines.empty());  // recorded before GpuLine records existed
+  ASSERT_TRUE(p->gpu_lines.empty());
   AttributionResult r = attribute_samples(*p);
   Symbolizer sym({});
   FrameBuilder fb(*p, sym, {});

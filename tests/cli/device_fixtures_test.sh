@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Recordings from the H100 (bench/workloads/bench_kernels.cu, 2026-11-22): a CUDA graph replay and
-# the three arrangements of the 3:1 attribution test, replayed through `aiflame report`.
+# Recordings from the H100 (bench/record_fixtures.sh, bench/workloads/, 2026-11-22): the demo with
+# SASS, a Triton kernel, a CUDA graph replay and the three arrangements of the 3:1 attribution test,
+# replayed through `aiflame report`.
 set -u
 AIFLAME=$1
 SRC=$2
@@ -21,6 +22,23 @@ check "graph: 100% attributed" 'grep -q "100.00% of GPU samples attributed" "$T/
 check "graph: every scale/shift sample under replay, graph, capture" \
   '! grep -E ";-;(scale|shift);" "$T/graph.folded" | grep -Ev ";replay_loop;cudaGraphLaunch;.*;\[cuda graph\];capture_step;__device_stub__Z5(scale|shift)Pfif;" | grep -q .'
 check "graph: source lines of the kernels" 'grep -qE ";-;(scale|shift);bench_kernels.cu:[0-9]+;" "$T/graph.folded"'
+
+# The demo, recorded where nvdisasm was: every GPU part reads kernel;matmul.cu:LINE;MNEMONIC 0xOFFSET;stall.
+"$AIFLAME" report "$D/demo_matmul.aiflame" --plain -q -o "$T/demo.folded"
+check "demo: GPU frames are kernel;file:line;SASS offset;stall" \
+  '! grep -vE ";-;matmul_[a-z_]+;matmul.cu:[0-9]+;[A-Z][A-Z0-9._]* 0x[0-9a-f]+;[a-z_]+ [0-9]+$" "$T/demo.folded" | grep -q .'
+check "demo: fused multiply-adds sampled" 'grep -q ";FFMA 0x" "$T/demo.folded"'
+
+# A Triton softmax (bench/workloads/triton_loop.py): its GPU frames carry the Python source lines of
+# the @triton.jit function (or of Triton's standard library where tl.max/tl.sum were inlined), under
+# the Python stack that called it.
+"$AIFLAME" report "$D/triton_loop.aiflame" --plain -o "$T/triton.folded" 2>"$T/triton.err"
+check "triton: 100% attributed" 'grep -q "100.00% of GPU samples attributed" "$T/triton.err"'
+check "triton: every softmax sample has a source line and SASS" \
+  '! grep ";-;softmax_kernel;" "$T/triton.folded" | grep -vE ";-;softmax_kernel;(triton_loop.py:(1[0-9]|2[0-9])|standard.py:[0-9]+);[A-Z][A-Z0-9._]* 0x" | grep -q .'
+check "triton: lines of the kernel itself" 'grep -qE ";-;softmax_kernel;triton_loop.py:1[0-9];" "$T/triton.folded"'
+check "triton: every softmax sample under main() and softmax() of the Python loop" \
+  '! grep ";-;softmax_kernel;" "$T/triton.folded" | grep -vE ";main \(triton_loop.py:[0-9]+\);softmax \(triton_loop.py:23\);" | grep -q .'
 
 # The 3:1 split: path_a's share of kernel work's samples within 2 points of 75%.
 for m in sequential streams size; do

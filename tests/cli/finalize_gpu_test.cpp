@@ -17,7 +17,7 @@ std::string source(const std::string& rel) { return std::string(AIFLAME_SOURCE_D
 
 std::string copy_of_demo() {
   std::string path = test::temp_path("demo.aiflame");
-  test::write_file(path, test::read_file(source("tests/data/demo_matmul.aiflame")));
+  test::write_file(path, test::read_file(source("tests/data/demo_matmul_unfinalized.aiflame")));
   return path;
 }
 

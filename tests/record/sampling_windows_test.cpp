@@ -9,7 +9,7 @@ namespace {
 
 using Action = SamplingWindows::Action;
 
-TEST(SamplingWindows, FirstLaunchOpensAndTheFirstLaunchAfterTheLengthCloses) {
+TEST(SamplingWindows, FirstTickOpensAndTheFirstTickAfterTheLengthCloses) {
   SamplingWindows w(100, 1000, 7);  // 100 a second, 1 ms long
   EXPECT_TRUE(w.due(5));
   EXPECT_EQ(w.decide(5), Action::Open);
@@ -22,12 +22,16 @@ TEST(SamplingWindows, FirstLaunchOpensAndTheFirstLaunchAfterTheLengthCloses) {
   EXPECT_EQ(w.open_ns(), 1000000u);
 }
 
-TEST(SamplingWindows, TheCollectorClosesOnlyAWindowPastTwiceItsLength) {
+TEST(SamplingWindows, NextEventIsTheOpeningThenTheClosing) {
   SamplingWindows w(100, 1000, 7);
-  EXPECT_EQ(w.decide(0, true), Action::None);  // the collector never opens one
-  EXPECT_EQ(w.decide(0), Action::Open);
-  EXPECT_EQ(w.decide(1500000, true), Action::None);
-  EXPECT_EQ(w.decide(2000000, true), Action::Close);
+  EXPECT_EQ(w.next_event(), 0u);  // the first window opens at once
+  EXPECT_EQ(w.decide(10), Action::Open);
+  EXPECT_EQ(w.next_event(), 10u + 1000000u);
+  EXPECT_EQ(w.decide(w.next_event()), Action::Close);
+  uint64_t gap = w.next_event() - (10u + 1000000u);
+  EXPECT_GE(gap, 5'000'000u);  // mean gap 10 ms, drawn in [5, 15] ms
+  EXPECT_LE(gap, 15'000'000u);
+  EXPECT_EQ(w.decide(w.next_event() - 1), Action::None);
 }
 
 TEST(SamplingWindows, GapsAreRandomWithinHalfToOneAndAHalfOfTheMean) {
@@ -36,7 +40,7 @@ TEST(SamplingWindows, GapsAreRandomWithinHalfToOneAndAHalfOfTheMean) {
   uint64_t min_gap = UINT64_MAX, max_gap = 0;
   double sum = 0;
   int gaps = 0;
-  // A launch every 10 us for 100 s.
+  // A tick every 10 us for 100 s.
   for (; now < 100'000'000'000ull; now += 10000) {
     if (!w.due(now)) continue;
     Action a = w.decide(now);
@@ -51,7 +55,7 @@ TEST(SamplingWindows, GapsAreRandomWithinHalfToOneAndAHalfOfTheMean) {
   }
   ASSERT_GT(gaps, 9000);
   EXPECT_GE(min_gap, 5'000'000u);
-  EXPECT_LE(max_gap, 15'010'000u);  // plus one launch interval
+  EXPECT_LE(max_gap, 15'010'000u);  // plus one tick interval
   EXPECT_LT(min_gap, 5'500'000u);   // the range is used, not one fixed gap
   EXPECT_GT(max_gap, 14'500'000u);
   EXPECT_NEAR(sum / gaps, 10'000'000.0, 200'000.0);

@@ -16,7 +16,7 @@ namespace aiflame {
 namespace {
 
 std::string demo_cubin() {
-  auto p = read_profile(std::string(AIFLAME_SOURCE_DIR) + "/tests/data/demo_matmul.aiflame");
+  auto p = read_profile(std::string(AIFLAME_SOURCE_DIR) + "/tests/data/demo_matmul_unfinalized.aiflame");
   EXPECT_TRUE(p.ok());
   EXPECT_EQ(p->cubins.size(), 1u);
   return p->cubins.begin()->second.image;

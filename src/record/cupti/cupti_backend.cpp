@@ -124,7 +124,6 @@ void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbi
     api_.cuptiGetTimestamp(&ts);
     Context* c = context_of(cb->context);
     rec_.on_launch(cbid, cb->correlationId, reinterpret_cast<uint64_t>(cb->symbolName), ts, c ? c->device : kNoDevice);
-    if (c && c->windows) window_at_launch(*c, ts);
     return;
   }
   if (domain != CUPTI_CB_DOMAIN_RESOURCE) return;
@@ -237,6 +236,8 @@ void CuptiBackend::on_activity_buffer(uint8_t* buffer, size_t valid) {
 
 void CuptiBackend::stop() {
   debug("stopping: final drain, disable, activity flush");
+  window_thread_stop_.store(true);
+  if (window_thread_.joinable()) window_thread_.join();
   std::vector<Context*> all;
   {
     std::lock_guard<std::mutex> lock(contexts_mu_);

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "record/cupti/cupti_api.h"
@@ -25,6 +26,11 @@ class CuptiBackend {
   void drain_all();
   // At exit: final drain, disable sampling, flush activity.
   void stop();
+  // Windows mode: opens and closes sampling windows on every context whose time has come; returns
+  // the nanoseconds until the next window event. Called by the window thread (and by tests).
+  uint64_t tick_windows();
+  // Windows mode: starts the thread that calls tick_windows(); stop() ends it.
+  void start_window_thread();
 
   // Entry points for CUPTI (static trampolines route here).
   void on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
@@ -53,7 +59,6 @@ class CuptiBackend {
   void drain(Context& c);
   void drain_locked(Context& c);
   void close_window_locked(Context& c, uint64_t now);
-  void window_at_launch(Context& c, uint64_t now);
   Context* context_of(CUcontext ctx);
   void disable(Context& c);
   bool check(CUptiResult r, const char* call, const std::string& fix = {});
@@ -73,6 +78,8 @@ class CuptiBackend {
   using NodeTypeFn = CUresult (*)(CUgraphNode, CUgraphNodeType*);
   NodeTypeFn node_type_ = nullptr;  // libcuda's cuGraphNodeGetType, when the program loaded libcuda
   unsigned drains_ = 0;
+  std::thread window_thread_;
+  std::atomic<bool> window_thread_stop_{false};
   std::vector<std::unique_ptr<Context>> retired_;  // replaced contexts, never freed while running
   // Validates context_of's per-thread cache: unique per backend (tests create several at one
   // address) and bumped when a context is replaced.

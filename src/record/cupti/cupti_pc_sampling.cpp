@@ -2,10 +2,14 @@
 // records, and in windows mode opening and closing kernel-serialized sampling windows.
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 #include <string>
 
 #include "record/cupti/cupti_backend.h"
+#include "record/crash_report.h"
 #include "record/debug_log.h"
 
 namespace aiflame {
@@ -146,14 +150,8 @@ PcBatchRecord CuptiBackend::take_batch(Context& c, uint64_t now) {
 void CuptiBackend::drain(Context& c) {
   std::lock_guard<std::mutex> lock(c.mu);
   if (!c.enabled) return;
-  if (c.windows) {
-    // Windows mode: data is fetched when a window closes (CUPTI wants a flush after every range);
-    // the collector's tick only closes a window the program left open by not launching again.
-    uint64_t now = 0;
-    api_.cuptiGetTimestamp(&now);
-    if (c.windows->decide(now, true) == SamplingWindows::Action::Close) close_window_locked(c, now);
-    return;
-  }
+  // Windows mode: data is fetched when a window closes (CUPTI wants a flush after every range).
+  if (c.windows) return;
   drain_locked(c);
 }
 
@@ -246,28 +244,57 @@ CuptiBackend::Context* CuptiBackend::context_of(CUcontext ctx) {
   return cache.c;
 }
 
-// Windows mode, at every launch (before the kernel is launched): open a window when one is due,
-// close the open one when it has lasted its length.
-void CuptiBackend::window_at_launch(Context& context, uint64_t now) {
-  Context* c = &context;
-  if (!c->windows->due(now)) return;
-  std::lock_guard<std::mutex> lock(c->mu);
-  if (!c->enabled) return;
-  switch (c->windows->decide(now)) {
-    case SamplingWindows::Action::Open: {
-      CUpti_PCSamplingStartParams sp = {CUpti_PCSamplingStartParamsSize};
-      sp.ctx = c->ctx;
-      if (!check(api_.cuptiPCSamplingStart(&sp), "cuptiPCSamplingStart", "GPU samples are off for this context")) {
-        c->enabled = false;
-        CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize};
-        dp.ctx = c->ctx;
-        api_.cuptiPCSamplingDisable(&dp);
-      }
-      break;
-    }
-    case SamplingWindows::Action::Close: close_window_locked(*c, now); break;
-    case SamplingWindows::Action::None: break;
+// Windows mode. CUPTI 13.0 hangs when cuptiPCSamplingStart is called from inside a launch callback
+// (measured on the H100: the first launch never returned), so windows are opened and closed by a
+// thread of their own. Experimental: see bench/RESULTS.md, "Windows mode".
+uint64_t CuptiBackend::tick_windows() {
+  std::vector<Context*> all;
+  {
+    std::lock_guard<std::mutex> lock(contexts_mu_);
+    for (auto& [ctx, c] : contexts_)
+      if (c->windows) all.push_back(c.get());
   }
+  uint64_t next = 10'000'000;  // look again within 10 ms for new contexts
+  for (Context* c : all) {
+    std::lock_guard<std::mutex> lock(c->mu);
+    if (!c->enabled) continue;
+    uint64_t now = 0;
+    api_.cuptiGetTimestamp(&now);
+    switch (c->windows->decide(now)) {
+      case SamplingWindows::Action::Open: {
+        CUpti_PCSamplingStartParams sp = {CUpti_PCSamplingStartParamsSize};
+        sp.ctx = c->ctx;
+        if (c->windows->windows() < 3) debug("window %llu opens on context %u", (unsigned long long)c->windows->windows(), c->context_id);
+        if (!check(api_.cuptiPCSamplingStart(&sp), "cuptiPCSamplingStart", "GPU samples are off for this context")) {
+          c->enabled = false;
+          CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize};
+          dp.ctx = c->ctx;
+          api_.cuptiPCSamplingDisable(&dp);
+          continue;
+        }
+        break;
+      }
+      case SamplingWindows::Action::Close:
+        close_window_locked(*c, now);
+        if (c->windows->windows() <= 3) debug("window %llu closed on context %u", (unsigned long long)c->windows->windows(), c->context_id);
+        break;
+      case SamplingWindows::Action::None: break;
+    }
+    uint64_t due = c->windows->next_event();
+    next = std::min(next, due > now ? due - now : 0);
+  }
+  return next;
+}
+
+void CuptiBackend::start_window_thread() {
+  if (rec_.options().pc_mode != PcMode::Windows || !rec_.options().pc_sampling) return;
+  window_thread_ = std::thread([this] {
+    set_phase(Phase::Collector);
+    while (!window_thread_stop_.load(std::memory_order_relaxed)) {
+      uint64_t wait = std::clamp<uint64_t>(tick_windows(), 20'000, 10'000'000);
+      std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
+    }
+  });
 }
 
 }  // namespace aiflame
