@@ -40,6 +40,23 @@ check "triton: lines of the kernel itself" 'grep -qE ";-;softmax_kernel;triton_l
 check "triton: every softmax sample under main() and softmax() of the Python loop" \
   '! grep ";-;softmax_kernel;" "$T/triton.folded" | grep -vE ";main \(triton_loop.py:[0-9]+\);softmax \(triton_loop.py:23\);" | grep -q .'
 
+# One process driving two GPUs (nvidia-h200-x2, `aiflame_bench_kernels multigpu 100`): gpu_even()
+# launches twice the work on GPU 0 that gpu_odd() launches on GPU 1; every launch carries its device.
+"$AIFLAME" report "$D/multigpu.aiflame" --plain -q --group-by device -o "$T/mg.folded"
+check "multigpu: GPU 0 holds only gpu_even" '! grep "^GPU 0;" "$T/mg.folded" | grep -v ";gpu_even;" | grep -q .'
+check "multigpu: GPU 1 holds only gpu_odd" '! grep "^GPU 1;" "$T/mg.folded" | grep -v ";gpu_odd;" | grep -q .'
+ratio=$(awk '{ n = $NF; if (/^GPU 0;/) a += n; if (/^GPU 1;/) b += n } END { if (b) printf "%.2f", a / b }' "$T/mg.folded")
+check "multigpu: GPU 0 has about twice GPU 1's samples ($ratio)" "awk -v r=${ratio:-0} 'BEGIN { exit !(r >= 1.7 && r <= 2.7) }'"
+
+# mpirun with two ranks, one GPU each (`aiflame record -- mpirun -np 2 ... split sequential 100`):
+# mpirun's own process (no kernels) and ranks 0 and 1 from OMPI_COMM_WORLD_RANK, merged by rank.
+"$AIFLAME" report "$D"/mpi/mpi.aiflame.* --plain -q --group-by rank -o "$T/mpi.folded"
+check "mpirun: two rank roots" '[ "$(cut -d";" -f1 "$T/mpi.folded" | sort -u | tr "\n" ,)" = "rank 0,rank 1," ]'
+for r in 0 1; do
+  share=$(awk -v r="rank $r" 'index($0, r ";") == 1 && /;-;work;/ { n = $NF; t += n; if ($0 ~ /;path_a;/) a += n } END { if (t) printf "%.4f", 100 * a / t }' "$T/mpi.folded")
+  check "mpirun rank $r: path_a $share% within 2 points of 75%" "awk -v s=${share:-0} 'BEGIN { exit !(s >= 73 && s <= 77) }'"
+done
+
 # The 3:1 split: path_a's share of kernel work's samples within 2 points of 75%.
 for m in sequential streams size; do
   "$AIFLAME" report "$D/split_$m.aiflame" --plain -q -o "$T/$m.folded"
