@@ -52,7 +52,8 @@ void at_exit() {
   g_recorder->stop_collector();
   if (g_backend) g_backend->stop();
   uint64_t kernels = g_recorder->kernels, samples = g_recorder->samples;
-  if (kernels > 0 && samples == 0 && g_recorder->options().pc_sampling && g_recorder->options().period_log2)
+  if (kernels > 0 && samples == 0 && g_recorder->options().pc_sampling && g_recorder->options().period_log2 &&
+      !g_recorder->sampling_declined)
     g_recorder->warn("kernels ran but no GPU sample came; some GPUs sample nothing at an explicit period: try --period default");
   uint64_t ts = 0;
   if (g_timestamp) g_timestamp(&ts);

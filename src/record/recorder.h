@@ -48,6 +48,7 @@ class Recorder {
 
   std::atomic<uint64_t> launches{0}, launches_unwound{0}, capture_ns{0}, collector_cpu_ns{0};
   std::atomic<uint64_t> kernels{0}, pc_records{0}, samples{0}, dropped_samples{0}, cubins{0}, dropped_records{0};
+  std::atomic<bool> sampling_declined{false};  // a GPU was left unsampled because another process samples it
   std::atomic<uint64_t> windows{0}, window_ns{0};  // windows mode
 
  private:

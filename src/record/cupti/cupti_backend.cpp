@@ -96,7 +96,7 @@ bool CuptiBackend::start() {
   check(api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED),
         "cuptiEnableCallback(MODULE_LOADED)");
   // Graph nodes: the stack that captured or added a kernel node goes beneath the replay's stack.
-  node_type_ = reinterpret_cast<NodeTypeFn>(dlsym(RTLD_DEFAULT, "cuGraphNodeGetType"));
+  node_type_ = reinterpret_cast<NodeTypeFn>(cuda_driver_symbol("cuGraphNodeGetType"));
   if (api_.cuptiGetGraphNodeId && api_.cuptiGetGraphId) {
     check(api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED),
           "cuptiEnableCallback(GRAPHNODE_CREATED)");
@@ -149,7 +149,7 @@ void CuptiBackend::context_created(CUcontext ctx) {
   api_.cuptiGetContextId(ctx, &c->context_id);
   api_.cuptiGetTimestamp(&c->last_drain);
   debug("context created; enabling PC sampling");
-  if (rec_.options().pc_sampling && !sampling_failed_) c->enabled = enable_sampling(*c);
+  if (rec_.options().pc_sampling && !sampling_failed_ && claim_device(c->device)) c->enabled = enable_sampling(*c);
   debug("context %u created on device %u, PC sampling %s", c->context_id, c->device, c->enabled ? "on" : "off");
   std::lock_guard<std::mutex> lock(contexts_mu_);
   // A new context at a destroyed one's address: the old one is kept (the collector and the per-thread

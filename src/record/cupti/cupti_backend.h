@@ -12,10 +12,14 @@
 #include <vector>
 
 #include "record/cupti/cupti_api.h"
+#include "record/device_claim.h"
 #include "record/recorder.h"
 #include "record/sampling_windows.h"
 
 namespace aiflame {
+
+// A function of the loaded libcuda by name, or null (not loaded, or a test without it).
+void* cuda_driver_symbol(const char* name);
 
 class CuptiBackend {
  public:
@@ -56,6 +60,7 @@ class CuptiBackend {
   void module_loaded(const CUpti_ModuleResourceData* m, CUcontext ctx);
   void graph_node(const CUpti_GraphData* g, bool cloned);
   bool enable_sampling(Context& c);
+  bool claim_device(uint32_t device);
   void drain(Context& c);
   void drain_locked(Context& c);
   void close_window_locked(Context& c, uint64_t now);
@@ -78,6 +83,7 @@ class CuptiBackend {
   using NodeTypeFn = CUresult (*)(CUgraphNode, CUgraphNodeType*);
   NodeTypeFn node_type_ = nullptr;  // libcuda's cuGraphNodeGetType, when the program loaded libcuda
   unsigned drains_ = 0;
+  std::map<uint32_t, std::unique_ptr<DeviceClaim>> claims_;  // per device ordinal, under contexts_mu_
   std::thread window_thread_;
   std::atomic<bool> window_thread_stop_{false};
   std::vector<std::unique_ptr<Context>> retired_;  // replaced contexts, never freed while running

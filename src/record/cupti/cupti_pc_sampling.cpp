@@ -1,5 +1,6 @@
 // PC sampling of one CUDA context: enabling and configuring it, draining CUPTI's buffer into batch
 // records, and in windows mode opening and closing kernel-serialized sampling windows.
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -18,6 +19,42 @@ namespace {
 constexpr size_t kPcBufferEntries = 10000;
 
 }  // namespace
+
+// libcuda's own functions. The CUDA runtime linked statically loads libcuda privately (RTLD_LOCAL),
+// so the global namespace may not have them; the loaded copy is asked by name without loading it.
+void* cuda_driver_symbol(const char* name) {
+  if (void* f = dlsym(RTLD_DEFAULT, name)) return f;
+  void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  return lib ? dlsym(lib, name) : nullptr;
+}
+
+// The GPU's PCI bus id names it across processes (ordinals change with CUDA_VISIBLE_DEVICES). Without
+// libcuda's functions (tests) there is nothing to claim.
+bool CuptiBackend::claim_device(uint32_t device) {
+  using DeviceGetFn = CUresult (*)(CUdevice*, int);
+  using BusIdFn = CUresult (*)(char*, int, CUdevice);
+  static auto device_get = reinterpret_cast<DeviceGetFn>(cuda_driver_symbol("cuDeviceGet"));
+  static auto bus_id = reinterpret_cast<BusIdFn>(cuda_driver_symbol("cuDeviceGetPCIBusId"));
+  if (!device_get || !bus_id) return true;
+  std::lock_guard<std::mutex> lock(contexts_mu_);
+  if (claims_.count(device)) return claims_[device] != nullptr;
+  CUdevice dev{};
+  char id[64] = {};
+  if (device_get(&dev, static_cast<int>(device)) != CUDA_SUCCESS || bus_id(id, sizeof id - 1, dev) != CUDA_SUCCESS)
+    return true;
+  auto claim = std::make_unique<DeviceClaim>();
+  if (!claim->claim(id)) {
+    rec_.warn("GPU " + std::to_string(device) + " (" + id + ") is already PC-sampled by process " +
+              std::to_string(claim->holder()) +
+              " (CUPTI samples a GPU for one process at a time); this process records its launches and kernel "
+              "times without GPU samples there");
+    claims_[device] = nullptr;
+    rec_.sampling_declined = true;
+    return false;
+  }
+  claims_[device] = std::move(claim);
+  return true;
+}
 
 bool CuptiBackend::enable_sampling(Context& c) {
   CUpti_PCSamplingEnableParams en = {CUpti_PCSamplingEnableParamsSize};
@@ -162,10 +199,14 @@ void CuptiBackend::drain_locked(Context& c) {
     gp.pcSamplingData = &c.data;
     CUptiResult r = api_.cuptiPCSamplingGetData(&gp);
     if (r != CUPTI_SUCCESS) {
-      if (r == CUPTI_ERROR_OUT_OF_MEMORY)
+      if (r == CUPTI_ERROR_OUT_OF_MEMORY) {
         rec_.warn("the GPU's sampling buffer overflowed and samples were lost; use a larger --period or a shorter --interval");
-      else
-        check(r, "cuptiPCSamplingGetData");
+      } else {
+        // Anything else does not heal (CUPTI_ERROR_UNKNOWN when another process samples the GPU):
+        // stop asking, keep recording launches and kernels.
+        check(r, "cuptiPCSamplingGetData", "GPU samples of this context stop; launches and kernel times are still recorded");
+        c.enabled = false;
+      }
       break;
     }
     uint64_t now = 0;
