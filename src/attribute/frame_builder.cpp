@@ -73,29 +73,39 @@ std::string program_name(const Profile& p) {
 
 std::string FrameBuilder::process_name() const { return program_name(p_); }
 
-Frame FrameBuilder::native_frame(uint64_t address) {
+const std::vector<Frame>& FrameBuilder::native_frames(uint64_t address) {
   auto it = native_cache_.find(address);
   if (it != native_cache_.end()) return it->second;
   NativeSymbol s;
   auto rec = p_.symbols.find(address);
   if (rec != p_.symbols.end() && !rec->second.function.empty()) {
     s.function = rec->second.function;
+    s.levels = rec->second.levels;
     const ModuleRecord* m = sym_.module_of(address - 1);
     if (m) s.module = basename_of(m->path);
   } else {
     s = sym_.lookup(address);
   }
-  std::string name = s.function.empty()   ? unknown_frame_name(s)
-                     : opt_.full_names ? s.function
-                                       : short_function_name(s.function);
   FrameKind kind = classify_module(s.module);
   // The CUDA runtime linked statically into a program (nvcc's default) is still the runtime.
   if (s.function.rfind("cuda", 0) == 0 || s.function.rfind("libcudart_static", 0) == 0 ||
       s.function.rfind("__cudart", 0) == 0)
     kind = FrameKind::Runtime;
-  Frame f{std::move(name), kind};
-  native_cache_.emplace(address, f);
-  return f;
+  auto name_of = [&](const std::string& fn) { return opt_.full_names ? fn : short_function_name(fn); };
+  std::vector<Frame> frames;
+  if (s.function.empty()) {
+    frames.push_back({unknown_frame_name(s), kind});
+  } else if (s.levels.empty()) {
+    frames.push_back({name_of(s.function), kind});
+  } else {
+    // Inlined functions are frames of their own, as perf shows them; --lines adds where each is.
+    for (const SourceFrame& l : s.levels) {
+      std::string name = name_of(l.function.empty() ? "[inlined]" : l.function);
+      if (opt_.lines && l.line) name += " (" + l.file + ":" + std::to_string(l.line) + ")";
+      frames.push_back({std::move(name), kind});
+    }
+  }
+  return native_cache_.emplace(address, std::move(frames)).first->second;
 }
 
 static std::string python_file_name(const std::string& path) {
@@ -129,14 +139,14 @@ const std::vector<Frame>& FrameBuilder::cpu_frames(uint32_t stack_id) {
   auto st = p_.stacks.find(stack_id);
   if (st != p_.stacks.end()) {
     const StackRecord& s = st->second;
-    // Native frames, leaf first, symbolized once.
-    std::vector<Frame> native;
+    // Native frames, leaf first (each address root first within: its function, then what was
+    // inlined into it), symbolized once.
+    std::vector<const std::vector<Frame>*> native;
     std::vector<bool> interp;
     for (uint64_t a : s.native) {
-      Frame f = native_frame(a);
+      native.push_back(&native_frames(a));
       const ModuleRecord* m = sym_.module_of(a - 1);
       interp.push_back(m && is_interpreter_module(basename_of(m->path)));
-      native.push_back(std::move(f));
     }
     // Python replaces the interpreter's part of the native stack: keep the native frames on the leaf
     // side of the leaf-most interpreter frame (the extension code the Python code called into).
@@ -153,7 +163,7 @@ const std::vector<Frame>& FrameBuilder::cpu_frames(uint32_t stack_id) {
       }
     }
     if (opt_.native)
-      for (size_t i = native_keep; i-- > 0;) frames.push_back(native[i]);
+      for (size_t i = native_keep; i-- > 0;) frames.insert(frames.end(), native[i]->begin(), native[i]->end());
     if (opt_.max_depth && frames.size() > opt_.max_depth) frames.resize(opt_.max_depth);
   }
   return cache_.emplace(stack_id, std::move(frames)).first->second;

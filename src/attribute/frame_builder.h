@@ -36,6 +36,7 @@ struct FrameOptions {
   GroupBy group_by = GroupBy::Process;
   StallLeaves stalls = StallLeaves::All;
   GpuSymbolizer* gpu = nullptr;  // nullptr: one of its own, from the profile alone (no nvdisasm)
+  bool lines = false;  // native frames carry " (file:line)" from the modules' DWARF
 };
 
 struct GpuFrameStats {
@@ -53,7 +54,8 @@ class FrameBuilder {
   const GpuFrameStats& gpu_stats() const { return gpu_stats_; }
 
  private:
-  Frame native_frame(uint64_t address);
+  // One native address: its function, then the functions inlined into it there (root first).
+  const std::vector<Frame>& native_frames(uint64_t address);
   std::vector<Frame> root_frames(uint32_t device) const;
   // Frames between the kernel and the stall reason: source lines, inlined functions, the instruction.
   const std::vector<Frame>& instruction_frames(const AttributedSample& a);
@@ -62,7 +64,7 @@ class FrameBuilder {
   FrameOptions opt_;
   LaunchIndex launches_;  // same composite ids as attribution's (both number p.kernels in order)
   std::unordered_map<uint32_t, std::vector<Frame>> cache_;
-  std::unordered_map<uint64_t, Frame> native_cache_;
+  std::unordered_map<uint64_t, std::vector<Frame>> native_cache_;
   std::unique_ptr<GpuSymbolizer> own_gpu_;
   std::map<GpuPc, std::vector<Frame>> instruction_cache_;
   std::map<GpuPc, bool> has_lines_;

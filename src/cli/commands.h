@@ -33,6 +33,7 @@ struct ReportArgs {
   bool no_native = false;
   size_t max_depth = 0;
   bool full_names = false;
+  bool lines = false;
   std::string title;
   bool quiet = false;
   bool plain = false;

@@ -24,7 +24,7 @@ void name_native_frames(const Profile& p, Additions& out) {
   Symbolizer sym(p.modules);
   for (uint64_t a : addresses) {
     NativeSymbol s = sym.lookup(a);
-    if (!s.function.empty()) out.symbols.push_back(SymbolRecord{a, s.module_id, s.function, s.offset});
+    if (!s.function.empty()) out.symbols.push_back(SymbolRecord{a, s.module_id, s.function, s.offset, s.levels});
   }
 }
 

@@ -35,6 +35,9 @@ void add_report_command(CLI::App& app, ReportArgs& a) {
   sub->add_flag("--no-native", a.no_native, "Leave out native (C/C++) frames");
   sub->add_option("--max-depth", a.max_depth, "Keep at most N CPU frames from the root (0: all)");
   sub->add_flag("--full-names", a.full_names, "Keep C++ parameter lists and long template arguments in frame names");
+  sub->add_flag("--lines", a.lines,
+                "Add file:line to native frames (from the libraries' debug information; functions inlined at "
+                "a call are frames of their own either way)");
   sub->add_option("--title", a.title, "Title of the flame graph");
   sub->add_flag("-q,--quiet", a.quiet, "Print only errors");
   sub->add_flag("--plain", a.plain, "Folded output without iaprof's annotations (_[G], _[g], py::)");
@@ -125,6 +128,7 @@ int run_report(const ReportArgs& a) {
     Symbolizer sym(p->modules);
     GpuSymbolizer gpu(*p, {true, nvdisasm});
     FrameOptions fo{!a.no_python, !a.no_native, a.max_depth, a.full_names};
+    fo.lines = a.lines;
     fo.group_by = group_by;
     fo.stalls = *parse_stall_leaves(a.stall_reasons);
     fo.gpu = &gpu;

@@ -138,9 +138,15 @@ bool decode(ByteReader& r, CubinRecord& o) {
 
 void encode(ByteWriter& w, const SymbolRecord& r) {
   w.varint(r.address); w.varint(r.module); w.str(r.function); w.varint(r.offset);
+  w.varint(r.levels.size());
+  for (const auto& f : r.levels) { w.str(f.function); w.str(f.file); w.varint(f.line); }
 }
 bool decode(ByteReader& r, SymbolRecord& o) {
   o.address = r.varint(); o.module = r.varint32(); o.function = r.str(); o.offset = r.varint();
+  if (!r.eof()) {  // levels: added later; older files end here
+    o.levels.resize(r.count(3));
+    for (auto& f : o.levels) { f.function = r.str(); f.file = r.str(); f.line = r.varint32(); }
+  }
   return r.ok();
 }
 

@@ -143,21 +143,27 @@ struct CubinRecord {
   std::string image;  // the cubin/ELF bytes (may be empty when not kept)
 };
 
+// One level of an instruction's source position. GPU: the kernel's own line (function empty) or a
+// line inside an inlined device function (its mangled name). Native: a function (demangled) and the
+// line in it, the outermost being the symbol's function.
+struct SourceFrame {
+  std::string function;
+  std::string file;
+  uint32_t line = 0;
+  bool operator==(const SourceFrame&) const = default;
+};
+using GpuSourceFrame = SourceFrame;
+
 // A symbolized native address, added when recording ends (or by the report).
 struct SymbolRecord {
   uint64_t address = 0;
   uint32_t module = 0;     // module id
   std::string function;    // demangled; empty when unknown
   uint64_t offset = 0;     // address - function start, or module-relative when unknown
-};
-
-// One level of a GPU instruction's source position: the kernel's own line (function empty) or a line
-// inside an inlined device function (its mangled name).
-struct GpuSourceFrame {
-  std::string function;
-  std::string file;
-  uint32_t line = 0;
-  bool operator==(const GpuSourceFrame&) const = default;
+  // Added later (absent in older files): from the module's DWARF, the function and the functions
+  // inlined into it at this address, outermost first, each with its line (the call site of the next
+  // level, the instruction's own line for the last). Empty without debug information.
+  std::vector<SourceFrame> levels;
 };
 
 // Source position of one sampled GPU instruction, from the cubin's line table; added when recording ends.

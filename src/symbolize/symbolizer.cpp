@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "symbolize/demangle.h"
+#include "symbolize/native_lines.h"
 
 namespace aiflame {
 namespace {
@@ -124,6 +125,8 @@ NativeSymbol Symbolizer::lookup(uint64_t address) {
   if (!hit) return s;
   s.function = demangle(hit->name);
   s.offset = pc - hit->start;
+  s.levels = native_source_levels(dwfl_addrmodule(o.dwfl, pc), pc);
+  if (!s.levels.empty()) s.levels.front().function = s.function;
   return s;
 }
 

@@ -18,6 +18,9 @@ struct NativeSymbol {
   std::string module;    // basename of the object file
   uint32_t module_id = 0;
   uint64_t offset = 0;   // from the function start, or module-relative when the function is unknown
+  // From DWARF, when the module has it: the function and what was inlined into it at this address,
+  // outermost first, with lines (see native_lines.h); levels[0].function is `function`.
+  std::vector<SourceFrame> levels;
 };
 
 class Symbolizer {

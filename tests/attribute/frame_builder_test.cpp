@@ -52,6 +52,29 @@ TEST(FrameBuilder, PythonFramesReplaceTheInterpreterPart) {
   EXPECT_EQ(frames[5].kind, FrameKind::Runtime);
 }
 
+// Functions inlined at a native address (levels stored when recording ended) are frames of their
+// own, between the function and its callee; --lines adds each one's file:line.
+TEST(FrameBuilder, InlinedNativeFunctionsAreFramesAndLinesAreOptional) {
+  Profile p = python_profile();
+  p.symbols[0x7f0000000200].levels = {{"at::native::gemm()", "gemm.cpp", 40},
+                                      {"at::native::(anonymous namespace)::tile(int)", "tile.h", 12}};
+  Symbolizer sym(p.modules);
+  FrameBuilder plain(p, sym, {});
+  EXPECT_EQ(names(plain.cpu_frames(1)),
+            (std::vector<std::string>{"main (train.py:30)", "step (train.py:20)", "forward (nn/__init__.py:9)",
+                                      "torch::autograd::THPVariable_mm", "at::native::gemm",
+                                      "at::native::(anonymous namespace)::tile", "cudaLaunchKernel"}));
+  FrameOptions opt;
+  opt.lines = true;
+  FrameBuilder lines(p, sym, opt);
+  auto n = names(lines.cpu_frames(1));
+  ASSERT_EQ(n.size(), 7u);
+  EXPECT_EQ(n[4], "at::native::gemm (gemm.cpp:40)");
+  EXPECT_EQ(n[5], "at::native::(anonymous namespace)::tile (tile.h:12)");
+  EXPECT_EQ(n[6], "cudaLaunchKernel");  // no levels stored: the name alone
+  EXPECT_EQ(lines.cpu_frames(1)[5].kind, FrameKind::Native);
+}
+
 TEST(FrameBuilder, FullNamesKeepParameterLists) {
   Profile p = python_profile();
   Symbolizer sym(p.modules);

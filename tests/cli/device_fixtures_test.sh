@@ -29,6 +29,17 @@ check "demo: GPU frames are kernel;file:line;SASS offset;stall" \
   '! grep -vE ";-;matmul_[a-z_]+;matmul.cu:[0-9]+;[A-Z][A-Z0-9._]* 0x[0-9a-f]+;[a-z_]+ [0-9]+$" "$T/demo.folded" | grep -q .'
 check "demo: fused multiply-adds sampled" 'grep -q ";FFMA 0x" "$T/demo.folded"'
 
+# The demo built with debug information (RelWithDebInfo, not stripped): functions inlined into the
+# launching code (the kernel's host wrapper into multiply_basic, CUDA's launch helper into the stub)
+# are frames of their own; --lines adds each native frame's file:line.
+"$AIFLAME" report "$D/demo_inline.aiflame" --plain -q -o "$T/inline.folded"
+check "inline: host wrapper and launch helper are frames" \
+  'grep -q ";main;multiply_basic;matmul_basic;__device_stub__Z12matmul_basicPKfS0_Pfi;__cudaLaunchKernel_helper;cudaLaunchKernel;" "$T/inline.folded"'
+"$AIFLAME" report "$D/demo_inline.aiflame" --plain -q --lines -o "$T/lines.folded"
+check "--lines: file:line on native frames" \
+  'grep -q ";main (matmul.cu:129);multiply_basic (matmul.cu:91);matmul_basic (matmul.cu:23);" "$T/lines.folded"'
+check "--lines keeps the total" '[ "$(awk "{s+=\$NF} END {print s}" "$T/lines.folded")" = "$(awk "{s+=\$NF} END {print s}" "$T/inline.folded")" ]'
+
 # A Triton softmax (bench/workloads/triton_loop.py): its GPU frames carry the Python source lines of
 # the @triton.jit function (or of Triton's standard library where tl.max/tl.sum were inlined), under
 # the Python stack that called it.

@@ -45,6 +45,8 @@ std::string write_sample_profile() {
   w.add(b);
   w.add(CubinRecord{0xdeadbeefcafe, 1, std::string("\x7f" "ELF\0\1\2", 7)});
   w.add(SymbolRecord{0x7f0000001234, 1, "at::native::launch()", 0x34});
+  w.add(SymbolRecord{0x7f0000001300, 1, "at::native::outer()", 0x4,
+                     {{"at::native::outer()", "outer.cpp", 12}, {"at::native::inlined()", "inl.h", 7}}});
   w.add(GpuLineRecord{0xdeadbeefcafe, 1, 0x1a0, {{"", "/src/k.cu", 11}, {"_Z5outerf", "/src/k.cu", 6}}});
   w.add(GpuLineRecord{0xdeadbeefcafe, 1, 0x1b0, {}});  // looked up, no line info
   w.add(GpuSassRecord{0xdeadbeefcafe, 1, 0x1a0, "LDG.E.128"});
@@ -103,6 +105,9 @@ TEST(FormatRoundTrip, EveryRecordReadsBackEqual) {
   EXPECT_EQ(p.batches[0].samples[1].correlation_id, 77u);
   EXPECT_EQ(p.cubins.at(0xdeadbeefcafe).image.size(), 7u);
   EXPECT_EQ(p.symbols.at(0x7f0000001234).function, "at::native::launch()");
+  EXPECT_TRUE(p.symbols.at(0x7f0000001234).levels.empty());
+  EXPECT_EQ(p.symbols.at(0x7f0000001300).levels,
+            (std::vector<SourceFrame>{{"at::native::outer()", "outer.cpp", 12}, {"at::native::inlined()", "inl.h", 7}}));
   ASSERT_EQ(p.gpu_lines.size(), 2u);
   EXPECT_EQ(p.gpu_lines.at({0xdeadbeefcafe, 1, 0x1a0}),
             (std::vector<GpuSourceFrame>{{"", "/src/k.cu", 11}, {"_Z5outerf", "/src/k.cu", 6}}));
