@@ -12,7 +12,8 @@ pass=0
 check() {  # check NAME CONDITION-EXIT-STATUS
   if [ "$2" -eq 0 ]; then pass=$((pass + 1)); else echo "FAIL $1"; fail=$((fail + 1)); fi
 }
-DEMO=$SRC/tests/data/demo_matmul.aiflame
+# The demo as recorded before SASS was stored (the stand-in prints that cubin's listing).
+DEMO=$SRC/tests/data/demo_matmul_unfinalized.aiflame
 printf '#!/bin/sh\ncat %s\n' "$SRC/tests/data/nvdisasm/demo_c.txt" >"$T/nvdisasm_ok"
 printf '#!/bin/sh\necho "nvdisasm fatal" >&2\nexit 1\n' >"$T/nvdisasm_bad"
 chmod +x "$T/nvdisasm_ok" "$T/nvdisasm_bad"
