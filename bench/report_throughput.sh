@@ -16,7 +16,7 @@ for s in $lengths; do
 import os, resource, subprocess, sys, time
 aiflame, profile, out, records, seconds = sys.argv[1:6]
 t = time.monotonic()
-subprocess.run([aiflame, "report", "-q", profile, "-o", out], check=True)
+subprocess.run([aiflame, "report", "-q", "--force", profile, "-o", out], check=True)
 wall = time.monotonic() - t
 rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024
 size = os.path.getsize(profile)
