@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <tuple>
@@ -48,17 +49,29 @@ bool is_duplicate_stall_reason(const std::string& name) {
   return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-AttributionResult attribute_samples(const Profile& p, uint64_t lag_ns) {
-  AttributionResult res;
-  if (lag_ns == 0) lag_ns = 2ull * (p.process && p.process->interval_ms ? p.process->interval_ms : 10) * 1000000ull;
+namespace {
+uint64_t exact_key(uint32_t corr, uint32_t fn) { return (static_cast<uint64_t>(corr) << 32) | fn; }
+}  // namespace
 
-  LaunchIndex launches(p);
-
-  // Executions per (device, function). Kernels whose launch was not seen keep stack 0.
-  std::map<std::pair<uint32_t, uint32_t>, FunctionRuns> runs;
+struct Attributor::State {
+  explicit State(const Profile& p) : launches(p) {}
+  LaunchIndex launches;
+  std::map<std::pair<uint32_t, uint32_t>, FunctionRuns> runs;  // (device, function) -> executions
   // Windows mode: (correlation id, function) -> the stack and middle time of that very execution.
   std::unordered_map<uint64_t, std::pair<uint32_t, uint64_t>> exact;
-  auto exact_key = [](uint32_t corr, uint32_t fn) { return (static_cast<uint64_t>(corr) << 32) | fn; };
+  std::map<std::pair<uint32_t, uint32_t>, bool> duplicate;     // (device, reason) -> is "_not_issued"
+  // (device, "X_not_issued" index) -> index of X, to pair each count with its not-issued subset.
+  std::map<std::pair<uint32_t, uint32_t>, std::optional<uint32_t>> base_of;
+};
+
+Attributor::Attributor(const Profile& p, uint64_t lag_ns) : p_(p), lag_ns_(lag_ns), s_(std::make_unique<State>(p)) {
+  if (lag_ns_ == 0) lag_ns_ = 2ull * (p.process && p.process->interval_ms ? p.process->interval_ms : 10) * 1000000ull;
+
+  LaunchIndex& launches = s_->launches;
+
+  // Executions per (device, function). Kernels whose launch was not seen keep stack 0.
+  auto& runs = s_->runs;
+  auto& exact = s_->exact;
   for (const auto& k : p.kernels) {
     uint32_t stack = launches.stack_of(k);
     if (k.correlation_id) exact.try_emplace(exact_key(k.correlation_id, k.name), stack, k.start / 2 + k.end / 2);
@@ -76,18 +89,19 @@ AttributionResult attribute_samples(const Profile& p, uint64_t lag_ns) {
     }
     fr.whole_run = normalise(w);
   }
+}
 
-  std::map<std::pair<uint32_t, uint32_t>, bool> duplicate;  // (device, reason) -> is "_not_issued"
+Attributor::~Attributor() = default;
+
+void Attributor::add_batch(const PcBatchRecord& b, std::vector<AttributedSample>& out) {
+  const Profile& p = p_;
   auto is_dup = [&](uint32_t device, uint32_t reason) {
-    auto [it, fresh] = duplicate.try_emplace({device, reason}, false);
+    auto [it, fresh] = s_->duplicate.try_emplace({device, reason}, false);
     if (fresh) it->second = is_duplicate_stall_reason(p.stall_reason_name(device, reason));
     return it->second;
   };
-
-  // (device, "X_not_issued" index) -> index of X, to pair each count with its not-issued subset.
-  std::map<std::pair<uint32_t, uint32_t>, std::optional<uint32_t>> base_of;
   auto base_reason = [&](uint32_t device, uint32_t dup) {
-    auto [it, fresh] = base_of.try_emplace({device, dup});
+    auto [it, fresh] = s_->base_of.try_emplace({device, dup});
     if (fresh) {
       std::string name = p.stall_reason_name(device, dup);
       name.resize(name.size() - std::string_view("_not_issued").size());
@@ -98,84 +112,93 @@ AttributionResult attribute_samples(const Profile& p, uint64_t lag_ns) {
     return it->second;
   };
 
-  for (const auto& b : p.batches) {
-    res.stats.dropped += b.dropped_samples;
-    std::map<std::tuple<uint32_t, uint64_t, uint64_t, uint32_t, uint32_t>, uint64_t> not_issued;  // (fn, cubin, pc, X, corr)
-    for (const auto& s : b.samples)
-      if (is_dup(b.device, s.stall_reason))
-        if (auto base = base_reason(b.device, s.stall_reason))
-          not_issued[{s.function, s.cubin_crc, s.pc_offset, *base, s.correlation_id}] += s.count;
-    uint64_t lo = b.prev_timestamp > lag_ns ? b.prev_timestamp - lag_ns : 0;
-    uint64_t hi = b.timestamp;
-    std::unordered_map<uint32_t, std::pair<std::vector<Share>, bool>> split;  // function -> shares, in window
-    for (const auto& s : b.samples) {
-      if (is_dup(b.device, s.stall_reason)) continue;
-      res.stats.samples += s.count;
-      if (s.correlation_id) {
-        AttributedSample a{0, s.function, s.cubin_crc, s.pc_offset, s.stall_reason, b.device, double(s.count), 0,
-                           lo / 2 + hi / 2};
-        if (auto e = exact.find(exact_key(s.correlation_id, s.function)); e != exact.end())
-          std::tie(a.stack_id, a.time_ns) = e->second;
-        else  // the kernel record was lost: the launch record still names the stack
-          a.stack_id = launches.stack_of_launch(s.correlation_id);
-        if (auto ni = not_issued.find({s.function, s.cubin_crc, s.pc_offset, s.stall_reason, s.correlation_id}); ni != not_issued.end())
+  stats_.dropped += b.dropped_samples;
+  std::map<std::tuple<uint32_t, uint64_t, uint64_t, uint32_t, uint32_t>, uint64_t> not_issued;  // (fn, cubin, pc, X, corr)
+  for (const auto& s : b.samples)
+    if (is_dup(b.device, s.stall_reason))
+      if (auto base = base_reason(b.device, s.stall_reason))
+        not_issued[{s.function, s.cubin_crc, s.pc_offset, *base, s.correlation_id}] += s.count;
+  uint64_t lo = b.prev_timestamp > lag_ns_ ? b.prev_timestamp - lag_ns_ : 0;
+  uint64_t hi = b.timestamp;
+  std::unordered_map<uint32_t, std::pair<std::vector<Share>, bool>> split;  // function -> shares, in window
+  for (const auto& s : b.samples) {
+    if (is_dup(b.device, s.stall_reason)) continue;
+    stats_.samples += s.count;
+    if (s.correlation_id) {
+      AttributedSample a{0, s.function, s.cubin_crc, s.pc_offset, s.stall_reason, b.device, double(s.count), 0,
+                         lo / 2 + hi / 2};
+      if (auto e = s_->exact.find(exact_key(s.correlation_id, s.function)); e != s_->exact.end())
+        std::tie(a.stack_id, a.time_ns) = e->second;
+      else  // the kernel record was lost: the launch record still names the stack
+        a.stack_id = s_->launches.stack_of_launch(s.correlation_id);
+      if (!not_issued.empty())
+        if (auto ni = not_issued.find({s.function, s.cubin_crc, s.pc_offset, s.stall_reason, s.correlation_id});
+            ni != not_issued.end())
           a.not_issued = static_cast<double>(std::min<uint64_t>(ni->second, s.count));
-        if (a.stack_id) {
-          res.stats.attributed += a.weight;
-          res.stats.in_window += a.weight;
-          res.stats.exact += a.weight;
-        }
-        res.samples.push_back(a);
-        continue;
+      if (a.stack_id) {
+        stats_.attributed += a.weight;
+        stats_.in_window += a.weight;
+        stats_.exact += a.weight;
       }
-      auto sp = split.find(s.function);
-      if (sp == split.end()) {
-        std::vector<Share> shares;
-        bool in_window = false;
-        auto rit = runs.find({b.device, s.function});
-        if (rit != runs.end()) {
-          const FunctionRuns& fr = rit->second;
-          Weights w;
-          uint64_t from = lo > fr.max_duration ? lo - fr.max_duration : 0;
-          auto it = std::lower_bound(fr.runs.begin(), fr.runs.end(), from,
-                                     [](const Execution& e, uint64_t t) { return e.start < t; });
-          for (; it != fr.runs.end() && it->start < hi; ++it) {
-            uint64_t a = std::max(it->start, lo), z = std::min(it->end, hi);
-            if (z > a) {
-              double d = static_cast<double>(z - a);
-              w[it->stack_id].first += d;
-              w[it->stack_id].second += d * (static_cast<double>(a) + d / 2);
-            }
+      out.push_back(a);
+      continue;
+    }
+    auto sp = split.find(s.function);
+    if (sp == split.end()) {
+      std::vector<Share> shares;
+      bool in_window = false;
+      auto rit = s_->runs.find({b.device, s.function});
+      if (rit != s_->runs.end()) {
+        const FunctionRuns& fr = rit->second;
+        Weights w;
+        uint64_t from = lo > fr.max_duration ? lo - fr.max_duration : 0;
+        auto it = std::lower_bound(fr.runs.begin(), fr.runs.end(), from,
+                                   [](const Execution& e, uint64_t t) { return e.start < t; });
+        for (; it != fr.runs.end() && it->start < hi; ++it) {
+          uint64_t a = std::max(it->start, lo), z = std::min(it->end, hi);
+          if (z > a) {
+            double d = static_cast<double>(z - a);
+            w[it->stack_id].first += d;
+            w[it->stack_id].second += d * (static_cast<double>(a) + d / 2);
           }
-          shares = normalise(w);
-          in_window = !shares.empty();
-          if (!in_window) shares = fr.whole_run;
         }
-        sp = split.emplace(s.function, std::make_pair(std::move(shares), in_window)).first;
+        shares = normalise(w);
+        in_window = !shares.empty();
+        if (!in_window) shares = fr.whole_run;
       }
-      const auto& [shares, in_window] = sp->second;
-      AttributedSample a{0, s.function, s.cubin_crc, s.pc_offset, s.stall_reason, b.device, 0, 0, lo / 2 + hi / 2};
-      uint64_t idle = 0;
-      if (auto ni = not_issued.find({s.function, s.cubin_crc, s.pc_offset, s.stall_reason, s.correlation_id}); ni != not_issued.end())
+      sp = split.emplace(s.function, std::make_pair(std::move(shares), in_window)).first;
+    }
+    const auto& [shares, in_window] = sp->second;
+    AttributedSample a{0, s.function, s.cubin_crc, s.pc_offset, s.stall_reason, b.device, 0, 0, lo / 2 + hi / 2};
+    uint64_t idle = 0;
+    if (!not_issued.empty())
+      if (auto ni = not_issued.find({s.function, s.cubin_crc, s.pc_offset, s.stall_reason, s.correlation_id});
+          ni != not_issued.end())
         idle = std::min<uint64_t>(ni->second, s.count);
-      if (shares.empty()) {
-        a.weight = s.count;
-        a.not_issued = static_cast<double>(idle);
-        res.samples.push_back(a);
-        continue;
-      }
-      for (const Share& sh : shares) {
-        a.stack_id = sh.stack;
-        a.weight = sh.fraction * s.count;
-        a.not_issued = sh.fraction * static_cast<double>(idle);
-        // Outside the window (fallback shares) the executions' times say nothing about this batch.
-        a.time_ns = in_window ? sh.time : lo / 2 + hi / 2;
-        if (sh.stack) res.stats.attributed += a.weight;
-        if (sh.stack && in_window) res.stats.in_window += a.weight;
-        res.samples.push_back(a);
-      }
+    if (shares.empty()) {
+      a.weight = s.count;
+      a.not_issued = static_cast<double>(idle);
+      out.push_back(a);
+      continue;
+    }
+    for (const Share& sh : shares) {
+      a.stack_id = sh.stack;
+      a.weight = sh.fraction * s.count;
+      a.not_issued = sh.fraction * static_cast<double>(idle);
+      // Outside the window (fallback shares) the executions' times say nothing about this batch.
+      a.time_ns = in_window ? sh.time : lo / 2 + hi / 2;
+      if (sh.stack) stats_.attributed += a.weight;
+      if (sh.stack && in_window) stats_.in_window += a.weight;
+      out.push_back(a);
     }
   }
+}
+
+AttributionResult attribute_samples(const Profile& p, uint64_t lag_ns) {
+  AttributionResult res;
+  Attributor attributor(p, lag_ns);
+  for (const auto& b : p.batches) attributor.add_batch(b, res.samples);
+  res.stats = attributor.stats();
   return res;
 }
 

@@ -8,6 +8,7 @@
 // kernel-serialized sampling) go to their own launch, exactly. See docs/attribution.md.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -41,8 +42,28 @@ struct AttributionResult {
   AttributionStats stats;
 };
 
-// lag_ns: how far before its window's start a batch's samples may have run (CUPTI decodes on its own
-// thread); 0 picks two collection intervals.
+// Attributes one PC batch at a time, so that a report can stream the batches of a long profile
+// (for_each_batch) instead of holding them. Needs the profile's kernels, launches and graph nodes,
+// not its batches.
+class Attributor {
+ public:
+  // lag_ns: how far before its window's start a batch's samples may have run (CUPTI decodes on its
+  // own thread); 0 picks two collection intervals.
+  explicit Attributor(const Profile& p, uint64_t lag_ns = 0);
+  ~Attributor();
+  // Appends the batch's attributed samples to out, in order.
+  void add_batch(const PcBatchRecord& b, std::vector<AttributedSample>& out);
+  const AttributionStats& stats() const { return stats_; }
+
+ private:
+  struct State;
+  const Profile& p_;
+  uint64_t lag_ns_;
+  std::unique_ptr<State> s_;
+  AttributionStats stats_;
+};
+
+// Every batch of the profile (its `batches`) at once, as a vector.
 AttributionResult attribute_samples(const Profile& p, uint64_t lag_ns = 0);
 
 // True for CUPTI's "X_not_issued" reasons, which count a subset of X's samples again.

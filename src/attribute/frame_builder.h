@@ -37,6 +37,9 @@ struct FrameOptions {
   StallLeaves stalls = StallLeaves::All;
   GpuSymbolizer* gpu = nullptr;  // nullptr: one of its own, from the profile alone (no nvdisasm)
   bool lines = false;  // native frames carry " (file:line)" from the modules' DWARF
+  // Fill FlameData's timeline, kernel spans and launch stacks (the writers that show time or devices
+  // need them; they grow with the length of the run, so a folded or SVG report leaves them out).
+  bool times = true;
 };
 
 struct GpuFrameStats {
@@ -46,10 +49,16 @@ struct GpuFrameStats {
 
 class FrameBuilder {
  public:
-  FrameBuilder(const Profile& p, Symbolizer& sym, FrameOptions opt) : p_(p), sym_(sym), opt_(opt), launches_(p) {}
+  FrameBuilder(const Profile& p, Symbolizer& sym, FrameOptions opt);
+  ~FrameBuilder();
   // CPU frames of a recorded stack, root first, without the process frame.
   const std::vector<Frame>& cpu_frames(uint32_t stack_id);
   FlameData build(const AttributionResult& res);
+  // The same, one sample at a time (a report streams the batches of a long profile): add every
+  // sample, then finish once with the attribution's stats (the process row's totals). Memory grows
+  // with the distinct frame lists, not with the samples.
+  void add(const AttributedSample& a);
+  FlameData finish(const AttributionStats& stats);
   std::string process_name() const;
   const GpuFrameStats& gpu_stats() const { return gpu_stats_; }
 
@@ -59,6 +68,8 @@ class FrameBuilder {
   std::vector<Frame> root_frames(uint32_t device) const;
   // Frames between the kernel and the stall reason: source lines, inlined functions, the instruction.
   const std::vector<Frame>& instruction_frames(const AttributedSample& a);
+  struct Aggregation;  // frame_aggregation.cpp: the interned lists being summed between add and finish
+  uint32_t list_of(const AttributedSample& a, bool with_stall);
   const Profile& p_;
   Symbolizer& sym_;
   FrameOptions opt_;
@@ -69,6 +80,7 @@ class FrameBuilder {
   std::map<GpuPc, std::vector<Frame>> instruction_cache_;
   std::map<GpuPc, bool> has_lines_;
   GpuFrameStats gpu_stats_;
+  std::unique_ptr<Aggregation> agg_;
 };
 
 // The program a profile recorded: basename of its command's first word, "[process]" when unknown.

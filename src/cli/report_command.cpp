@@ -8,6 +8,7 @@
 #include "input/flame_input.h"
 #include "output/folded_writer.h"
 #include "attribute/frame_builder.h"
+#include "attribute/profile_flame.h"
 #include "cli/commands.h"
 #include "cli/output_file.h"
 #include "cli/input_files.h"
@@ -119,36 +120,36 @@ int run_report(const ReportArgs& a) {
       merge_flame(data, std::move(*d));
       continue;
     }
-    auto p = read_profile(input);
-    if (!p) {
-      std::cerr << "aiflame: " << p.error() << "\n";
-      return 1;
-    }
-    AttributionResult res = attribute_samples(*p);
-    Symbolizer sym(p->modules);
-    GpuSymbolizer gpu(*p, {true, nvdisasm});
+    // Streamed: the profile is read without its PC batches, which then pass one at a time through
+    // attribution into the frame lists (profile_flame.h).
     FrameOptions fo{!a.no_python, !a.no_native, a.max_depth, a.full_names};
     fo.lines = a.lines;
     fo.group_by = group_by;
     fo.stalls = *parse_stall_leaves(a.stall_reasons);
-    fo.gpu = &gpu;
-    FrameBuilder fb(*p, sym, fo);
-    FlameData built = fb.build(res);
-    built.processes[0].file = input;
-    merge_flame(data, std::move(built));
-    samples += res.stats.samples;
-    summary.samples += res.stats.samples;
-    summary.dropped += res.stats.dropped;
-    summary.attributed += res.stats.attributed;
+    // The time series is also what --devices filters by.
+    fo.times = writer->uses_times() || !filter->devices.empty();
+    auto r = flame_from_profile_file(input, fo, GpuSymbolizerOptions{true, nvdisasm});
+    if (!r) {
+      std::cerr << "aiflame: " << r.error() << "\n";
+      return 1;
+    }
+    const Profile& p = r->profile;
+    r->flame.processes[0].file = input;
+    merge_flame(data, std::move(r->flame));
+    const AttributionStats& stats = r->stats;
+    samples += stats.samples;
+    summary.samples += stats.samples;
+    summary.dropped += stats.dropped;
+    summary.attributed += stats.attributed;
     summary.processes++;
-    if (p->process && p->process->interval_ms) summary.interval_ms = p->process->interval_ms;
-    for (const auto& k : p->kernels) devices.insert(k.device);
-    for (const auto& b : p->batches) devices.insert(b.device);
-    kernels += p->kernels.size();
-    if (command.empty() && p->process) command = p->process->command;
+    if (p.process && p.process->interval_ms) summary.interval_ms = p.process->interval_ms;
+    for (const auto& k : p.kernels) devices.insert(k.device);
+    devices.insert(r->batch_devices.begin(), r->batch_devices.end());
+    kernels += p.kernels.size();
+    if (command.empty() && p.process) command = p.process->command;
     if (!a.quiet && inputs->size() == 1) {
-      print_summary(*p, res.stats, input, std::cerr);
-      print_gpu_summary(fb.gpu_stats(), gpu.notes(), std::cerr);
+      print_summary(p, stats, input, std::cerr);
+      print_gpu_summary(r->gpu, r->gpu_notes, std::cerr);
     }
   }
   if (!a.quiet && data.processes.size() > 1) print_process_table(data.processes, std::cerr);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 #include <sys/stat.h>
@@ -11,6 +12,7 @@ namespace aiflame {
 void print_summary(const Profile& p, const AttributionStats& stats, const std::string& path, std::ostream& out) {
   uint64_t start = p.process ? p.process->start_timestamp : 0;
   uint64_t end = p.end ? p.end->timestamp : 0;
+  end = std::max(end, p.last_batch_timestamp);  // also when the batches were streamed, not kept
   for (const auto& b : p.batches) end = std::max(end, b.timestamp);
   for (const auto& k : p.kernels) end = std::max(end, k.end);
   double secs = end > start && start ? static_cast<double>(end - start) / 1e9 : 0.0;

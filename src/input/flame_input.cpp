@@ -95,6 +95,13 @@ Result<std::string> read_input_bytes(const std::string& path) {
 }
 
 Result<InputFormat> detect_file_format(const std::string& path) {
+  // An aiflame profile is known by its first 8 bytes: reading the whole of a long profile only to see
+  // them would put its size on top of a report's peak memory.
+  if (std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose); f) {
+    char magic[8];
+    if (std::fread(magic, 1, sizeof magic, f.get()) == sizeof magic && std::memcmp(magic, "AIFLAME\0", 8) == 0)
+      return InputFormat::Aiflame;
+  }
   auto b = read_input_bytes(path);
   if (!b) return Error{b.error()};
   return detect_input_format(*b);

@@ -18,4 +18,25 @@ std::string_view frame_kind_name(FrameKind k) {
   return "native";
 }
 
+size_t FrameTable::KeyHash::operator()(const Key& k) const {
+  return std::hash<std::string_view>()(k.name) * 31 + static_cast<size_t>(k.kind);
+}
+
+FrameTable& FrameTable::operator=(const FrameTable& other) {
+  if (this == &other) return *this;
+  frames_.clear();
+  ids_.clear();
+  for (const Frame& f : other.frames_) intern(f);
+  return *this;
+}
+
+FrameId FrameTable::intern(std::string_view name, FrameKind kind) {
+  auto it = ids_.find(Key{name, kind});
+  if (it != ids_.end()) return it->second;
+  auto id = static_cast<FrameId>(frames_.size());
+  frames_.push_back(Frame{std::string(name), kind});
+  ids_.emplace(Key{frames_.back().name, kind}, id);
+  return id;
+}
+
 }  // namespace aiflame

@@ -1,8 +1,10 @@
 // The report-side model every writer consumes: weighted stacks of typed frames, root to leaf.
 #pragma once
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "output/process_totals.h"
@@ -32,6 +34,35 @@ struct Frame {
   std::string name;
   FrameKind kind = FrameKind::Native;
   bool operator==(const Frame&) const = default;
+};
+
+// Frames interned as small integers: each distinct (name, kind) is stored once and stacks hold ids.
+using FrameId = uint32_t;
+class FrameTable {
+ public:
+  FrameTable() = default;
+  FrameTable(const FrameTable& other) { *this = other; }
+  FrameTable& operator=(const FrameTable& other);
+  // Moving keeps the deque's elements where they are, so the index's views stay valid.
+  FrameTable(FrameTable&&) noexcept = default;
+  FrameTable& operator=(FrameTable&&) noexcept = default;
+
+  FrameId intern(std::string_view name, FrameKind kind);
+  FrameId intern(const Frame& f) { return intern(f.name, f.kind); }
+  const Frame& operator[](FrameId id) const { return frames_[id]; }
+  size_t size() const { return frames_.size(); }
+
+ private:
+  struct Key {
+    std::string_view name;
+    FrameKind kind;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const;
+  };
+  std::deque<Frame> frames_;  // a deque: growing it never moves a frame, so keys may view the names
+  std::unordered_map<Key, FrameId, KeyHash> ids_;
 };
 
 struct WeightedStack {

@@ -17,6 +17,7 @@ class FoldedWriter : public Writer {
   explicit FoldedWriter(const FoldedOptions& options) : options_(options) {}
   std::string_view format() const override { return "folded"; }
   void write(const FlameData& data, std::ostream& out) const override;
+  bool uses_times() const override { return false; }
 
  private:
   FoldedOptions options_;

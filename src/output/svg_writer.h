@@ -22,6 +22,7 @@ class SvgWriter : public Writer {
   explicit SvgWriter(const SvgOptions& options) : options_(options) {}
   std::string_view format() const override { return "svg"; }
   void write(const FlameData& data, std::ostream& out) const override;
+  bool uses_times() const override { return false; }
   const SvgOptions& options() const { return options_; }
 
  private:

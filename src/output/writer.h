@@ -15,6 +15,9 @@ class Writer {
   virtual ~Writer() = default;
   virtual std::string_view format() const = 0;
   virtual void write(const FlameData& data, std::ostream& out) const = 0;
+  // Whether the writer reads FlameData's times (timeline, kernels, cpu_stacks). A report leaves them
+  // out for writers that do not: the timeline grows with the length of the run.
+  virtual bool uses_times() const { return true; }
 };
 
 // Known format names, e.g. "folded", "svg".

@@ -1,9 +1,10 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
-#include <sstream>
+#include <memory>
 
 #include "profile/chunk_format.h"
 #include "profile/profile.h"
@@ -51,8 +52,19 @@ bool read_one(ByteReader& r, R& rec) {
   return decode(r, rec) && r.eof();
 }
 
+// What one pass over the chunks does with the records.
+enum class Pass { All, AllButBatches, OnlyBatches };
+
+struct RecordSink {
+  Profile& p;
+  Pass pass;
+  const std::function<void(const PcBatchRecord&)>* on_batch = nullptr;
+  PcBatchRecord batch;  // reused: decoding into it keeps its sample vector's capacity
+};
+
 // Parses the records of one chunk into the profile; false on a malformed record.
-bool parse_records(std::string_view raw, Profile& p) {
+bool parse_records(std::string_view raw, RecordSink& sink) {
+  Profile& p = sink.p;
   ByteReader chunk(raw);
   while (!chunk.eof()) {
     uint8_t type = chunk.u8();
@@ -60,7 +72,14 @@ bool parse_records(std::string_view raw, Profile& p) {
     if (!chunk.ok()) return false;
     ByteReader r(payload);
     bool ok = true;
-    switch (static_cast<RecordType>(type)) {
+    auto kind = static_cast<RecordType>(type);
+    if (sink.pass == Pass::OnlyBatches) {
+      if (kind != RecordType::PcBatch) continue;
+      if (!read_one(r, sink.batch)) return false;
+      (*sink.on_batch)(sink.batch);
+      continue;
+    }
+    switch (kind) {
       case RecordType::Process: { ProcessRecord x; ok = read_one(r, x); p.process = std::move(x); break; }
       case RecordType::String: { StringRecord x; ok = read_one(r, x); p.strings[x.id] = std::move(x.text); break; }
       case RecordType::StallReasons: { StallReasonsRecord x; ok = read_one(r, x); p.stall_reasons.push_back(std::move(x)); break; }
@@ -68,7 +87,21 @@ bool parse_records(std::string_view raw, Profile& p) {
       case RecordType::Stack: { StackRecord x; ok = read_one(r, x); p.stacks[x.id] = std::move(x); break; }
       case RecordType::Launch: { LaunchRecord x; ok = read_one(r, x); p.launches.push_back(x); break; }
       case RecordType::Kernel: { KernelRecord x; ok = read_one(r, x); p.kernels.push_back(x); break; }
-      case RecordType::PcBatch: { PcBatchRecord x; ok = read_one(r, x); p.batches.push_back(std::move(x)); break; }
+      case RecordType::PcBatch: {
+        p.batch_records++;
+        if (sink.pass == Pass::AllButBatches) {
+          // The timestamp leads the record; the rest is checked when the batches are streamed.
+          uint64_t ts = r.varint();
+          ok = r.ok();
+          p.last_batch_timestamp = std::max(p.last_batch_timestamp, ts);
+          break;
+        }
+        PcBatchRecord x;
+        ok = read_one(r, x);
+        p.last_batch_timestamp = std::max(p.last_batch_timestamp, x.timestamp);
+        p.batches.push_back(std::move(x));
+        break;
+      }
       case RecordType::Cubin: { CubinRecord x; ok = read_one(r, x); uint64_t crc = x.crc; p.cubins[crc] = std::move(x); break; }
       case RecordType::Symbol: { SymbolRecord x; ok = read_one(r, x); p.symbols[x.address] = std::move(x); break; }
       case RecordType::Warning: { WarningRecord x; ok = read_one(r, x); p.warnings.push_back(std::move(x.text)); break; }
@@ -91,22 +124,62 @@ bool parse_records(std::string_view raw, Profile& p) {
   return true;
 }
 
-}  // namespace
+// Sequential bytes of a profile: a string in memory, or a file read chunk by chunk (a report then
+// never holds the whole file). read() returns at most n bytes; fewer means the end of the data.
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  virtual std::string_view read(size_t n) = 0;
+  virtual bool failed() const { return false; }
+};
 
-Result<Profile> parse_profile(const std::string& bytes, const std::string& name) {
-  if (bytes.empty()) return Error{name + ": empty file (the recorded program may have made no CUDA calls)"};
-  if (bytes.size() < kFileHeaderSize || std::memcmp(bytes.data(), kMagic, 8) != 0)
+class MemorySource : public ByteSource {
+ public:
+  explicit MemorySource(std::string_view d) : d_(d) {}
+  std::string_view read(size_t n) override {
+    std::string_view v = d_.substr(pos_, n);
+    pos_ += v.size();
+    return v;
+  }
+ private:
+  std::string_view d_;
+  size_t pos_ = 0;
+};
+
+class FileSource : public ByteSource {
+ public:
+  explicit FileSource(std::FILE* f) : f_(f) {}
+  std::string_view read(size_t n) override {
+    buf_.resize(n);
+    size_t got = std::fread(buf_.data(), 1, n, f_);
+    return std::string_view(buf_.data(), got);
+  }
+  bool failed() const override { return std::ferror(f_) != 0; }
+ private:
+  std::FILE* f_;
+  std::string buf_;
+};
+
+// Walks the file header and every whole chunk, parsing each chunk's records into sink.
+Status walk_chunks(ByteSource& src, const std::string& name, RecordSink& sink) {
+  Profile& p = sink.p;
+  std::string_view header = src.read(kFileHeaderSize);
+  if (src.failed()) return Error{name + ": read error"};
+  if (header.empty() && !src.failed()) return Error{name + ": empty file (the recorded program may have made no CUDA calls)"};
+  if (header.size() < kFileHeaderSize || std::memcmp(header.data(), kMagic, 8) != 0)
     return Error{name + ": not an aiflame profile (bad magic)"};
-  Profile p;
-  std::memcpy(&p.version, bytes.data() + 8, 4);
+  std::memcpy(&p.version, header.data() + 8, 4);
   if (p.version == 0 || p.version > kFormatVersion)
     return Error{name + ": profile format version " + std::to_string(p.version) + " is not supported (this aiflame reads up to " +
                  std::to_string(kFormatVersion) + "); upgrade aiflame"};
-  size_t pos = kFileHeaderSize;
+  uint64_t pos = kFileHeaderSize;
   std::string raw;
-  while (pos < bytes.size()) {
-    if (bytes.size() - pos < kChunkHeaderSize) { p.truncated = true; break; }
-    const unsigned char* h = reinterpret_cast<const unsigned char*>(bytes.data() + pos);
+  while (true) {
+    std::string_view hv = src.read(kChunkHeaderSize);
+    if (hv.empty()) break;
+    if (hv.size() < kChunkHeaderSize) { p.truncated = true; break; }
+    unsigned char h[kChunkHeaderSize];
+    std::memcpy(h, hv.data(), kChunkHeaderSize);
     auto comp = static_cast<Compression>(h[0]);
     uint32_t raw_size, stored_size, crc;
     std::memcpy(&raw_size, h + 4, 4);
@@ -115,8 +188,8 @@ Result<Profile> parse_profile(const std::string& bytes, const std::string& name)
     std::string where = name + ": chunk at byte " + std::to_string(pos);
     if (h[1] || h[2] || h[3] || static_cast<uint8_t>(comp) > 2 || raw_size > kMaxChunkSize || stored_size > kMaxChunkSize)
       return Error{where + " has a corrupt header"};
-    if (bytes.size() - pos - kChunkHeaderSize < stored_size) { p.truncated = true; break; }
-    std::string_view stored(bytes.data() + pos + kChunkHeaderSize, stored_size);
+    std::string_view stored = src.read(stored_size);
+    if (stored.size() < stored_size) { p.truncated = true; break; }
     if (static_cast<uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(stored.data()), stored_size)) != crc)
       return Error{where + " fails its checksum (the file is corrupt)"};
     std::string_view records = stored;
@@ -126,22 +199,48 @@ Result<Profile> parse_profile(const std::string& bytes, const std::string& name)
     } else if (raw_size != stored_size) {
       return Error{where + " has a corrupt header"};
     }
-    if (!parse_records(records, p)) return Error{where + " holds a malformed record"};
+    if (!parse_records(records, sink)) return Error{where + " holds a malformed record"};
     pos += kChunkHeaderSize + stored_size;
   }
-
+  if (src.failed()) return Error{name + ": read error"};
   p.valid_bytes = pos;
   if (!p.end) p.truncated = true;
+  return Ok{};
+}
+
+struct FileCloser {
+  void operator()(std::FILE* f) const { std::fclose(f); }
+};
+
+}  // namespace
+
+Result<Profile> parse_profile(const std::string& bytes, const std::string& name) {
+  Profile p;
+  RecordSink sink{p, Pass::All};
+  MemorySource src(bytes);
+  Status st = walk_chunks(src, name, sink);
+  if (!st) return Error{st.error()};
   return p;
 }
 
-Result<Profile> read_profile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Error{path + ": " + std::strerror(errno)};
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  if (in.bad()) return Error{path + ": read error"};
-  return parse_profile(ss.str(), path);
+Result<Profile> read_profile(const std::string& path, BatchReading batches) {
+  std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
+  if (!f) return Error{path + ": " + std::strerror(errno)};
+  Profile p;
+  RecordSink sink{p, batches == BatchReading::Keep ? Pass::All : Pass::AllButBatches};
+  FileSource src(f.get());
+  Status st = walk_chunks(src, path, sink);
+  if (!st) return Error{st.error()};
+  return p;
+}
+
+Status for_each_batch(const std::string& path, const std::function<void(const PcBatchRecord&)>& fn) {
+  std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
+  if (!f) return Error{path + ": " + std::strerror(errno)};
+  Profile scratch;
+  RecordSink sink{scratch, Pass::OnlyBatches, &fn};
+  FileSource src(f.get());
+  return walk_chunks(src, path, sink);
 }
 
 }  // namespace aiflame

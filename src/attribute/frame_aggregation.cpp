@@ -1,0 +1,191 @@
+// FrameBuilder's aggregation: attributed samples, one at a time, into interned frame lists with summed
+// weights (sample_aggregator.h), then the FlameData. Frames are built once per distinct (stack,
+// kernel, cubin, PC offset, stall reason, device), never per sample.
+#include <cmath>
+#include <limits>
+#include <map>
+#include <unordered_map>
+
+#include "attribute/frame_builder.h"
+#include "attribute/process_row.h"
+#include "attribute/sample_aggregator.h"
+#include "symbolize/demangle.h"
+
+namespace aiflame {
+namespace {
+
+// Everything a sample's frames depend on.
+struct SampleKey {
+  uint32_t stack_id, function;
+  uint64_t cubin_crc, pc_offset;
+  uint32_t stall_reason, device;
+  bool operator==(const SampleKey&) const = default;
+};
+
+uint64_t mix(uint64_t h, uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  h *= 0xbf58476d1ce4e5b9ULL;
+  return h ^ (h >> 31);
+}
+
+struct SampleKeyHash {
+  size_t operator()(const SampleKey& k) const {
+    uint64_t h = mix(mix(mix(0, k.stack_id), (uint64_t{k.function} << 32) | k.stall_reason), k.cubin_crc);
+    return mix(mix(h, k.pc_offset), k.device);
+  }
+};
+
+constexpr uint32_t kNoList = std::numeric_limits<uint32_t>::max();
+
+// Where the profile's times start: the process start, or its first kernel.
+uint64_t profile_start(const Profile& p) {
+  uint64_t start = p.process ? p.process->start_timestamp : 0;
+  for (const auto& k : p.kernels)
+    if (!start || k.start < start) start = k.start;
+  return start;
+}
+
+}  // namespace
+
+struct FrameBuilder::Aggregation {
+  Aggregation(uint64_t start_ns, uint64_t resolution_ns) : stacks(start_ns, resolution_ns) {}
+  StackAggregator stacks;
+  // Per distinct sample key: its list without and with the stall leaf (made when first needed: a list
+  // that never gets weight must not become a zero stack), and whether its PC has source lines.
+  struct Lists {
+    uint32_t plain = kNoList, stall = kNoList;
+    bool has_lines = false;
+  };
+  std::unordered_map<SampleKey, Lists, SampleKeyHash> by_sample;
+  // Interned frames, cached: CPU frames by stack, root frames by device, kernel by function,
+  // instruction frames by PC.
+  std::unordered_map<uint32_t, std::vector<FrameId>> cpu, roots;
+  std::unordered_map<uint32_t, FrameId> kernels;
+  std::map<GpuPc, std::vector<FrameId>> instructions;
+  std::vector<FrameId> ids;  // scratch
+  // Summed in sample order, as the whole-profile path summed them.
+  double gpu_weight = 0, no_line_weight = 0;
+};
+
+// Here, where Aggregation is complete.
+FrameBuilder::FrameBuilder(const Profile& p, Symbolizer& sym, FrameOptions opt)
+    : p_(p), sym_(sym), opt_(opt), launches_(p) {}
+FrameBuilder::~FrameBuilder() = default;
+
+uint32_t FrameBuilder::list_of(const AttributedSample& a, bool with_stall) {
+  Aggregation& g = *agg_;
+  FrameTable& t = g.stacks.frames();
+  auto& ids = g.ids;
+  ids.clear();
+  auto [roots, fresh_roots] = g.roots.try_emplace(a.device);
+  if (fresh_roots)
+    for (const Frame& f : root_frames(a.device)) roots->second.push_back(t.intern(f));
+  ids.insert(ids.end(), roots->second.begin(), roots->second.end());
+  if (a.stack_id == 0) {
+    ids.push_back(t.intern("[unattributed]", FrameKind::Unattributed));
+  } else {
+    // Interned once per stack: a stack's CPU frames are most of every frame list.
+    auto [cpu, fresh] = g.cpu.try_emplace(a.stack_id);
+    if (fresh)
+      for (const Frame& f : cpu_frames(a.stack_id)) cpu->second.push_back(t.intern(f));
+    ids.insert(ids.end(), cpu->second.begin(), cpu->second.end());
+  }
+  ids.push_back(t.intern("-", FrameKind::Separator));
+  auto [kernel, fresh_kernel] = g.kernels.try_emplace(a.function);
+  if (fresh_kernel) kernel->second = t.intern(kernel_frame_name(p_.str(a.function)), FrameKind::GpuKernel);
+  ids.push_back(kernel->second);
+  auto [ins, fresh_ins] = g.instructions.try_emplace(GpuPc{a.cubin_crc, a.function, a.pc_offset});
+  if (fresh_ins)
+    for (const Frame& f : instruction_frames(a)) ins->second.push_back(t.intern(f));
+  ids.insert(ids.end(), ins->second.begin(), ins->second.end());
+  if (with_stall)
+    ids.push_back(t.intern(short_stall_name(p_.stall_reason_name(a.device, a.stall_reason)), FrameKind::Stall));
+  return g.stacks.list(ids);
+}
+
+void FrameBuilder::add(const AttributedSample& a) {
+  // The time series, at 1 ms resolution: finer than any drain interval, coarse enough to stay small.
+  if (!agg_) agg_ = std::make_unique<Aggregation>(profile_start(p_), opt_.times ? 1000000 : 0);
+  Aggregation& g = *agg_;
+  auto [it, fresh] = g.by_sample.try_emplace(
+      SampleKey{a.stack_id, a.function, a.cubin_crc, a.pc_offset, a.stall_reason, a.device});
+  if (fresh) {
+    instruction_frames(a);  // looks the PC's lines up
+    it->second.has_lines = has_lines_[{a.cubin_crc, a.function, a.pc_offset}];
+  }
+  Aggregation::Lists& lists = it->second;
+  g.gpu_weight += a.weight;
+  if (!lists.has_lines) g.no_line_weight += a.weight;
+  // One sample may feed two stacks: with and without its stall reason leaf (see StallLeaves).
+  double not_issued = std::min(a.not_issued, a.weight);
+  double leaf = opt_.stalls == StallLeaves::All        ? a.weight
+                : opt_.stalls == StallLeaves::Issued    ? a.weight - not_issued
+                : opt_.stalls == StallLeaves::NotIssued ? not_issued
+                                                        : 0.0;
+  if (a.weight - leaf > 0) {
+    if (lists.plain == kNoList) lists.plain = list_of(a, false);
+    g.stacks.add(lists.plain, a.device, a.time_ns, a.weight - leaf);
+  }
+  if (leaf > 0 || opt_.stalls == StallLeaves::All) {
+    if (lists.stall == kNoList) lists.stall = list_of(a, true);
+    g.stacks.add(lists.stall, a.device, a.time_ns, leaf);
+  }
+}
+
+FlameData FrameBuilder::build(const AttributionResult& res) {
+  for (const auto& a : res.samples) add(a);
+  return finish(res.stats);
+}
+
+FlameData FrameBuilder::finish(const AttributionStats& stats) {
+  if (!agg_) agg_ = std::make_unique<Aggregation>(profile_start(p_), opt_.times ? 1000000 : 0);
+  FlameData out;
+  agg_->stacks.finish(out);
+  for (auto& ws : out.stacks) ws.process = 0;  // the profile's one process: out.processes[0]
+  gpu_stats_.samples += static_cast<uint64_t>(std::llround(agg_->gpu_weight));
+  gpu_stats_.samples_without_lines += static_cast<uint64_t>(std::llround(agg_->no_line_weight));
+  agg_.reset();
+
+  // Times and kernels, relative to the start of the profile.
+  out.processes = {process_row(p_, stats, "")};
+  out.process = process_name();
+  out.pid = p_.process ? p_.process->pid : 0;
+  uint64_t start = profile_start(p_), end = p_.process ? p_.process->start_timestamp : 0;
+  for (const auto& k : p_.kernels) end = std::max(end, k.end);
+  end = std::max(end, p_.last_batch_timestamp);  // set also when the batches were streamed, not kept
+  for (const auto& b : p_.batches) end = std::max(end, b.timestamp);
+  out.start_ns = start;
+  out.duration_ns = end > start ? end - start : 0;
+  if (!opt_.times) return out;
+  std::unordered_map<uint32_t, std::string> kernel_names;
+  std::map<uint32_t, std::vector<Frame>> roots;  // by device
+  std::map<std::pair<uint32_t, uint32_t>, int32_t> cpu_index;  // (stack, device)
+  for (const auto& k : p_.kernels) {
+    KernelSpan span;
+    auto kn = kernel_names.find(k.name);
+    if (kn == kernel_names.end()) kn = kernel_names.emplace(k.name, kernel_frame_name(p_.str(k.name))).first;
+    span.name = kn->second;
+    span.device = k.device;
+    span.stream = k.stream;
+    span.start_ns = k.start > start ? k.start - start : 0;
+    span.end_ns = k.end > start ? k.end - start : 0;
+    span.correlation_id = k.correlation_id;
+    span.process = 0;
+    if (uint32_t st = launches_.stack_of(k)) {
+      auto [ci, fresh] = cpu_index.try_emplace({st, k.device}, static_cast<int32_t>(out.cpu_stacks.size()));
+      if (fresh) {
+        auto r = roots.find(k.device);
+        if (r == roots.end()) r = roots.emplace(k.device, root_frames(k.device)).first;
+        std::vector<Frame> frames = r->second;
+        for (const auto& f : cpu_frames(st)) frames.push_back(f);
+        out.cpu_stacks.push_back(std::move(frames));
+      }
+      span.cpu_stack = ci->second;
+    }
+    out.kernels.push_back(std::move(span));
+  }
+  // Zero-count stacks stay (the timeline refers to them by index); writers skip them.
+  return out;
+}
+
+}  // namespace aiflame

@@ -1,0 +1,32 @@
+// A recorded profile file to a flame graph, streaming: the profile is read without its PC batches,
+// then the batches are read again one at a time, attributed and aggregated, so that memory grows with
+// the distinct stacks of the run, not with its length.
+#pragma once
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "attribute/attribution.h"
+#include "attribute/frame_builder.h"
+#include "output/flame_stack.h"
+#include "profile/profile.h"
+#include "symbolize/gpu_symbolizer.h"
+#include "util/result.h"
+
+namespace aiflame {
+
+struct ProfileFlame {
+  Profile profile;  // without its batches (batch_records and last_batch_timestamp are set)
+  AttributionStats stats;
+  FlameData flame;
+  GpuFrameStats gpu;                   // FrameBuilder::gpu_stats()
+  std::vector<std::string> gpu_notes;  // GpuSymbolizer::notes()
+  std::set<uint32_t> batch_devices;    // devices of the PC batches
+};
+
+// options.gpu is ignored: the GPU symbolizer is made from the profile with `gpu`.
+Result<ProfileFlame> flame_from_profile_file(const std::string& path, FrameOptions options,
+                                             const GpuSymbolizerOptions& gpu = {});
+
+}  // namespace aiflame
