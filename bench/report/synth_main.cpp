@@ -1,4 +1,4 @@
-// aiflame_synth_profile OUT SECONDS [RECORDS_PER_BATCH]: writes a synthetic profile (synthetic_profile.h)
+// aiflame_synth_profile OUT SECONDS [RECORDS_PER_BATCH [RANK WORLD_SIZE]]: writes a synthetic profile (synthetic_profile.h)
 // and prints its counts, for bench/report_throughput.sh and by-hand runs of `aiflame report`.
 #include <cstdio>
 #include <cstdlib>
@@ -8,12 +8,16 @@
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: %s OUT.aiflame SECONDS [RECORDS_PER_BATCH]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s OUT.aiflame SECONDS [RECORDS_PER_BATCH [RANK WORLD_SIZE]]\n", argv[0]);
     return 2;
   }
   aiflame::bench::SyntheticShape shape;
   shape.seconds = std::atof(argv[2]);
   if (argc > 3) shape.records_per_batch = static_cast<uint32_t>(std::atoi(argv[3]));
+  if (argc > 5) {  // one rank of a data-parallel job: its own pid and rank, the same program
+    shape.rank = std::atoi(argv[4]);
+    shape.world_size = std::atoi(argv[5]);
+  }
   aiflame::bench::SyntheticCounts c;
   std::string error;
   if (!aiflame::bench::write_synthetic_profile(argv[1], shape, &c, &error)) {

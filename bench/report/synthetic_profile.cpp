@@ -74,7 +74,10 @@ bool write_synthetic_profile(const std::string& path, const SyntheticShape& shap
 
   const uint64_t t0 = 1'000'000'000'000ull;
   ProcessRecord proc;
-  proc.pid = 4242;
+  proc.pid = shape.rank >= 0 ? 10000 + static_cast<uint32_t>(shape.rank) : 4242;
+  proc.rank = shape.rank;
+  proc.local_rank = shape.rank >= 0 ? shape.rank % 8 : -1;
+  proc.world_size = shape.world_size;
   proc.command = "python3 train.py --synthetic";
   proc.hostname = "bench";
   proc.start_timestamp = t0;

@@ -16,6 +16,8 @@ struct SyntheticShape {
   uint32_t launches_per_s = 4000;  // kernel launches (and executions) per second
   uint32_t records_per_batch = 400;  // PC records per 10 ms batch
   uint64_t seed = 1;
+  int32_t rank = -1;                // >= 0: one rank of a distributed job (pid 10000 + rank)
+  int32_t world_size = 0;
 };
 
 struct SyntheticCounts {

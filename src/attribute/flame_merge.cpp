@@ -1,6 +1,8 @@
 #include "attribute/flame_merge.h"
 
 #include <algorithm>
+#include <functional>
+#include <string>
 
 namespace aiflame {
 
@@ -58,6 +60,42 @@ void merge_flame(FlameData& into, FlameData from) {
   into.duration_ns = end - start;
   if (into.process != from.process) into.process += "," + from.process;
   into.pid = 0;  // several processes
+}
+
+namespace {
+
+uint64_t hash_of(const std::vector<Frame>& frames) {
+  uint64_t h = 1469598103934665603ull;
+  for (const Frame& f : frames) {
+    h ^= std::hash<std::string>{}(f.name) + static_cast<uint64_t>(f.kind);
+    h *= 1099511628211ull;
+  }
+  return h;
+}
+
+}  // namespace
+
+void merge_flame_summed(FlameData& into, FlameData from, StackIndex& index) {
+  std::vector<WeightedStack> stacks = std::move(from.stacks);
+  from.stacks.clear();
+  auto base = static_cast<uint32_t>(into.processes.size());
+  merge_flame(into, std::move(from));  // everything but the stacks
+  for (WeightedStack& s : stacks) {
+    if (s.process != kNoProcess) s.process += base;
+    auto& slots = index.by_hash[hash_of(s.frames)];
+    bool summed = false;
+    for (uint32_t i : slots) {
+      WeightedStack& t = into.stacks[i];
+      if (t.frames != s.frames) continue;
+      t.count += s.count;
+      if (t.process != s.process) t.process = kNoProcess;
+      summed = true;
+      break;
+    }
+    if (summed) continue;
+    slots.push_back(static_cast<uint32_t>(into.stacks.size()));
+    into.stacks.push_back(std::move(s));
+  }
 }
 
 }  // namespace aiflame

@@ -106,6 +106,7 @@ int run_report(const ReportArgs& a) {
   }
   RunSummary summary;
   std::set<uint32_t> devices;
+  StackIndex stack_index;
   for (const std::string& input : *inputs) {
     // Folded stacks and iaprof's text output are read too, recognised by their content.
     auto kind = detect_file_format(input);
@@ -135,7 +136,9 @@ int run_report(const ReportArgs& a) {
     }
     const Profile& p = r->profile;
     r->flame.processes[0].file = input;
-    merge_flame(data, std::move(r->flame));
+    // Without a time series nothing points at a stack's index: equal stacks are summed as they come.
+    if (fo.times) merge_flame(data, std::move(r->flame));
+    else merge_flame_summed(data, std::move(r->flame), stack_index);
     const AttributionStats& stats = r->stats;
     samples += stats.samples;
     summary.samples += stats.samples;

@@ -79,5 +79,39 @@ TEST(FlameMerge, KeepsEveryProcessRowWithItsStacksAndKernelsPointingAtIt) {
   EXPECT_EQ(merged.kernels[2].process, 2u);
 }
 
+// Ranks of one job ran the same code: merged without a time series, equal stacks are summed into
+// one (memory stays at the merged picture's size), different ones kept, and nothing is lost.
+TEST(FlameMerge, SummedMergeAddsEqualStacksAndKeepsTheRest) {
+  auto rank = [](uint64_t a, uint64_t b, const std::string& extra) {
+    FlameData d;
+    d.process = "python3";
+    d.processes.resize(1);
+    d.stacks = {{{{"main", FrameKind::Python}, {"gemm", FrameKind::GpuKernel}}, a, 0},
+                {{{"main", FrameKind::Python}, {"nccl", FrameKind::GpuKernel}}, b, 0}};
+    if (!extra.empty()) d.stacks.push_back({{{"main", FrameKind::Python}, {extra, FrameKind::GpuKernel}}, 1, 0});
+    return d;
+  };
+  FlameData merged;
+  StackIndex index;
+  uint64_t total = 0;
+  for (int r = 0; r < 64; r++) {
+    FlameData d = rank(10 + r, 5, r == 7 ? "straggler" : "");
+    total += d.total();
+    merge_flame_summed(merged, std::move(d), index);
+  }
+  EXPECT_EQ(merged.total(), total);
+  ASSERT_EQ(merged.stacks.size(), 3u);  // gemm, nccl, and rank 7's own stack
+  EXPECT_EQ(merged.stacks[0].count, 64u * 10 + 64 * 63 / 2);
+  EXPECT_EQ(merged.stacks[1].count, 64u * 5);
+  EXPECT_EQ(merged.stacks[0].process, kNoProcess);  // summed over processes
+  EXPECT_EQ(merged.stacks[2].process, 7u);          // rank 7's alone
+  EXPECT_EQ(merged.processes.size(), 64u);
+  // A frame of another kind is another stack, even with the same name.
+  FlameData odd = rank(1, 1, "");
+  odd.stacks[0].frames[1].kind = FrameKind::Native;
+  merge_flame_summed(merged, std::move(odd), index);
+  EXPECT_EQ(merged.stacks.size(), 4u);
+}
+
 }  // namespace
 }  // namespace aiflame

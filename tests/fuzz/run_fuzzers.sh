@@ -10,15 +10,21 @@ mkdir -p "$out"
 CXX=${FUZZ_CXX:-clang++}
 flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined -DFMT_HEADER_ONLY=1
        -Isrc -I/usr/local/cuda/include)
-common=(src/profile/profile_reader.cpp src/profile/record_codec.cpp src/profile/profile_writer.cpp
-        src/attribute/attribution.cpp src/attribute/launch_index.cpp src/attribute/frame_builder.cpp src/attribute/process_row.cpp src/output/flame_stack.cpp
-        src/symbolize/symbolizer.cpp src/symbolize/demangle.cpp src/symbolize/cubin_lines.cpp
-        src/symbolize/nvdisasm.cpp src/symbolize/gpu_symbolizer.cpp src/output/folded_writer.cpp src/output/svg_writer.cpp)
-input=(src/input/folded_reader.cpp src/input/iaprof_reader.cpp)
-libs=(-ldw -lelf -lzstd -lz)
-$CXX "${flags[@]}" tests/fuzz/profile_reader_fuzz.cpp "${common[@]}" "${libs[@]}" -o $out/profile_reader_fuzz &
-$CXX "${flags[@]}" tests/fuzz/folded_reader_fuzz.cpp "${common[@]}" "${input[@]}" "${libs[@]}" -o $out/folded_reader_fuzz &
-$CXX "${flags[@]}" tests/fuzz/iaprof_reader_fuzz.cpp "${common[@]}" "${input[@]}" "${libs[@]}" -o $out/iaprof_reader_fuzz &
+# The report side's sources, read from src/CMakeLists.txt (aiflame_format and aiflame_core) so that the
+# list never drifts from the build; compiled once with the fuzzing flags into an archive that each
+# harness links, so only what a harness uses is pulled in.
+mapfile -t sources < <(awk '/^add_library\(aiflame_(format|core) STATIC/{on=1; next} on && /\)/{on=0} on' src/CMakeLists.txt |
+                       tr -d ' ' | grep '\.cpp$' | sed 's#^#src/#')
+cmake -DDIR=src/output/html -DOUT=$out/generated/output/html_assets.h -P src/output/html/embed.cmake
+mkdir -p $out/obj
+printf '%s\n' "${sources[@]}" | xargs -P "$(nproc)" -I{} sh -c \
+  'o='$out'/obj/$(echo {} | tr / _).o; '"$CXX ${flags[*]} -I$out/generated"' -c {} -o "$o"'
+rm -f $out/libcore_fuzz.a
+ar rcs $out/libcore_fuzz.a $out/obj/*.o
+libs=($out/libcore_fuzz.a -ldw -lelf -lzstd -lz)
+for name in profile folded iaprof; do
+  $CXX "${flags[@]}" tests/fuzz/${name}_reader_fuzz.cpp "${libs[@]}" -o $out/${name}_reader_fuzz &
+done
 wait
 run() {  # run NAME SEEDS...
   local name=$1
