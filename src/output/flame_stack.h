@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "output/frame_name.h"
 #include "output/process_totals.h"
 
 namespace aiflame {
@@ -31,7 +32,7 @@ enum class FrameKind : uint8_t {
 std::string_view frame_kind_name(FrameKind k);
 
 struct Frame {
-  std::string name;
+  FrameName name;  // interned (output/frame_name.h)
   FrameKind kind = FrameKind::Native;
   bool operator==(const Frame&) const = default;
 };

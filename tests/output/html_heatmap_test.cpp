@@ -71,7 +71,7 @@ TEST(HtmlReport, PrefixEncodedStacksRebuildExactly) {
     ASSERT_EQ(path.size(), want.size());
     for (size_t k = 0; k < path.size(); k++) {
       uint32_t f = path[k];
-      EXPECT_EQ(j["names"][j["frames"][2 * f].get<uint32_t>()], want[k].name);
+      EXPECT_EQ(j["names"][j["frames"][2 * f].get<uint32_t>()], want[k].name.str());
       EXPECT_EQ(j["frames"][2 * f + 1].get<int>(), static_cast<int>(want[k].kind));
     }
     EXPECT_EQ(j["stack_count"][order[i]].get<uint64_t>(), d.stacks[order[i]].count);
