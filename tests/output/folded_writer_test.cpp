@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+#include <random>
 #include <sstream>
 
 namespace aiflame {
@@ -29,6 +31,38 @@ TEST(FoldedWriter, GoldenOutputMergedAndSorted) {
   EXPECT_EQ(annotated.str(),
             "python3;[unattributed];-;relu_[G];0x20_[g];long_scoreboard_[g] 2\n"
             "python3;py::main (t.py:3);-;gemm_[G];0x10_[g];selected_[g] 9\n");
+}
+
+TEST(FoldedWriter, LineOrderEqualsTheSortedTextOfTheLines) {
+  // Property: the writer orders and merges lines without building them; the result must equal
+  // joining every stack's frames into text and summing in a map sorted by that text (what it did
+  // before). Names are drawn from a small alphabet of prefixes, separators that fold (';' to ':'),
+  // bytes above 0x7f and characters on both sides of ';' (0x3b) so that a prefix and ';' compete.
+  const std::vector<std::string> names = {"a", "a!", "a;", "a:", "a<", "ab", "", "\xff", "a\xff", "b", "a;b"};
+  const std::vector<FrameKind> kinds = {FrameKind::Native, FrameKind::Python, FrameKind::GpuKernel};
+  std::mt19937 rng(7);
+  for (int round = 0; round < 200; round++) {
+    FlameData d;
+    int n = 1 + static_cast<int>(rng() % 40);
+    for (int i = 0; i < n; i++) {
+      WeightedStack st;
+      int depth = static_cast<int>(rng() % 5);  // zero frames too
+      for (int k = 0; k < depth; k++)
+        st.frames.push_back({names[rng() % names.size()], kinds[rng() % kinds.size()]});
+      st.count = rng() % 4;
+      d.stacks.push_back(std::move(st));
+    }
+    for (bool plain : {true, false}) {
+      std::map<std::string, uint64_t> want;
+      for (const auto& st : d.stacks)
+        if (st.count) want[folded_stack(st.frames, plain)] += st.count;
+      std::string expected;
+      for (const auto& [line, count] : want) expected += line + " " + std::to_string(count) + "\n";
+      std::ostringstream out;
+      FoldedWriter(FoldedOptions{.plain = plain}).write(d, out);
+      ASSERT_EQ(out.str(), expected) << "round " << round << (plain ? " plain" : " annotated");
+    }
+  }
 }
 
 TEST(FoldedWriter, AnnotationsFollowTheFrameKind) {
