@@ -21,6 +21,7 @@ struct RecordArgs {
   unsigned window_us = 1000;
   std::string lib;
   std::string nvdisasm;
+  unsigned sass_timeout_s = 60;
   bool quiet = false;
   std::vector<std::string> command;
 };

@@ -1,6 +1,9 @@
 #include "cli/finalize.h"
 
+#include <algorithm>
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "profile/profile_writer.h"
 #include "symbolize/symbolizer.h"
@@ -15,12 +18,16 @@ struct Additions {
   bool empty() const { return symbols.empty() && lines.empty() && sass.empty(); }
 };
 
-void name_native_frames(const Profile& p, Additions& out) {
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+void name_native_frames(const Profile& p, Additions& out, FinalizeStats& stats) {
   std::set<uint64_t> addresses;
   for (const auto& [id, st] : p.stacks)
     for (uint64_t a : st.native)
       if (!p.symbols.count(a)) addresses.insert(a);
   if (addresses.empty()) return;
+  stats.native_addresses += addresses.size();
   Symbolizer sym(p.modules);
   for (uint64_t a : addresses) {
     NativeSymbol s = sym.lookup(a);
@@ -28,32 +35,61 @@ void name_native_frames(const Profile& p, Additions& out) {
   }
 }
 
-void name_gpu_instructions(const Profile& p, const GpuSymbolizerOptions& opt, Additions& out,
-                           std::vector<std::string>* notes) {
-  std::set<GpuPc> pcs;
+void name_gpu_instructions(const Profile& p, GpuSymbolizerOptions opt, Additions& out, std::vector<std::string>& notes,
+                           FinalizeStats& stats, int sass_budget_ms) {
+  std::map<GpuPc, uint64_t> pcs;
   for (const auto& b : p.batches)
-    for (const auto& s : b.samples) pcs.insert({s.cubin_crc, s.function, s.pc_offset});
+    for (const auto& s : b.samples) pcs[{s.cubin_crc, s.function, s.pc_offset}] += s.count;
+  // The sampled kernels whose mnemonics are not stored yet, per cubin, for one parallel nvdisasm pass.
+  std::map<uint64_t, SassCache::Want> wanted;
+  for (const auto& [pc, n] : pcs) {
+    if (p.gpu_sass.count(pc)) continue;
+    auto cubin = p.cubins.find(pc.cubin_crc);
+    if (cubin == p.cubins.end() || cubin->second.image.empty()) continue;
+    SassCache::Want& w = wanted[pc.cubin_crc];
+    w.image = cubin->second.image;
+    w.kernels.insert(p.str(pc.function));
+    w.samples += n;
+  }
+  if (opt.use_nvdisasm && !wanted.empty()) {
+    // The budget is for the whole recording: what earlier profiles used is gone.
+    int left = sass_budget_ms - static_cast<int>(stats.sass.stats().seconds * 1000);
+    stats.sass.derive(opt.nvdisasm, wanted, std::max(left, 0), std::clamp(std::thread::hardware_concurrency(), 1u, 8u),
+                      notes);
+  }
+  opt.sass_cache = &stats.sass;
+  auto t0 = Clock::now();
+  stats.gpu_instructions += pcs.size();
   GpuSymbolizer gpu(p, opt);
-  for (const GpuPc& pc : pcs) {
+  for (const auto& [pc, n] : pcs) {
     if (!gpu.has_image(pc.cubin_crc)) continue;  // --no-cubins: nothing to derive, here or later
     // Stored even when empty: the report then knows the instruction has no line, without the cubin.
     if (!p.gpu_lines.count(pc)) out.lines.push_back(GpuLineRecord{pc.cubin_crc, pc.function, pc.pc_offset, gpu.lines(pc)});
+    // An empty name is stored when nvdisasm answered without one: the report then does not ask again.
     if (!p.gpu_sass.count(pc))
-      if (const std::string& m = gpu.mnemonic(pc); !m.empty())
+      if (const std::string& m = gpu.mnemonic(pc); !m.empty() || stats.sass.answered(pc.cubin_crc, p.str(pc.function)))
         out.sass.push_back(GpuSassRecord{pc.cubin_crc, pc.function, pc.pc_offset, m});
   }
-  if (notes) notes->insert(notes->end(), gpu.notes().begin(), gpu.notes().end());
+  for (const auto& n : gpu.notes())
+    if (std::find(notes.begin(), notes.end(), n) == notes.end()) notes.push_back(n);
+  stats.gpu_lines_s += seconds_since(t0);
 }
 
 }  // namespace
 
 Result<Profile> finalize_profile(const std::string& path, const GpuSymbolizerOptions& gpu,
-                                 std::vector<std::string>* notes) {
+                                 std::vector<std::string>* notes, FinalizeStats* stats, int sass_budget_ms) {
   auto p = read_profile(path);
   if (!p) return Error{p.error()};
+  FinalizeStats own;
+  if (!stats) stats = &own;
+  std::vector<std::string> own_notes;
+  if (!notes) notes = &own_notes;
   Additions add;
-  name_native_frames(*p, add);
-  name_gpu_instructions(*p, gpu, add, notes);
+  auto t0 = Clock::now();
+  name_native_frames(*p, add, *stats);
+  stats->native_s += seconds_since(t0);
+  name_gpu_instructions(*p, gpu, add, *notes, *stats, sass_budget_ms);
   if (add.empty()) return std::move(*p);
   ProfileWriter w;
   std::string err;

@@ -11,11 +11,22 @@
 
 namespace aiflame {
 
+// Where the time of finalizing goes (summed over the profiles of a recording).
+struct FinalizeStats {
+  size_t native_addresses = 0;
+  double native_s = 0;
+  size_t gpu_instructions = 0;
+  double gpu_lines_s = 0;
+  SassCache sass;  // mnemonics shared by the profiles (ranks run the same kernels), and their timing
+};
+
 // Appends Symbol records for every native address of the profile's stacks, and GpuLine/GpuSass records
-// for every sampled GPU instruction whose cubin the profile holds. Notes (nvdisasm missing or failing)
-// go to *notes. Returns the profile as read before the records were appended (what the end-of-run
-// summary needs).
+// for every sampled GPU instruction whose cubin the profile holds. SASS comes from nvdisasm on the
+// sampled kernels only, in parallel, within sass_budget_ms for all profiles together (stats->sass).
+// Notes (nvdisasm missing, failing or slow) go to *notes. Returns the profile as read before the
+// records were appended (what the end-of-run summary needs).
 Result<Profile> finalize_profile(const std::string& path, const GpuSymbolizerOptions& gpu = {},
-                                 std::vector<std::string>* notes = nullptr);
+                                 std::vector<std::string>* notes = nullptr, FinalizeStats* stats = nullptr,
+                                 int sass_budget_ms = 60000);
 
 }  // namespace aiflame

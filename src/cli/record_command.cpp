@@ -63,6 +63,11 @@ void add_record_command(CLI::App& app, RecordArgs& a) {
   sub->add_option("--lib", a.lib, "Injection library (default: $AIFLAME_LIB or libaiflame_cupti.so next to aiflame)");
   sub->add_option("--nvdisasm", a.nvdisasm,
                   "nvdisasm for the SASS names of sampled instructions (default: PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)");
+  sub->add_option("--sass-timeout", a.sass_timeout_s,
+                  "Seconds nvdisasm may take in all when the recording ends (sampled kernels only, in parallel); "
+                  "instructions left without a name show their offsets, and `aiflame report` can name them later; "
+                  "0: no SASS names at record time")
+      ->check(CLI::Range(0u, 86400u))->capture_default_str();
   sub->add_flag("-q,--quiet", a.quiet, "Print only errors");
   sub->add_option("command", a.command, "The command to profile, after --")->required()->expected(-1);
 }
@@ -257,10 +262,11 @@ int run_record(const RecordArgs& a) {
   }
   if (files.size() == 1 && rename(files[0].c_str(), output.c_str()) == 0) files[0] = output;
   std::vector<ProcessRow> rows;
-  GpuSymbolizerOptions gpu{true, find_nvdisasm(a.nvdisasm)};
+  GpuSymbolizerOptions gpu{a.sass_timeout_s > 0, find_nvdisasm(a.nvdisasm)};
   std::vector<std::string> notes;
+  FinalizeStats fin;
   for (const auto& f : files) {
-    auto p = finalize_profile(f, gpu, &notes);
+    auto p = finalize_profile(f, gpu, &notes, &fin, static_cast<int>(a.sass_timeout_s * 1000));
     if (!p) {
       std::cerr << "aiflame: symbolizing " << f << " failed: " << p.error() << "\n";
       p = read_profile(f);
@@ -288,7 +294,10 @@ int run_record(const RecordArgs& a) {
               << secs(t_exit - t_start).count() << " s (CPU " << usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6
               << " s user, " << usage.ru_stime.tv_sec + usage.ru_stime.tv_usec / 1e6 << " s system, peak RSS "
               << usage.ru_maxrss / 1024 << " MB); symbolizing and the summary took "
-              << secs(std::chrono::steady_clock::now() - t_exit).count() << " s\n";
+              << secs(std::chrono::steady_clock::now() - t_exit).count() << " s (native frames "
+              << fin.native_s << " s for " << fin.native_addresses << " addresses, GPU source lines " << fin.gpu_lines_s
+              << " s for " << fin.gpu_instructions << " instructions, SASS " << fin.sass.stats().seconds << " s for "
+              << fin.sass.stats().kernels << " kernels of " << fin.sass.stats().cubins << " cubins)\n";
   }
   return rc;
 }

@@ -22,21 +22,6 @@ const CubinLines* GpuSymbolizer::cubin_lines(uint64_t crc) {
   return it->second ? &*it->second : nullptr;
 }
 
-const SassListing* GpuSymbolizer::listing(uint64_t crc) {
-  auto [it, fresh] = sass_by_cubin_.try_emplace(crc);
-  if (fresh && opt_.use_nvdisasm && has_image(crc)) {
-    if (opt_.nvdisasm.empty()) {
-      note("nvdisasm not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin): GPU instructions show their offsets "
-           "only; install the CUDA toolkit or pass --nvdisasm PATH");
-    } else {
-      auto l = disassemble(opt_.nvdisasm, p_.cubins.at(crc).image, opt_.timeout_ms);
-      if (l) it->second = std::move(*l);
-      else note(l.error() + ": GPU instructions of that cubin show their offsets only");
-    }
-  }
-  return it->second ? &*it->second : nullptr;
-}
-
 const std::vector<GpuSourceFrame>& GpuSymbolizer::lines(const GpuPc& pc) {
   auto stored = p_.gpu_lines.find(pc);
   if (stored != p_.gpu_lines.end()) return stored->second;
@@ -50,12 +35,18 @@ const std::string& GpuSymbolizer::mnemonic(const GpuPc& pc) {
   static const std::string none;
   auto stored = p_.gpu_sass.find(pc);
   if (stored != p_.gpu_sass.end()) return stored->second;
-  const SassListing* l = listing(pc.cubin_crc);
-  if (!l) return none;
-  auto fn = l->find(p_.str(pc.function));
-  if (fn == l->end()) return none;
-  auto ins = fn->second.find(pc.pc_offset);
-  return ins == fn->second.end() ? none : ins->second;
+  const std::string& kernel = p_.str(pc.function);
+  const SassCache* cache = opt_.sass_cache && opt_.sass_cache->tried(pc.cubin_crc, kernel) ? opt_.sass_cache : &lazy_sass_;
+  if (cache == &lazy_sass_ && opt_.use_nvdisasm && has_image(pc.cubin_crc) && !lazy_sass_.tried(pc.cubin_crc, kernel)) {
+    std::vector<std::string> notes;
+    lazy_sass_.derive(opt_.nvdisasm, {{pc.cubin_crc, {p_.cubins.at(pc.cubin_crc).image, {kernel}, 1}}}, opt_.timeout_ms,
+                      1, notes);
+    for (auto& n : notes) note(std::move(n));
+    // A tool that ran out of time would do so for every kernel: one wait is enough.
+    if (lazy_sass_.stats().timeouts) opt_.use_nvdisasm = false;
+  }
+  const std::string* m = cache->mnemonic(pc.cubin_crc, kernel, pc.pc_offset);
+  return m ? *m : none;
 }
 
 }  // namespace aiflame

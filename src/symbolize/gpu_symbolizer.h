@@ -11,6 +11,7 @@
 #include "profile/profile.h"
 #include "symbolize/cubin_lines.h"
 #include "symbolize/nvdisasm.h"
+#include "symbolize/sass_cache.h"
 
 namespace aiflame {
 
@@ -18,6 +19,8 @@ struct GpuSymbolizerOptions {
   bool use_nvdisasm = false;  // run nvdisasm for mnemonics not stored in the profile
   std::string nvdisasm;       // its path (find_nvdisasm); empty with use_nvdisasm: one "not found" note
   int timeout_ms = 60000;
+  // Mnemonics derived ahead for the sampled kernels (finalize); a kernel it tried is not disassembled again.
+  const SassCache* sass_cache = nullptr;
 };
 
 class GpuSymbolizer {
@@ -35,12 +38,11 @@ class GpuSymbolizer {
 
  private:
   const CubinLines* cubin_lines(uint64_t crc);
-  const SassListing* listing(uint64_t crc);
   void note(std::string text);
   const Profile& p_;
   GpuSymbolizerOptions opt_;
   std::map<uint64_t, std::optional<CubinLines>> lines_by_cubin_;
-  std::map<uint64_t, std::optional<SassListing>> sass_by_cubin_;
+  SassCache lazy_sass_;  // kernels the report meets without stored names: one nvdisasm run each
   std::map<GpuPc, std::vector<GpuSourceFrame>> derived_lines_;
   std::vector<std::string> notes_;
 };

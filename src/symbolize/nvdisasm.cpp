@@ -1,6 +1,7 @@
 #include "symbolize/nvdisasm.h"
 
 #include <fcntl.h>
+#include <gelf.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -136,7 +137,38 @@ bool write_temp(std::string_view image, TempFile& f) {
 
 }  // namespace
 
-Result<SassListing> disassemble(const std::string& tool, std::string_view image, int timeout_ms) {
+std::vector<size_t> function_symbols(std::string_view image, const std::set<std::string>& names) {
+  std::vector<size_t> out;
+  static const bool elf_ready = elf_version(EV_CURRENT) != EV_NONE;
+  if (!elf_ready) return out;
+  Elf* e = elf_memory(const_cast<char*>(image.data()), image.size());
+  if (!e) return out;
+  for (Elf_Scn* scn = elf_nextscn(e, nullptr); scn; scn = elf_nextscn(e, scn)) {
+    GElf_Shdr sh;
+    Elf_Data* data = nullptr;
+    if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_SYMTAB || !sh.sh_entsize || !(data = elf_getdata(scn, nullptr)))
+      continue;
+    for (size_t i = 1; i < sh.sh_size / sh.sh_entsize; i++) {
+      GElf_Sym sym;
+      if (!gelf_getsym(data, static_cast<int>(i), &sym) || GELF_ST_TYPE(sym.st_info) != STT_FUNC) continue;
+      const char* name = elf_strptr(e, sh.sh_link, sym.st_name);
+      if (name && names.count(name)) out.push_back(i);
+    }
+    break;
+  }
+  elf_end(e);
+  return out;
+}
+
+const std::string& nvdisasm_not_found_note() {
+  static const std::string note =
+      "nvdisasm not found (PATH, $CUDA_HOME/bin, /usr/local/cuda/bin): GPU instructions show their offsets only; "
+      "install the CUDA toolkit or pass --nvdisasm PATH";
+  return note;
+}
+
+Result<SassListing> disassemble(const std::string& tool, std::string_view image, int timeout_ms,
+                                const std::vector<size_t>& functions) {
   TempFile cubin;
   if (!write_temp(image, cubin)) return Error{"cannot write a temporary cubin: " + std::string(std::strerror(errno))};
   int out_pipe[2];
@@ -145,7 +177,13 @@ Result<SassListing> disassemble(const std::string& tool, std::string_view image,
   posix_spawn_file_actions_init(&actions);
   posix_spawn_file_actions_adddup2(&actions, out_pipe[1], 1);
   posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-  std::vector<std::string> args{tool, "-c", cubin.path};
+  std::vector<std::string> args{tool, "-c"};
+  if (!functions.empty()) {
+    std::string list;
+    for (size_t f : functions) list += (list.empty() ? "" : ",") + std::to_string(f);
+    args.insert(args.end(), {"-fun", list});
+  }
+  args.push_back(cubin.path);
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);

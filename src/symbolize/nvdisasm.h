@@ -3,9 +3,11 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "util/result.h"
 
@@ -22,8 +24,17 @@ using SassListing = std::unordered_map<std::string, std::map<uint64_t, std::stri
 // "/*0a30*/  @P0 LDG.E R4, desc[UR4][R2.64] ;" lines. Lines it does not recognise are skipped.
 SassListing parse_nvdisasm(std::string_view listing);
 
-// Runs `tool -c FILE` on a temporary copy of `image` and parses its listing. Errors (not runnable,
+// Symbol-table indices of the named functions of a cubin image, ascending: what nvdisasm's --function
+// (-fun) takes. Names the table lacks are left out; an image that is not ELF gives none.
+std::vector<size_t> function_symbols(std::string_view image, const std::set<std::string>& names);
+
+// Runs `tool -c [-fun I,J,...] FILE` on a temporary copy of `image` and parses its listing; `functions`
+// (symbol indices) restricts it to those kernels, empty: the whole image. Errors (not runnable,
 // non-zero exit, no output in timeout_ms) are one line naming what happened.
-Result<SassListing> disassemble(const std::string& tool, std::string_view image, int timeout_ms = 60000);
+Result<SassListing> disassemble(const std::string& tool, std::string_view image, int timeout_ms = 60000,
+                                const std::vector<size_t>& functions = {});
+
+// The note given once when no nvdisasm was found.
+const std::string& nvdisasm_not_found_note();
 
 }  // namespace aiflame

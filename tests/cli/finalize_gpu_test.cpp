@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <fstream>
 #include <set>
 
 #include "attribute/frame_builder.h"
@@ -21,13 +23,20 @@ std::string copy_of_demo() {
   return path;
 }
 
-std::string fake_nvdisasm() {
+std::string fake_nvdisasm(const std::string& body = "cat " + source("tests/data/nvdisasm/demo_c.txt")) {
   std::string dir = test::temp_path("bin");
   mkdir(dir.c_str(), 0700);
   std::string tool = dir + "/nvdisasm";
-  test::write_file(tool, "#!/bin/sh\ncat " + source("tests/data/nvdisasm/demo_c.txt") + "\n");
+  test::write_file(tool, "#!/bin/sh\n" + body + "\n");
   chmod(tool.c_str(), 0700);
   return tool;
+}
+
+std::set<GpuPc> sampled(const Profile& p) {
+  std::set<GpuPc> pcs;
+  for (const auto& b : p.batches)
+    for (const auto& s : b.samples) pcs.insert({s.cubin_crc, s.function, s.pc_offset});
+  return pcs;
 }
 
 TEST(FinalizeGpu, StoresLinesAndMnemonicsForEverySampledInstruction) {
@@ -83,6 +92,67 @@ TEST(FinalizeGpu, MissingOrFailingNvdisasmLeavesOffsetsAndOneNote) {
   EXPECT_FALSE(after->gpu_lines.empty());  // lines need no tool
   EXPECT_TRUE(after->gpu_sass.empty());
   std::remove(path.c_str());
+}
+
+// nvdisasm answered but named none of the sampled instructions: empty names are stored, and a report
+// with nvdisasm at hand does not run it again for them.
+TEST(FinalizeGpu, InstructionsNvdisasmDidNotNameAreStoredSoTheReportDoesNotAskAgain) {
+  std::string path = copy_of_demo();
+  auto before = finalize_profile(path, {true, fake_nvdisasm("printf 'other:\\n/*0000*/ NOP ;\\n'")});
+  ASSERT_TRUE(before.ok()) << before.error();
+  auto after = read_profile(path);
+  ASSERT_TRUE(after.ok()) << after.error();
+  std::set<GpuPc> pcs = sampled(*before);
+  ASSERT_EQ(after->gpu_sass.size(), pcs.size());
+  for (const auto& [pc, m] : after->gpu_sass) EXPECT_EQ(m, "");
+  std::string ran = test::temp_path("ran");
+  GpuSymbolizer gpu(*after, {true, fake_nvdisasm("touch " + ran + "; cat " + source("tests/data/nvdisasm/demo_c.txt"))});
+  for (const GpuPc& pc : pcs) EXPECT_EQ(gpu.mnemonic(pc), "");
+  EXPECT_FALSE(std::ifstream(ran).good()) << "nvdisasm ran again";
+  std::remove(path.c_str());
+}
+
+// Out of time at record end: nothing is stored, so a later report may still derive the names.
+TEST(FinalizeGpu, SassNotReachedInTheBudgetIsLeftForTheReport) {
+  std::string path = copy_of_demo();
+  std::vector<std::string> notes;
+  FinalizeStats stats;
+  ASSERT_TRUE(finalize_profile(path, {true, fake_nvdisasm("exec sleep 30")}, &notes, &stats, 300).ok());
+  EXPECT_EQ(notes.size(), 1u);
+  auto after = read_profile(path);
+  ASSERT_TRUE(after.ok()) << after.error();
+  EXPECT_TRUE(after->gpu_sass.empty());
+  EXPECT_FALSE(after->gpu_lines.empty());
+  GpuSymbolizer gpu(*after, {true, fake_nvdisasm()});
+  EXPECT_FALSE(gpu.mnemonic(*sampled(*after).begin()).empty());
+  std::remove(path.c_str());
+}
+
+// A report meeting instructions without stored names runs nvdisasm once per sampled kernel, restricted
+// to it (PyTorch cubins hold hundreds of kernels), and gives up on a tool that ran out of time.
+TEST(GpuSymbolizerLazy, OneRestrictedRunPerKernelAndOneWaitForAHungTool) {
+  auto p = read_profile(source("tests/data/demo_matmul_unfinalized.aiflame"));
+  ASSERT_TRUE(p.ok()) << p.error();
+  std::string log = test::temp_path("args.log");
+  GpuSymbolizer gpu(*p, {true, fake_nvdisasm("echo \"$1 $2 $3\" >> " + log + "; cat " +
+                                             source("tests/data/nvdisasm/demo_c.txt"))});
+  std::set<std::string> kernels;
+  for (const GpuPc& pc : sampled(*p)) {
+    EXPECT_FALSE(gpu.mnemonic(pc).empty());
+    kernels.insert(p->str(pc.function));
+  }
+  ASSERT_EQ(kernels.size(), 3u);
+  std::string runs = test::read_file(log);
+  EXPECT_EQ(std::count(runs.begin(), runs.end(), '\n'), 3) << runs;
+  for (const char* fun : {"-c -fun 16\n", "-c -fun 17\n", "-c -fun 18\n"}) EXPECT_NE(runs.find(fun), std::string::npos) << runs;
+
+  std::string hung_log = test::temp_path("hung.log");
+  GpuSymbolizerOptions opt{true, fake_nvdisasm("echo run >> " + hung_log + "; exec sleep 30")};
+  opt.timeout_ms = 300;
+  GpuSymbolizer hung(*p, opt);
+  for (const GpuPc& pc : sampled(*p)) EXPECT_EQ(hung.mnemonic(pc), "");
+  EXPECT_EQ(test::read_file(hung_log), "run\n");
+  EXPECT_EQ(hung.notes().size(), 1u);
 }
 
 }  // namespace
