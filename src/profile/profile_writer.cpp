@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 #include <zlib.h>
+#include <zstd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -59,6 +60,13 @@ size_t ProfileWriter::pending_bytes() {
 }
 
 bool compress_chunk(Compression c, int level, const std::string& raw, std::string& out) {
+  if (c == Compression::Zstd) {
+    out.resize(ZSTD_compressBound(raw.size()));
+    size_t n = ZSTD_compress(out.data(), out.size(), raw.data(), raw.size(), level);
+    if (ZSTD_isError(n)) return false;
+    out.resize(n);
+    return true;
+  }
   if (c != Compression::Zlib) return false;
   uLongf cap = compressBound(raw.size());
   out.resize(cap);

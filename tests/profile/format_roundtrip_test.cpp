@@ -124,6 +124,30 @@ TEST(FormatRoundTrip, EveryRecordReadsBackEqual) {
 }
 
 // A run killed mid-write leaves a partial last chunk: everything before it still reads.
+// The recorder writes zstd chunks; profiles written with zlib (before 2026-11-23) read the same.
+TEST(FormatRoundTrip, ChunksAreZstdByDefaultAndZlibChunksStillRead) {
+  auto write = [](const std::string& path, bool zlib) {
+    ProfileWriter w;
+    std::string err;
+    EXPECT_TRUE(w.open(path, false, &err)) << err;
+    if (zlib) w.set_compression(Compression::Zlib, 1);
+    for (uint32_t i = 1; i <= 500; i++) w.add(StringRecord{i, "at::native::vectorized_elementwise_kernel<4>#" + std::to_string(i)});
+    EXPECT_TRUE(w.close()) << w.error();
+    return test::read_file(path);
+  };
+  std::string zstd = write(test::temp_path("zstd.aiflame"), false);
+  std::string zlib = write(test::temp_path("zlib.aiflame"), true);
+  ASSERT_GT(zstd.size(), 32u);
+  EXPECT_EQ(static_cast<int>(zstd[16]), static_cast<int>(Compression::Zstd));
+  EXPECT_EQ(static_cast<int>(zlib[16]), static_cast<int>(Compression::Zlib));
+  auto a = parse_profile(zstd, "zstd");
+  auto b = parse_profile(zlib, "zlib");
+  ASSERT_TRUE(a.ok()) << a.error();
+  ASSERT_TRUE(b.ok()) << b.error();
+  EXPECT_EQ(a->strings.size(), 500u);
+  EXPECT_EQ(a->strings, b->strings);
+}
+
 TEST(FormatRoundTrip, CutAtAnyByteOfTheLastChunkKeepsTheFirstChunk) {
   std::string path = write_sample_profile();
   std::string bytes = test::read_file(path);
