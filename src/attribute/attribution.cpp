@@ -62,7 +62,33 @@ struct Attributor::State {
   std::map<std::pair<uint32_t, uint32_t>, bool> duplicate;     // (device, reason) -> is "_not_issued"
   // (device, "X_not_issued" index) -> index of X, to pair each count with its not-issued subset.
   std::map<std::pair<uint32_t, uint32_t>, std::optional<uint32_t>> base_of;
+  // Both of the above by device and reason index, for the per-sample path (small indices only).
+  std::unordered_map<uint32_t, std::vector<int32_t>> reason_kind;
 };
+
+namespace {
+
+enum : int32_t { kUnknownReason = -3, kDuplicateWithoutBase = -2, kCounted = -1 };  // else: the base's index
+constexpr uint32_t kMaxTabledReason = 4096;
+
+// A "_not_issued" count's key: the instruction, its base reason, and the launch where one is known.
+struct NotIssuedKey {
+  uint32_t function;
+  uint64_t cubin;
+  uint64_t pc;
+  uint32_t reason;
+  uint32_t correlation;
+  bool operator==(const NotIssuedKey&) const = default;
+};
+struct NotIssuedHash {
+  size_t operator()(const NotIssuedKey& k) const {
+    uint64_t h = k.cubin * 0x9e3779b97f4a7c15ull ^ (k.pc + 0x7f4a7c15ull) * 0xbf58476d1ce4e5b9ull;
+    h ^= ((static_cast<uint64_t>(k.function) << 32) | k.reason) * 0x94d049bb133111ebull;
+    return static_cast<size_t>(h ^ (h >> 31) ^ k.correlation);
+  }
+};
+
+}  // namespace
 
 Attributor::Attributor(const Profile& p, uint64_t lag_ns) : p_(p), lag_ns_(lag_ns), s_(std::make_unique<State>(p)) {
   if (lag_ns_ == 0) lag_ns_ = 2ull * (p.process && p.process->interval_ms ? p.process->interval_ms : 10) * 1000000ull;
@@ -112,17 +138,30 @@ void Attributor::add_batch(const PcBatchRecord& b, std::vector<AttributedSample>
     return it->second;
   };
 
+  // kCounted, kDuplicateWithoutBase, or the base reason's index of a "_not_issued" duplicate.
+  std::vector<int32_t>& table = s_->reason_kind[b.device];
+  auto kind_of = [&](uint32_t reason) -> int32_t {
+    auto classify = [&] {
+      if (!is_dup(b.device, reason)) return int32_t{kCounted};
+      auto base = base_reason(b.device, reason);
+      return base && *base < kMaxTabledReason ? static_cast<int32_t>(*base) : int32_t{kDuplicateWithoutBase};
+    };
+    if (reason >= kMaxTabledReason) return classify();  // a hostile index: no table that large
+    if (reason >= table.size()) table.resize(reason + 1, kUnknownReason);
+    if (table[reason] == kUnknownReason) table[reason] = classify();
+    return table[reason];
+  };
+
   stats_.dropped += b.dropped_samples;
-  std::map<std::tuple<uint32_t, uint64_t, uint64_t, uint32_t, uint32_t>, uint64_t> not_issued;  // (fn, cubin, pc, X, corr)
+  std::unordered_map<NotIssuedKey, uint64_t, NotIssuedHash> not_issued;
   for (const auto& s : b.samples)
-    if (is_dup(b.device, s.stall_reason))
-      if (auto base = base_reason(b.device, s.stall_reason))
-        not_issued[{s.function, s.cubin_crc, s.pc_offset, *base, s.correlation_id}] += s.count;
+    if (int32_t k = kind_of(s.stall_reason); k >= 0)
+      not_issued[{s.function, s.cubin_crc, s.pc_offset, static_cast<uint32_t>(k), s.correlation_id}] += s.count;
   uint64_t lo = b.prev_timestamp > lag_ns_ ? b.prev_timestamp - lag_ns_ : 0;
   uint64_t hi = b.timestamp;
   std::unordered_map<uint32_t, std::pair<std::vector<Share>, bool>> split;  // function -> shares, in window
   for (const auto& s : b.samples) {
-    if (is_dup(b.device, s.stall_reason)) continue;
+    if (kind_of(s.stall_reason) != kCounted) continue;
     stats_.samples += s.count;
     if (s.correlation_id) {
       AttributedSample a{0, s.function, s.cubin_crc, s.pc_offset, s.stall_reason, b.device, double(s.count), 0,
@@ -196,6 +235,9 @@ void Attributor::add_batch(const PcBatchRecord& b, std::vector<AttributedSample>
 
 AttributionResult attribute_samples(const Profile& p, uint64_t lag_ns) {
   AttributionResult res;
+  size_t records = 0;
+  for (const auto& b : p.batches) records += b.samples.size();
+  res.samples.reserve(records);  // at least one each; growing a vector of a million costs page faults twice
   Attributor attributor(p, lag_ns);
   for (const auto& b : p.batches) attributor.add_batch(b, res.samples);
   res.stats = attributor.stats();

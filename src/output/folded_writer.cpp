@@ -79,14 +79,16 @@ class LineOrder {
     const std::vector<Frame>* frames;
     size_t frame;
     size_t pos = 0;
+    const std::string* text = nullptr;  // the rendered name of `frame`, looked up once per frame
     int next() {  // the next byte of the line (as unsigned), -1 at its end
       if (frame >= frames->size()) return -1;
       if (pos == kSeparator) {
         pos = 0;
+        text = nullptr;
         return ';';
       }
-      const std::string& r = order->rendered((*frames)[frame]);
-      if (pos < r.size()) return static_cast<unsigned char>(r[pos++]);
+      if (!text) text = &order->rendered((*frames)[frame]);
+      if (pos < text->size()) return static_cast<unsigned char>((*text)[pos++]);
       frame++;
       pos = kSeparator;
       return next();

@@ -41,7 +41,10 @@ bool decompress(Compression c, std::string_view stored, uint32_t raw_size, std::
            n == raw_size;
   }
   if (c == Compression::Zstd) {
-    size_t n = ZSTD_decompress(out.data(), raw_size, stored.data(), stored.size());
+    // One context per thread, reused: creating one per chunk cost 3% of a report.
+    thread_local std::unique_ptr<ZSTD_DCtx, size_t (*)(ZSTD_DCtx*)> ctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+    if (!ctx) return false;
+    size_t n = ZSTD_decompressDCtx(ctx.get(), out.data(), raw_size, stored.data(), stored.size());
     return !ZSTD_isError(n) && n == raw_size;
   }
   return false;

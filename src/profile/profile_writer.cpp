@@ -62,7 +62,11 @@ size_t ProfileWriter::pending_bytes() {
 bool compress_chunk(Compression c, int level, const std::string& raw, std::string& out) {
   if (c == Compression::Zstd) {
     out.resize(ZSTD_compressBound(raw.size()));
-    size_t n = ZSTD_compress(out.data(), out.size(), raw.data(), raw.size(), level);
+    // One context per flushing thread, reused, and never freed: CUPTI flushes during the process's exit,
+    // after thread_local destructors would have run (see ProfileWriter::add).
+    thread_local ZSTD_CCtx* ctx = ZSTD_createCCtx();
+    if (!ctx) return false;
+    size_t n = ZSTD_compressCCtx(ctx, out.data(), out.size(), raw.data(), raw.size(), level);
     if (ZSTD_isError(n)) return false;
     out.resize(n);
     return true;
