@@ -4,6 +4,17 @@
 
 namespace aiflame {
 
+Result<AttributionStats> stream_attribution_stats(const std::string& path, const Profile& p) {
+  Attributor attributor(p);
+  std::vector<AttributedSample> samples;  // one batch's, reused
+  Status st = for_each_batch(path, [&](const PcBatchRecord& b) {
+    samples.clear();
+    attributor.add_batch(b, samples);
+  });
+  if (!st) return Error{st.error()};
+  return attributor.stats();
+}
+
 Result<ProfileFlame> flame_from_profile_file(const std::string& path, FrameOptions options,
                                              const GpuSymbolizerOptions& gpu_options) {
   auto p = read_profile(path, BatchReading::Skip);

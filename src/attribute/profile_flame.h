@@ -25,6 +25,10 @@ struct ProfileFlame {
   std::set<uint32_t> batch_devices;    // devices of the PC batches
 };
 
+// The attribution statistics of a profile's samples, its batches streamed from `path` one at a time
+// (`p` read without them): memory stays flat however long the run was.
+Result<AttributionStats> stream_attribution_stats(const std::string& path, const Profile& p);
+
 // options.gpu is ignored: the GPU symbolizer is made from the profile with `gpu`.
 Result<ProfileFlame> flame_from_profile_file(const std::string& path, FrameOptions options,
                                              const GpuSymbolizerOptions& gpu = {});

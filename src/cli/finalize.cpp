@@ -35,11 +35,18 @@ void name_native_frames(const Profile& p, Additions& out, FinalizeStats& stats) 
   }
 }
 
-void name_gpu_instructions(const Profile& p, GpuSymbolizerOptions opt, Additions& out, std::vector<std::string>& notes,
-                           FinalizeStats& stats, int sass_budget_ms) {
+// The sampled instructions and their sample counts, the batches streamed from the file.
+Result<std::map<GpuPc, uint64_t>> sampled_instructions(const std::string& path) {
   std::map<GpuPc, uint64_t> pcs;
-  for (const auto& b : p.batches)
+  Status st = for_each_batch(path, [&](const PcBatchRecord& b) {
     for (const auto& s : b.samples) pcs[{s.cubin_crc, s.function, s.pc_offset}] += s.count;
+  });
+  if (!st) return Error{st.error()};
+  return pcs;
+}
+
+void name_gpu_instructions(const Profile& p, const std::map<GpuPc, uint64_t>& pcs, GpuSymbolizerOptions opt,
+                           Additions& out, std::vector<std::string>& notes, FinalizeStats& stats, int sass_budget_ms) {
   // The sampled kernels whose mnemonics are not stored yet, per cubin, for one parallel nvdisasm pass.
   std::map<uint64_t, SassCache::Want> wanted;
   for (const auto& [pc, n] : pcs) {
@@ -79,8 +86,11 @@ void name_gpu_instructions(const Profile& p, GpuSymbolizerOptions opt, Additions
 
 Result<Profile> finalize_profile(const std::string& path, const GpuSymbolizerOptions& gpu,
                                  std::vector<std::string>* notes, FinalizeStats* stats, int sass_budget_ms) {
-  auto p = read_profile(path);
+  // The batches are streamed, never held: a long run's profile has tens of millions of samples.
+  auto p = read_profile(path, BatchReading::Skip);
   if (!p) return Error{p.error()};
+  auto pcs = sampled_instructions(path);
+  if (!pcs) return Error{pcs.error()};
   FinalizeStats own;
   if (!stats) stats = &own;
   std::vector<std::string> own_notes;
@@ -89,7 +99,7 @@ Result<Profile> finalize_profile(const std::string& path, const GpuSymbolizerOpt
   auto t0 = Clock::now();
   name_native_frames(*p, add, *stats);
   stats->native_s += seconds_since(t0);
-  name_gpu_instructions(*p, gpu, add, *notes, *stats, sass_budget_ms);
+  name_gpu_instructions(*p, *pcs, gpu, add, *notes, *stats, sass_budget_ms);
   if (add.empty()) return std::move(*p);
   ProfileWriter w;
   std::string err;

@@ -24,7 +24,8 @@ struct FinalizeStats {
 // for every sampled GPU instruction whose cubin the profile holds. SASS comes from nvdisasm on the
 // sampled kernels only, in parallel, within sass_budget_ms for all profiles together (stats->sass).
 // Notes (nvdisasm missing, failing or slow) go to *notes. Returns the profile as read before the
-// records were appended (what the end-of-run summary needs).
+// records were appended, without its PC batches (streamed from the file instead; what the end-of-run
+// summary needs, with stream_attribution_stats).
 Result<Profile> finalize_profile(const std::string& path, const GpuSymbolizerOptions& gpu = {},
                                  std::vector<std::string>* notes = nullptr, FinalizeStats* stats = nullptr,
                                  int sass_budget_ms = 60000);

@@ -16,6 +16,7 @@
 #include <iostream>
 
 #include "attribute/attribution.h"
+#include "attribute/profile_flame.h"
 #include "cli/commands.h"
 #include "cli/finalize.h"
 #include "cli/process_table.h"
@@ -269,14 +270,19 @@ int run_record(const RecordArgs& a) {
     auto p = finalize_profile(f, gpu, &notes, &fin, static_cast<int>(a.sass_timeout_s * 1000));
     if (!p) {
       std::cerr << "aiflame: symbolizing " << f << " failed: " << p.error() << "\n";
-      p = read_profile(f);
+      p = read_profile(f, BatchReading::Skip);
     }
     if (a.quiet) continue;
     if (!p) {
       std::cerr << "aiflame: " << p.error() << "\n";
       continue;
     }
-    AttributionStats stats = attribute_samples(*p).stats;
+    auto streamed = stream_attribution_stats(f, *p);
+    if (!streamed) {
+      std::cerr << "aiflame: " << streamed.error() << "\n";
+      continue;
+    }
+    const AttributionStats& stats = *streamed;
     if (files.size() == 1) print_summary(*p, stats, f, std::cerr);
     else rows.push_back(process_row(*p, stats, f));
   }
