@@ -8,6 +8,15 @@
 #include <cerrno>
 #include <cstring>
 
+// zstd's static library calls optional tracing hooks, weak symbols, when the process defines them. In
+// the injection library zstd is linked in and hidden; these hidden no-op definitions bind its
+// references here, so a profiled program that defines the hooks for its own zstd never receives our
+// compression contexts (whose layout its zstd may not share). 0: this call is not traced.
+extern "C" {
+__attribute__((visibility("hidden"))) unsigned long long ZSTD_trace_compress_begin(const void*) { return 0; }
+__attribute__((visibility("hidden"))) void ZSTD_trace_compress_end(unsigned long long, const void*) {}
+}
+
 namespace aiflame {
 
 ProfileWriter::~ProfileWriter() { close(); }
