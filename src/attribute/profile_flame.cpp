@@ -1,5 +1,10 @@
 #include "attribute/profile_flame.h"
 
+#include <algorithm>
+#include <map>
+#include <thread>
+
+#include "symbolize/sass_cache.h"
 #include "symbolize/symbolizer.h"
 
 namespace aiflame {
@@ -15,6 +20,35 @@ Result<AttributionStats> stream_attribution_stats(const std::string& path, const
   return attributor.stats();
 }
 
+namespace {
+
+// Sampled kernels whose instructions the profile names not (a recording with --sass-timeout 0 or cut
+// short, an older aiflame), per cubin kept in the profile: one pass over the batches, so that nvdisasm
+// runs once for them all, in parallel, as at record end.
+Result<std::map<uint64_t, SassCache::Want>> unnamed_kernels(const std::string& path, const Profile& p) {
+  std::map<uint64_t, SassCache::Want> wanted;
+  bool any_image = false;
+  for (const auto& [crc, c] : p.cubins) any_image |= !c.image.empty();
+  if (!any_image) return wanted;
+  std::map<std::pair<uint64_t, uint32_t>, uint64_t> kernels;  // (cubin, function) -> samples
+  Status st = for_each_batch(path, [&](const PcBatchRecord& b) {
+    for (const auto& s : b.samples)
+      if (!p.gpu_sass.count({s.cubin_crc, s.function, s.pc_offset})) kernels[{s.cubin_crc, s.function}] += s.count;
+  });
+  if (!st) return Error{st.error()};
+  for (const auto& [key, n] : kernels) {
+    auto cubin = p.cubins.find(key.first);
+    if (cubin == p.cubins.end() || cubin->second.image.empty()) continue;
+    SassCache::Want& w = wanted[key.first];
+    w.image = cubin->second.image;
+    w.kernels.insert(p.str(key.second));
+    w.samples += n;
+  }
+  return wanted;
+}
+
+}  // namespace
+
 Result<ProfileFlame> flame_from_profile_file(const std::string& path, FrameOptions options,
                                              const GpuSymbolizerOptions& gpu_options) {
   auto p = read_profile(path, BatchReading::Skip);
@@ -24,7 +58,18 @@ Result<ProfileFlame> flame_from_profile_file(const std::string& path, FrameOptio
   const Profile& profile = out.profile;
   Attributor attributor(profile);
   Symbolizer sym(profile.modules);
-  GpuSymbolizer gpu(profile, gpu_options);
+  GpuSymbolizerOptions gpu_opt = gpu_options;
+  SassCache sass;
+  if (gpu_opt.use_nvdisasm && !gpu_opt.nvdisasm.empty()) {
+    auto wanted = unnamed_kernels(path, profile);
+    if (!wanted) return Error{wanted.error()};
+    if (!wanted->empty()) {
+      sass.derive(gpu_opt.nvdisasm, *wanted, gpu_opt.timeout_ms, std::clamp(std::thread::hardware_concurrency(), 1u, 8u),
+                  out.gpu_notes);
+      gpu_opt.sass_cache = &sass;
+    }
+  }
+  GpuSymbolizer gpu(profile, gpu_opt);
   options.gpu = &gpu;
   FrameBuilder fb(profile, sym, options);
   std::vector<AttributedSample> samples;  // one batch's, reused
@@ -38,7 +83,8 @@ Result<ProfileFlame> flame_from_profile_file(const std::string& path, FrameOptio
   out.stats = attributor.stats();
   out.flame = fb.finish(out.stats);
   out.gpu = fb.gpu_stats();
-  out.gpu_notes = gpu.notes();
+  for (const auto& n : gpu.notes())
+    if (std::find(out.gpu_notes.begin(), out.gpu_notes.end(), n) == out.gpu_notes.end()) out.gpu_notes.push_back(n);
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "attribute/frame_builder.h"
+#include "attribute/profile_flame.h"
 #include "cli/finalize.h"
 #include "test_util.h"
 
@@ -154,6 +155,22 @@ TEST(GpuSymbolizerLazy, OneRestrictedRunPerKernelAndOneWaitForAHungTool) {
   for (const GpuPc& pc : sampled(*p)) EXPECT_EQ(hung.mnemonic(pc), "");
   EXPECT_EQ(test::read_file(hung_log), "run\n");
   EXPECT_EQ(hung.notes().size(), 1u);
+}
+
+// A report of a profile without stored names (here: the demo as recorded, before finalize) asks nvdisasm
+// once for all its sampled kernels, restricted to them, before streaming the batches.
+TEST(ReportNvdisasm, OneRunForAllUnnamedKernelsOfACubin) {
+  std::string log = test::temp_path("args.log");
+  GpuSymbolizerOptions gpu{true, fake_nvdisasm("echo \"$1 $2 $3\" >> " + log + "; cat " +
+                                               source("tests/data/nvdisasm/demo_c.txt"))};
+  auto r = flame_from_profile_file(source("tests/data/demo_matmul_unfinalized.aiflame"), FrameOptions{}, gpu);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(test::read_file(log), "-c -fun 16,17,18\n");
+  EXPECT_TRUE(r->gpu_notes.empty());
+  size_t named = 0;
+  for (const auto& st : r->flame.stacks)
+    if (st.frames.size() >= 2 && st.frames[st.frames.size() - 2].name.str().rfind("FFMA ", 0) == 0) named += st.count;
+  EXPECT_GT(named, 0u);
 }
 
 }  // namespace
