@@ -36,14 +36,7 @@ Result<std::map<uint64_t, SassCache::Want>> unnamed_kernels(const std::string& p
       if (!p.gpu_sass.count({s.cubin_crc, s.function, s.pc_offset})) kernels[{s.cubin_crc, s.function}] += s.count;
   });
   if (!st) return Error{st.error()};
-  for (const auto& [key, n] : kernels) {
-    auto cubin = p.cubins.find(key.first);
-    if (cubin == p.cubins.end() || cubin->second.image.empty()) continue;
-    SassCache::Want& w = wanted[key.first];
-    w.image = cubin->second.image;
-    w.kernels.insert(p.str(key.second));
-    w.samples += n;
-  }
+  for (const auto& [key, n] : kernels) want_kernel(wanted, p, key.first, key.second, n);
   return wanted;
 }
 

@@ -49,15 +49,8 @@ void name_gpu_instructions(const Profile& p, const std::map<GpuPc, uint64_t>& pc
                            Additions& out, std::vector<std::string>& notes, FinalizeStats& stats, int sass_budget_ms) {
   // The sampled kernels whose mnemonics are not stored yet, per cubin, for one parallel nvdisasm pass.
   std::map<uint64_t, SassCache::Want> wanted;
-  for (const auto& [pc, n] : pcs) {
-    if (p.gpu_sass.count(pc)) continue;
-    auto cubin = p.cubins.find(pc.cubin_crc);
-    if (cubin == p.cubins.end() || cubin->second.image.empty()) continue;
-    SassCache::Want& w = wanted[pc.cubin_crc];
-    w.image = cubin->second.image;
-    w.kernels.insert(p.str(pc.function));
-    w.samples += n;
-  }
+  for (const auto& [pc, n] : pcs)
+    if (!p.gpu_sass.count(pc)) want_kernel(wanted, p, pc.cubin_crc, pc.function, n);
   if (opt.use_nvdisasm && !wanted.empty()) {
     // The budget is for the whole recording: what earlier profiles used is gone.
     int left = sass_budget_ms - static_cast<int>(stats.sass.stats().seconds * 1000);

@@ -113,6 +113,16 @@ void SassCache::derive(const std::string& tool, const std::map<uint64_t, Want>& 
          "where nvdisasm is found (the cubins are in the profile)");
 }
 
+void want_kernel(std::map<uint64_t, SassCache::Want>& wanted, const Profile& p, uint64_t crc, uint32_t function,
+                 uint64_t samples) {
+  auto cubin = p.cubins.find(crc);
+  if (cubin == p.cubins.end() || cubin->second.image.empty()) return;
+  SassCache::Want& w = wanted[crc];
+  w.image = cubin->second.image;
+  w.kernels.insert(p.str(function));
+  w.samples += samples;
+}
+
 const std::string* SassCache::mnemonic(uint64_t crc, const std::string& kernel, uint64_t offset) const {
   auto c = by_cubin_.find(crc);
   if (c == by_cubin_.end()) return nullptr;

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "profile/profile.h"
 #include "symbolize/nvdisasm.h"
 
 namespace aiflame {
@@ -49,5 +50,10 @@ class SassCache {
   std::set<std::pair<uint64_t, std::string>> tried_, answered_;
   Stats stats_;
 };
+
+// Adds kernel `function` of cubin `crc`, with its samples, to `wanted` when the profile keeps the cubin's
+// bytes (else there is nothing to disassemble).
+void want_kernel(std::map<uint64_t, SassCache::Want>& wanted, const Profile& p, uint64_t crc, uint32_t function,
+                 uint64_t samples);
 
 }  // namespace aiflame
