@@ -20,6 +20,7 @@ shift || true
 workloads=${*:-demo gpt storm threads graph triton}
 bin=${AIFLAME_BIN:-.dist}
 out=${OUT:-/tmp}
+mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 gpt_steps=${STEPS:-100}
 

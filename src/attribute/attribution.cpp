@@ -58,7 +58,14 @@ struct Attributor::State {
   LaunchIndex launches;
   std::map<std::pair<uint32_t, uint32_t>, FunctionRuns> runs;  // (device, function) -> executions
   // Windows mode: (correlation id, function) -> the stack and middle time of that very execution.
+  // Built when the first sample with a correlation id comes (continuous mode has none).
   std::unordered_map<uint64_t, std::pair<uint32_t, uint64_t>> exact;
+  bool exact_built = false;
+  void build_exact(const Profile& p) {
+    exact_built = true;
+    for (const auto& k : p.kernels)
+      if (k.correlation_id) exact.try_emplace(exact_key(k.correlation_id, k.name), launches.stack_of(k), k.start / 2 + k.end / 2);
+  }
   std::map<std::pair<uint32_t, uint32_t>, bool> duplicate;     // (device, reason) -> is "_not_issued"
   // (device, "X_not_issued" index) -> index of X, to pair each count with its not-issued subset.
   std::map<std::pair<uint32_t, uint32_t>, std::optional<uint32_t>> base_of;
@@ -97,11 +104,13 @@ Attributor::Attributor(const Profile& p, uint64_t lag_ns) : p_(p), lag_ns_(lag_n
 
   // Executions per (device, function). Kernels whose launch was not seen keep stack 0.
   auto& runs = s_->runs;
-  auto& exact = s_->exact;
+  FunctionRuns* last = nullptr;  // kernels come in runs of one function: look the map up per change
+  std::pair<uint32_t, uint32_t> last_key;
   for (const auto& k : p.kernels) {
     uint32_t stack = launches.stack_of(k);
-    if (k.correlation_id) exact.try_emplace(exact_key(k.correlation_id, k.name), stack, k.start / 2 + k.end / 2);
-    auto& fr = runs[{k.device, k.name}];
+    std::pair<uint32_t, uint32_t> key{k.device, k.name};
+    if (!last || key != last_key) last = &runs[key], last_key = key;
+    auto& fr = *last;
     fr.runs.push_back({k.start, std::max(k.end, k.start + 1), stack});
   }
   for (auto& [key, fr] : runs) {
@@ -166,6 +175,7 @@ void Attributor::add_batch(const PcBatchRecord& b, std::vector<AttributedSample>
     if (s.correlation_id) {
       AttributedSample a{0, s.function, s.cubin_crc, s.pc_offset, s.stall_reason, b.device, double(s.count), 0,
                          lo / 2 + hi / 2};
+      if (!s_->exact_built) s_->build_exact(p);
       if (auto e = s_->exact.find(exact_key(s.correlation_id, s.function)); e != s_->exact.end())
         std::tie(a.stack_id, a.time_ns) = e->second;
       else  // the kernel record was lost: the launch record still names the stack

@@ -64,10 +64,11 @@ void merge_flame(FlameData& into, FlameData from) {
 
 namespace {
 
-uint64_t hash_of(const std::vector<Frame>& frames) {
+uint64_t hash_of(const FrameList& frames) {
   uint64_t h = 1469598103934665603ull;
   for (const Frame& f : frames) {
-    h ^= std::hash<std::string>{}(f.name) + static_cast<uint64_t>(f.kind);
+    // Names are interned (frame_name.h): equal names are one pointer, so its hash stands for the text.
+    h ^= std::hash<FrameName>{}(f.name) + static_cast<uint64_t>(f.kind);
     h *= 1099511628211ull;
   }
   return h;

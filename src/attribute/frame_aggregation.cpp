@@ -6,6 +6,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "attribute/dense_index.h"
 #include "attribute/frame_builder.h"
 #include "attribute/process_row.h"
 #include "attribute/sample_aggregator.h"
@@ -14,26 +15,19 @@
 namespace aiflame {
 namespace {
 
-// Everything a sample's frames depend on.
-struct SampleKey {
-  uint32_t stack_id, function;
+// What a sample's GPU frames depend on; with its stack, everything its frames depend on.
+struct GpuKey {
   uint64_t cubin_crc, pc_offset;
-  uint32_t stall_reason, device;
-  bool operator==(const SampleKey&) const = default;
+  uint32_t function, stall_reason, device;
+  bool operator==(const GpuKey&) const = default;
 };
 
-uint64_t mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  h *= 0xbf58476d1ce4e5b9ULL;
-  return h ^ (h >> 31);
+GpuKey gpu_key(const AttributedSample& a) { return {a.cubin_crc, a.pc_offset, a.function, a.stall_reason, a.device}; }
+
+uint64_t hash_of(const GpuKey& k) {
+  uint64_t h = dense_hash_mix(k.cubin_crc, k.pc_offset);
+  return dense_hash_mix(h, (uint64_t{k.function} << 32 | k.stall_reason) ^ (uint64_t{k.device} << 20));
 }
-
-struct SampleKeyHash {
-  size_t operator()(const SampleKey& k) const {
-    uint64_t h = mix(mix(mix(0, k.stack_id), (uint64_t{k.function} << 32) | k.stall_reason), k.cubin_crc);
-    return mix(mix(h, k.pc_offset), k.device);
-  }
-};
 
 constexpr uint32_t kNoList = std::numeric_limits<uint32_t>::max();
 
@@ -50,16 +44,26 @@ uint64_t profile_start(const Profile& p) {
 struct FrameBuilder::Aggregation {
   Aggregation(uint64_t start_ns, uint64_t resolution_ns) : stacks(start_ns, resolution_ns) {}
   StackAggregator stacks;
-  // Per distinct sample key: its list without and with the stall leaf (made when first needed: a list
-  // that never gets weight must not become a zero stack), and whether its PC has source lines.
+  // Samples are looked up in two steps, both dense: their GPU part (instruction, stall reason,
+  // device), whose id is remembered for the run of samples that one PC record was split into; then
+  // (stack, GPU part). Per distinct pair: its list without and with the stall leaf (made when first
+  // needed: a list that never gets weight must not become a zero stack).
   struct Lists {
     uint32_t plain = kNoList, stall = kNoList;
-    bool has_lines = false;
   };
-  std::unordered_map<SampleKey, Lists, SampleKeyHash> by_sample;
+  DenseIndex gpu_ids, sample_ids;
+  std::vector<GpuKey> gpu_keys;      // by GPU part id
+  std::vector<bool> gpu_has_lines;   // by GPU part id: whether the PC has source lines
+  std::vector<uint64_t> sample_keys; // by sample id: stack << 32 | GPU part id
+  std::vector<Lists> lists;          // by sample id
+  GpuKey last_gpu{};
+  uint32_t last_gpu_id = kNoList;
   // Interned frames, cached: CPU frames by stack, root frames by device, kernel by function,
   // instruction frames by PC.
-  std::unordered_map<uint32_t, std::vector<FrameId>> cpu, roots;
+  std::unordered_map<uint32_t, std::vector<FrameId>> roots;
+  // Root and CPU frames with "-", by (device, stack): ids into cpu_ids.
+  std::unordered_map<uint64_t, size_t> heads;
+  std::vector<std::vector<FrameId>> cpu_ids;
   std::unordered_map<uint32_t, FrameId> kernels;
   std::map<GpuPc, std::vector<FrameId>> instructions;
   std::vector<FrameId> ids;  // scratch
@@ -75,47 +79,65 @@ FrameBuilder::~FrameBuilder() = default;
 uint32_t FrameBuilder::list_of(const AttributedSample& a, bool with_stall) {
   Aggregation& g = *agg_;
   FrameTable& t = g.stacks.frames();
-  auto& ids = g.ids;
-  ids.clear();
-  auto [roots, fresh_roots] = g.roots.try_emplace(a.device);
-  if (fresh_roots)
-    for (const Frame& f : root_frames(a.device)) roots->second.push_back(t.intern(f));
-  ids.insert(ids.end(), roots->second.begin(), roots->second.end());
-  if (a.stack_id == 0) {
-    ids.push_back(t.intern("[unattributed]", FrameKind::Unattributed));
-  } else {
-    // Interned once per stack: a stack's CPU frames are most of every frame list.
-    auto [cpu, fresh] = g.cpu.try_emplace(a.stack_id);
-    if (fresh)
-      for (const Frame& f : cpu_frames(a.stack_id)) cpu->second.push_back(t.intern(f));
-    ids.insert(ids.end(), cpu->second.begin(), cpu->second.end());
+  // The head: root frames, CPU stack, "-", kernel. It ends at the list's only GpuKernel frame, so no
+  // two (head, tail) pairs spell the same frames.
+  auto [head, fresh_head] = g.heads.try_emplace(uint64_t{a.device} << 32 | a.stack_id, g.heads.size());
+  if (fresh_head) {
+    auto& ids = g.ids;
+    ids.clear();
+    auto [roots, fresh_roots] = g.roots.try_emplace(a.device);
+    if (fresh_roots)
+      for (const Frame& f : root_frames(a.device)) roots->second.push_back(t.intern(f));
+    ids.insert(ids.end(), roots->second.begin(), roots->second.end());
+    if (a.stack_id == 0) {
+      ids.push_back(t.intern("[unattributed]", FrameKind::Unattributed));
+    } else {
+      for (const Frame& f : cpu_frames(a.stack_id)) ids.push_back(t.intern(f));
+    }
+    ids.push_back(t.intern("-", FrameKind::Separator));
+    g.cpu_ids.emplace_back(ids);  // without the kernel: shared by the kernels launched there
   }
-  ids.push_back(t.intern("-", FrameKind::Separator));
   auto [kernel, fresh_kernel] = g.kernels.try_emplace(a.function);
   if (fresh_kernel) kernel->second = t.intern(kernel_frame_name(p_.str(a.function)), FrameKind::GpuKernel);
+  auto& ids = g.ids;
+  ids = g.cpu_ids[head->second];
   ids.push_back(kernel->second);
+  uint32_t head_part = g.stacks.part(ids);
+  // The tail: source lines, inlined functions, instruction, and the stall reason.
+  ids.clear();
   auto [ins, fresh_ins] = g.instructions.try_emplace(GpuPc{a.cubin_crc, a.function, a.pc_offset});
   if (fresh_ins)
     for (const Frame& f : instruction_frames(a)) ins->second.push_back(t.intern(f));
   ids.insert(ids.end(), ins->second.begin(), ins->second.end());
   if (with_stall)
     ids.push_back(t.intern(short_stall_name(p_.stall_reason_name(a.device, a.stall_reason)), FrameKind::Stall));
-  return g.stacks.list(ids);
+  return g.stacks.list(head_part, g.stacks.part(ids));
 }
 
 void FrameBuilder::add(const AttributedSample& a) {
   // The time series, at 1 ms resolution: finer than any drain interval, coarse enough to stay small.
   if (!agg_) agg_ = std::make_unique<Aggregation>(profile_start(p_), opt_.times ? 1000000 : 0);
   Aggregation& g = *agg_;
-  auto [it, fresh] = g.by_sample.try_emplace(
-      SampleKey{a.stack_id, a.function, a.cubin_crc, a.pc_offset, a.stall_reason, a.device});
-  if (fresh) {
-    instruction_frames(a);  // looks the PC's lines up
-    it->second.has_lines = has_lines_[{a.cubin_crc, a.function, a.pc_offset}];
+  const GpuKey gk = gpu_key(a);
+  if (g.last_gpu_id == kNoList || !(gk == g.last_gpu)) {
+    auto [id, fresh] = g.gpu_ids.find_or_add(hash_of(gk), [&](uint32_t i) { return g.gpu_keys[i] == gk; });
+    if (fresh) {
+      instruction_frames(a);  // looks the PC's lines up
+      g.gpu_keys.push_back(gk);
+      g.gpu_has_lines.push_back(has_lines_[{a.cubin_crc, a.function, a.pc_offset}]);
+    }
+    g.last_gpu = gk;
+    g.last_gpu_id = id;
   }
-  Aggregation::Lists& lists = it->second;
+  const uint64_t sk = uint64_t{a.stack_id} << 32 | g.last_gpu_id;
+  auto [sid, fresh] = g.sample_ids.find_or_add(dense_hash_mix(0, sk), [&](uint32_t i) { return g.sample_keys[i] == sk; });
+  if (fresh) {
+    g.sample_keys.push_back(sk);
+    g.lists.emplace_back();
+  }
+  Aggregation::Lists& lists = g.lists[sid];
   g.gpu_weight += a.weight;
-  if (!lists.has_lines) g.no_line_weight += a.weight;
+  if (!g.gpu_has_lines[g.last_gpu_id]) g.no_line_weight += a.weight;
   // One sample may feed two stacks: with and without its stall reason leaf (see StallLeaves).
   double not_issued = std::min(a.not_issued, a.weight);
   double leaf = opt_.stalls == StallLeaves::All        ? a.weight

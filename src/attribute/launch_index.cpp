@@ -1,10 +1,19 @@
 #include "attribute/launch_index.h"
 
+#include <algorithm>
+
 namespace aiflame {
 
 LaunchIndex::LaunchIndex(const Profile& p) : p_(p) {
-  by_corr_.reserve(p.launches.size());
-  for (const auto& l : p.launches) by_corr_[l.correlation_id] = l.stack_id;
+  uint32_t max_id = 0;
+  for (const auto& l : p.launches) max_id = std::max(max_id, l.correlation_id);
+  if (!p.launches.empty() && max_id <= 4 * p.launches.size() + 1024) {
+    dense_.assign(size_t{max_id} + 1, 0);
+    for (const auto& l : p.launches) dense_[l.correlation_id] = l.stack_id;
+  } else {
+    by_corr_.reserve(p.launches.size());
+    for (const auto& l : p.launches) by_corr_[l.correlation_id] = l.stack_id;
+  }
   // Number every composite up front, in kernel order, so that parts() works before stack_of() is
   // asked and two indexes of one profile agree on the ids.
   for (const auto& k : p.kernels) stack_of(k);
@@ -22,8 +31,7 @@ uint32_t LaunchIndex::node_stack(uint64_t node_id) const {
 }
 
 uint32_t LaunchIndex::stack_of(const KernelRecord& k) {
-  auto it = by_corr_.find(k.correlation_id);
-  uint32_t launch = it == by_corr_.end() ? 0 : it->second;
+  uint32_t launch = stack_of_launch(k.correlation_id);
   if (!k.graph_node_id) return launch;
   uint32_t node = node_stack(k.graph_node_id);
   if (!node || !launch) return launch ? launch : node;

@@ -24,6 +24,7 @@ class LaunchIndex {
   uint32_t stack_of(const KernelRecord& k);
   // The stack of a launch call by its correlation id; 0 when not recorded.
   uint32_t stack_of_launch(uint32_t correlation_id) const {
+    if (!dense_.empty()) return correlation_id < dense_.size() ? dense_[correlation_id] : 0;
     auto it = by_corr_.find(correlation_id);
     return it == by_corr_.end() ? 0 : it->second;
   }
@@ -34,6 +35,10 @@ class LaunchIndex {
  private:
   uint32_t node_stack(uint64_t node_id) const;
   const Profile& p_;
+  // CUPTI numbers a process's calls 1, 2, 3...: the launches' correlation ids are dense, and a table
+  // indexed by id answers the lookup that every kernel needs several times over in a report. A hash
+  // map holds them when they are not (a hand-made or merged profile).
+  std::vector<uint32_t> dense_;
   std::unordered_map<uint32_t, uint32_t> by_corr_;
   std::vector<std::pair<uint32_t, uint32_t>> composites_;
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> composite_ids_;

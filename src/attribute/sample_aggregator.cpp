@@ -16,23 +16,33 @@ uint64_t mix(uint64_t h, uint64_t v) {
 
 }  // namespace
 
-size_t StackAggregator::ListHash::operator()(const std::vector<FrameId>& v) const {
-  uint64_t h = v.size();
-  for (FrameId x : v) h = mix(h, x);
-  return h;
-}
-
 size_t StackAggregator::TimedHash::operator()(const TimedKey& k) const {
   return mix(mix(k.list, k.device), k.time_ns);
 }
 
-uint32_t StackAggregator::list(const std::vector<FrameId>& ids) {
-  auto [it, fresh] = list_ids_.try_emplace(ids, static_cast<uint32_t>(lists_.size()));
+uint32_t StackAggregator::part(const std::vector<FrameId>& ids) {
+  uint64_t h = ids.size();
+  for (FrameId x : ids) h = dense_hash_mix(h, x);
+  auto [id, fresh] = part_ids_.find_or_add(h, [&](uint32_t p) {
+    auto have = part_frames(p);
+    return std::equal(have.begin(), have.end(), ids.begin(), ids.end());
+  });
   if (fresh) {
-    lists_.push_back(&it->first);  // node-based map: the key stays where it is
+    arena_.insert(arena_.end(), ids.begin(), ids.end());
+    offsets_.push_back(static_cast<uint32_t>(arena_.size()));
+  }
+  return id;
+}
+
+uint32_t StackAggregator::list(uint32_t head, uint32_t tail) {
+  auto [id, fresh] = list_ids_.find_or_add(dense_hash_mix(head, tail), [&](uint32_t l) {
+    return lists_[l] == std::pair{head, tail};
+  });
+  if (fresh) {
+    lists_.emplace_back(head, tail);
     weights_.push_back(0.0);
   }
-  return it->second;
+  return id;
 }
 
 void StackAggregator::add_timed(uint32_t list, uint32_t device, uint64_t time_ns, double weight) {
@@ -51,26 +61,52 @@ void StackAggregator::finish(FlameData& out) {
   });
   std::vector<uint32_t> rank(frames_.size());
   for (uint32_t i = 0; i < by_name.size(); i++) rank[by_name[i]] = i;
-  std::vector<uint32_t> order(lists_.size());
+  const uint32_t lists = list_ids_.size();
+  std::vector<uint32_t> order(lists);
   std::iota(order.begin(), order.end(), 0u);
-  auto by_rank = [&](FrameId f, FrameId g) { return rank[f] < rank[g]; };
+  // A list's i-th frame, across its two parts.
+  auto frame_at = [&](uint32_t l, size_t i, size_t head_size) {
+    return i < head_size ? part_frames(lists_[l].first)[i] : part_frames(lists_[l].second)[i - head_size];
+  };
   std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) {
-    return std::lexicographical_compare(lists_[x]->begin(), lists_[x]->end(), lists_[y]->begin(), lists_[y]->end(), by_rank);
+    if (lists_[x].first == lists_[y].first) {  // the same head: the tails decide
+      auto a = part_frames(lists_[x].second), b = part_frames(lists_[y].second);
+      return std::lexicographical_compare(a.begin(), a.end(), b.begin(), b.end(),
+                                          [&](FrameId f, FrameId g) { return rank[f] < rank[g]; });
+    }
+    size_t hx = part_frames(lists_[x].first).size(), hy = part_frames(lists_[y].first).size();
+    size_t nx = hx + part_frames(lists_[x].second).size(), ny = hy + part_frames(lists_[y].second).size();
+    for (size_t i = 0; i < nx && i < ny; i++) {
+      uint32_t a = rank[frame_at(x, i, hx)], b = rank[frame_at(y, i, hy)];
+      if (a != b) return a < b;
+    }
+    return nx < ny;
   });
+  // Each part becomes one shared run of frames, made when a list first needs it.
+  std::vector<FrameList::Run> runs(part_ids_.size());
+  auto run_of = [&](uint32_t part) -> const FrameList::Run& {
+    if (!runs[part]) {
+      auto ids = part_frames(part);
+      auto frames = std::make_shared<std::vector<Frame>>();
+      frames->reserve(ids.size());
+      for (FrameId f : ids) frames->push_back(frames_[f]);
+      runs[part] = std::move(frames);
+    }
+    return runs[part];
+  };
 
   // Round with the largest-remainder method so that the total stays exactly the number of samples.
   double total = 0;
   for (uint32_t l : order) total += weights_[l];
   auto target = static_cast<uint64_t>(std::llround(total));
-  std::vector<uint32_t> index_of(lists_.size());
+  std::vector<uint32_t> index_of(lists);
   std::vector<std::pair<double, size_t>> remainders;
   remainders.reserve(order.size());
   uint64_t sum = 0;
   out.stacks.reserve(out.stacks.size() + order.size());
   for (uint32_t l : order) {
     WeightedStack ws;
-    ws.frames.reserve(lists_[l]->size());
-    for (FrameId f : *lists_[l]) ws.frames.push_back(frames_[f]);
+    ws.frames = FrameList(run_of(lists_[l].first), run_of(lists_[l].second));
     double w = weights_[l];
     ws.count = static_cast<uint64_t>(std::floor(w));
     sum += ws.count;

@@ -2,14 +2,18 @@
 //
 // A profile has millions of attributed samples but few distinct frame lists, and fewer distinct
 // frames. The FrameBuilder asks for a list id once per distinct (stack, kernel, cubin, PC, stall,
-// device) and adds each sample's weight to it; lists are vectors of interned frame ids, so a frame
-// name is stored once however many lists hold it. Weights are summed per list in sample order, as a
-// map keyed by the whole frame list summed them, so counts and rounding come out bit for bit the same.
+// device) and adds each sample's weight to it. A list is two parts, each a run of interned frame ids
+// stored once however many lists share it: the head (root frames, CPU stack, kernel) and the tail
+// (source lines, instruction, stall reason); the writers get them as shared runs (FrameList). Weights
+// are summed per list in sample order, as a map keyed by the whole frame list summed them, so counts
+// and rounding come out bit for bit the same.
 #pragma once
 #include <cstdint>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
+#include "attribute/dense_index.h"
 #include "output/flame_stack.h"
 
 namespace aiflame {
@@ -21,8 +25,11 @@ class StackAggregator {
   StackAggregator(uint64_t start_ns, uint64_t resolution_ns) : start_ns_(start_ns), resolution_ns_(resolution_ns) {}
 
   FrameTable& frames() { return frames_; }
-  // The id of a frame list (ids of frames(), root first), added with weight 0 if new.
-  uint32_t list(const std::vector<FrameId>& ids);
+  // The id of a run of frames (ids of frames(), root first), stored once.
+  uint32_t part(const std::vector<FrameId>& ids);
+  // The id of the frame list head + tail (two part ids), added with weight 0 if new. Two different
+  // pairs must not spell the same frames: the caller splits every list at the same kind of frame.
+  uint32_t list(uint32_t head, uint32_t tail);
   void add(uint32_t list, uint32_t device, uint64_t time_ns, double weight) {
     weights_[list] += weight;
     if (resolution_ns_) add_timed(list, device, time_ns, weight);
@@ -33,9 +40,6 @@ class StackAggregator {
   void finish(FlameData& out);
 
  private:
-  struct ListHash {
-    size_t operator()(const std::vector<FrameId>& v) const;
-  };
   struct TimedKey {
     uint32_t list, device;
     uint64_t time_ns;
@@ -48,9 +52,14 @@ class StackAggregator {
 
   uint64_t start_ns_, resolution_ns_;
   FrameTable frames_;
-  std::unordered_map<std::vector<FrameId>, uint32_t, ListHash> list_ids_;
-  std::vector<const std::vector<FrameId>*> lists_;  // by list id: the keys of list_ids_
-  std::vector<double> weights_;                     // by list id
+  std::span<const FrameId> part_frames(uint32_t part) const {
+    return {arena_.data() + offsets_[part], arena_.data() + offsets_[part + 1]};
+  }
+  DenseIndex part_ids_, list_ids_;
+  std::vector<FrameId> arena_;            // every part's frame ids, one after another
+  std::vector<uint32_t> offsets_ = {0};   // part id -> where its ids start in arena_ (and where the next's do)
+  std::vector<std::pair<uint32_t, uint32_t>> lists_;  // by list id: (head, tail) part ids
+  std::vector<double> weights_;           // by list id
   std::unordered_map<TimedKey, double, TimedHash> timed_;
 };
 

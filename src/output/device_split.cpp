@@ -59,10 +59,4 @@ std::vector<StackPart> split_by_device(const FlameData& d) {
   return out;
 }
 
-int find_frame(const std::vector<Frame>& frames, FrameKind kind) {
-  for (size_t i = 0; i < frames.size(); i++)
-    if (frames[i].kind == kind) return static_cast<int>(i);
-  return -1;
-}
-
 }  // namespace aiflame

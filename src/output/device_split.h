@@ -27,7 +27,12 @@ std::vector<StackPart> split_by_time(const FlameData& d);
 // The same, merged over time: one part per (stack, device).
 std::vector<StackPart> split_by_device(const FlameData& d);
 
-// Index of the first frame of that kind, or -1.
-int find_frame(const std::vector<Frame>& frames, FrameKind kind);
+// Index of the first frame of that kind, or -1 (a stack's FrameList or a vector of frames).
+template <class Frames>
+int find_frame(const Frames& frames, FrameKind kind) {
+  for (size_t i = 0; i < frames.size(); i++)
+    if (frames[i].kind == kind) return static_cast<int>(i);
+  return -1;
+}
 
 }  // namespace aiflame

@@ -13,7 +13,7 @@
 namespace aiflame {
 
 struct DiffStack {
-  std::vector<Frame> frames;
+  FrameList frames;
   uint64_t before = 0;           // samples in BEFORE
   double before_scaled = 0;      // the same scaled to AFTER's total
   uint64_t after = 0;

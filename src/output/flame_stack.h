@@ -7,35 +7,14 @@
 #include <unordered_map>
 #include <vector>
 
-#include "output/frame_name.h"
+#include "output/frame.h"
+#include "output/frame_list.h"
 #include "output/process_totals.h"
 
 namespace aiflame {
 
 // A stack or kernel that belongs to no recorded process (folded and iaprof inputs).
 inline constexpr uint32_t kNoProcess = UINT32_MAX;
-
-// What a frame is; writers colour and filter by it.
-enum class FrameKind : uint8_t {
-  Process,       // program name / pid
-  Python,        // interpreted Python frame
-  Native,        // user C/C++ code
-  Runtime,       // CUDA runtime / driver / CUPTI / libc / interpreter internals
-  Separator,     // "-" between CPU and GPU parts
-  GpuKernel,     // GPU kernel (function) name
-  GpuSource,     // GPU source file:line (and inlined device functions)
-  GpuInstruction,// SASS mnemonic and/or PC offset
-  Stall,         // stall reason (leaf)
-  Unattributed,  // "[unattributed]" marker for samples without a launch stack
-};
-
-std::string_view frame_kind_name(FrameKind k);
-
-struct Frame {
-  FrameName name;  // interned (output/frame_name.h)
-  FrameKind kind = FrameKind::Native;
-  bool operator==(const Frame&) const = default;
-};
 
 // Frames interned as small integers: each distinct (name, kind) is stored once and stacks hold ids.
 using FrameId = uint32_t;
@@ -67,7 +46,7 @@ class FrameTable {
 };
 
 struct WeightedStack {
-  std::vector<Frame> frames;  // root first
+  FrameList frames;  // root first
   uint64_t count = 0;
   uint32_t process = kNoProcess;  // index into FlameData::processes
 };

@@ -30,7 +30,7 @@ std::string annotated_frame_name(const Frame& f) {
   }
 }
 
-std::string folded_stack(const std::vector<Frame>& frames, bool plain) {
+std::string folded_stack(const FrameList& frames, bool plain) {
   std::string line;
   for (size_t i = 0; i < frames.size(); i++) {
     if (i) line += ';';
@@ -58,7 +58,7 @@ class LineOrder {
   }
 
   // <0, 0, >0 as the joined lines of `a` and `b` compare.
-  int compare(const std::vector<Frame>& a, const std::vector<Frame>& b) {
+  int compare(const FrameList& a, const FrameList& b) {
     size_t i = 0;
     while (i < a.size() && i < b.size() && a[i] == b[i]) i++;
     Cursor ca{this, &a, i}, cb{this, &b, i};
@@ -76,7 +76,7 @@ class LineOrder {
   static constexpr size_t kSeparator = SIZE_MAX;  // the cursor stands on the ';' before frame `frame`
   struct Cursor {
     LineOrder* order;
-    const std::vector<Frame>* frames;
+    const FrameList* frames;
     size_t frame;
     size_t pos = 0;
     const std::string* text = nullptr;  // the rendered name of `frame`, looked up once per frame

@@ -28,6 +28,6 @@ std::string folded_frame_name(std::string_view name);
 // The safe name with iaprof's annotation for its kind (the reader, src/input/folded_reader.h, undoes it).
 std::string annotated_frame_name(const Frame& f);
 // One folded line without its count: frames joined by ';', annotated unless plain.
-std::string folded_stack(const std::vector<Frame>& frames, bool plain);
+std::string folded_stack(const FrameList& frames, bool plain);
 
 }  // namespace aiflame

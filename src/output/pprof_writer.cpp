@@ -135,7 +135,7 @@ void split_location(std::string_view s, std::string_view& name, std::string_view
 }
 
 // Location ids of one stack, leaf first.
-std::vector<uint64_t> stack_locations(Builder& b, const std::vector<Frame>& frames) {
+std::vector<uint64_t> stack_locations(Builder& b, const FrameList& frames) {
   std::vector<uint64_t> root_first;
   int kernel = find_frame(frames, FrameKind::GpuKernel);
   std::vector<Line> inlined;  // GPU source frames after the kernel: inlined device functions, leaf first

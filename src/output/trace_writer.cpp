@@ -11,7 +11,7 @@ namespace aiflame {
 
 namespace {
 
-std::string join_names(const std::vector<Frame>& frames, size_t n) {
+std::string join_names(const FrameList& frames, size_t n) {
   std::string s;
   for (size_t i = 0; i < n && i < frames.size(); i++) s += frames[i].name, s += '\x1f';
   return s;

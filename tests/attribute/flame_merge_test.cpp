@@ -108,7 +108,7 @@ TEST(FlameMerge, SummedMergeAddsEqualStacksAndKeepsTheRest) {
   EXPECT_EQ(merged.processes.size(), 64u);
   // A frame of another kind is another stack, even with the same name.
   FlameData odd = rank(1, 1, "");
-  odd.stacks[0].frames[1].kind = FrameKind::Native;
+  odd.stacks[0].frames.mutable_at(1).kind = FrameKind::Native;
   merge_flame_summed(merged, std::move(odd), index);
   EXPECT_EQ(merged.stacks.size(), 4u);
 }

@@ -45,7 +45,8 @@ Profile graph_profile() {
   return p;
 }
 
-std::vector<std::string> names(const std::vector<Frame>& f) {
+template <class Frames>
+std::vector<std::string> names(const Frames& f) {
   std::vector<std::string> n;
   for (const auto& x : f) n.push_back(x.name);
   return n;

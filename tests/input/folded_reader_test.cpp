@@ -14,7 +14,7 @@ using K = FrameKind;
 std::vector<Frame> frames_of(const std::string& line) {
   auto d = parse_folded(line + " 1\n");
   EXPECT_TRUE(d.ok()) << d.error();
-  return d.ok() ? d->stacks.at(0).frames : std::vector<Frame>{};
+  return d.ok() ? d->stacks.at(0).frames.to_vector() : std::vector<Frame>{};
 }
 
 TEST(FoldedReader, AiflameAnnotatedStack) {

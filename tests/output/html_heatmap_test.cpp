@@ -82,8 +82,8 @@ TEST(HtmlReport, PrefixEncodedStacksRebuildExactly) {
 TEST(HtmlReport, HostileNamesCannotLeaveTheirElements) {
   FlameData d = sample_data();
   d.title = "<script>alert(1)</script> & \"co\"";
-  d.stacks[0].frames[1].name = "</script><script>alert(2)</script>";
-  d.stacks[1].frames[1].name = std::string("bad\xff\xfe utf8\n'quote'");
+  d.stacks[0].frames.mutable_at(1).name = "</script><script>alert(2)</script>";
+  d.stacks[1].frames.mutable_at(1).name = std::string("bad\xff\xfe utf8\n'quote'");
   std::ostringstream out;
   HtmlWriter().write(d, out);
   std::string s = out.str();
