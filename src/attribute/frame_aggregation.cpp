@@ -54,16 +54,23 @@ struct FrameBuilder::Aggregation {
   DenseIndex gpu_ids, sample_ids;
   std::vector<GpuKey> gpu_keys;      // by GPU part id
   std::vector<bool> gpu_has_lines;   // by GPU part id: whether the PC has source lines
-  std::vector<uint64_t> sample_keys; // by sample id: stack << 32 | GPU part id
-  std::vector<Lists> lists;          // by sample id
+  struct Sample {
+    uint64_t key;  // stack << 32 | GPU part id
+    Lists lists;
+  };
+  std::vector<Sample> samples;       // by sample id (key and lists side by side: one cache line)
   GpuKey last_gpu{};
   uint32_t last_gpu_id = kNoList;
   // Interned frames, cached: CPU frames by stack, root frames by device, kernel by function,
   // instruction frames by PC.
-  std::unordered_map<uint32_t, std::vector<FrameId>> roots;
-  // Root and CPU frames with "-", by (device, stack): ids into cpu_ids.
-  std::unordered_map<uint64_t, size_t> heads;
-  std::vector<std::vector<FrameId>> cpu_ids;
+  std::unordered_map<uint32_t, std::vector<FrameId>> cpu, roots;
+  // Head parts by (device << 32 | stack, kernel); tail parts by GPU part id, without and with the
+  // stall reason (kNoList until made).
+  struct HeadHash {
+    size_t operator()(const std::pair<uint64_t, uint32_t>& k) const { return dense_hash_mix(k.first, k.second); }
+  };
+  std::unordered_map<std::pair<uint64_t, uint32_t>, uint32_t, HeadHash> heads;
+  std::vector<uint32_t> plain_tails, stall_tails;
   std::unordered_map<uint32_t, FrameId> kernels;
   std::map<GpuPc, std::vector<FrameId>> instructions;
   std::vector<FrameId> ids;  // scratch
@@ -76,12 +83,12 @@ FrameBuilder::FrameBuilder(const Profile& p, Symbolizer& sym, FrameOptions opt)
     : p_(p), sym_(sym), opt_(opt), launches_(p) {}
 FrameBuilder::~FrameBuilder() = default;
 
-uint32_t FrameBuilder::list_of(const AttributedSample& a, bool with_stall) {
+uint32_t FrameBuilder::list_of(const AttributedSample& a, uint32_t gpu_id, bool with_stall) {
   Aggregation& g = *agg_;
   FrameTable& t = g.stacks.frames();
   // The head: root frames, CPU stack, "-", kernel. It ends at the list's only GpuKernel frame, so no
   // two (head, tail) pairs spell the same frames.
-  auto [head, fresh_head] = g.heads.try_emplace(uint64_t{a.device} << 32 | a.stack_id, g.heads.size());
+  auto [head, fresh_head] = g.heads.try_emplace({uint64_t{a.device} << 32 | a.stack_id, a.function}, 0);
   if (fresh_head) {
     auto& ids = g.ids;
     ids.clear();
@@ -92,26 +99,31 @@ uint32_t FrameBuilder::list_of(const AttributedSample& a, bool with_stall) {
     if (a.stack_id == 0) {
       ids.push_back(t.intern("[unattributed]", FrameKind::Unattributed));
     } else {
-      for (const Frame& f : cpu_frames(a.stack_id)) ids.push_back(t.intern(f));
+      auto [cpu, fresh] = g.cpu.try_emplace(a.stack_id);
+      if (fresh)
+        for (const Frame& f : cpu_frames(a.stack_id)) cpu->second.push_back(t.intern(f));
+      ids.insert(ids.end(), cpu->second.begin(), cpu->second.end());
     }
     ids.push_back(t.intern("-", FrameKind::Separator));
-    g.cpu_ids.emplace_back(ids);  // without the kernel: shared by the kernels launched there
+    auto [kernel, fresh_kernel] = g.kernels.try_emplace(a.function);
+    if (fresh_kernel) kernel->second = t.intern(kernel_frame_name(p_.str(a.function)), FrameKind::GpuKernel);
+    ids.push_back(kernel->second);
+    head->second = g.stacks.part(ids);
   }
-  auto [kernel, fresh_kernel] = g.kernels.try_emplace(a.function);
-  if (fresh_kernel) kernel->second = t.intern(kernel_frame_name(p_.str(a.function)), FrameKind::GpuKernel);
-  auto& ids = g.ids;
-  ids = g.cpu_ids[head->second];
-  ids.push_back(kernel->second);
-  uint32_t head_part = g.stacks.part(ids);
-  // The tail: source lines, inlined functions, instruction, and the stall reason.
-  ids.clear();
-  auto [ins, fresh_ins] = g.instructions.try_emplace(GpuPc{a.cubin_crc, a.function, a.pc_offset});
-  if (fresh_ins)
-    for (const Frame& f : instruction_frames(a)) ins->second.push_back(t.intern(f));
-  ids.insert(ids.end(), ins->second.begin(), ins->second.end());
-  if (with_stall)
-    ids.push_back(t.intern(short_stall_name(p_.stall_reason_name(a.device, a.stall_reason)), FrameKind::Stall));
-  return g.stacks.list(head_part, g.stacks.part(ids));
+  // The tail: source lines, inlined functions, instruction, and the stall reason; one per GPU part.
+  uint32_t& tail = (with_stall ? g.stall_tails : g.plain_tails)[gpu_id];
+  if (tail == kNoList) {
+    auto& ids = g.ids;
+    ids.clear();
+    auto [ins, fresh_ins] = g.instructions.try_emplace(GpuPc{a.cubin_crc, a.function, a.pc_offset});
+    if (fresh_ins)
+      for (const Frame& f : instruction_frames(a)) ins->second.push_back(t.intern(f));
+    ids.insert(ids.end(), ins->second.begin(), ins->second.end());
+    if (with_stall)
+      ids.push_back(t.intern(short_stall_name(p_.stall_reason_name(a.device, a.stall_reason)), FrameKind::Stall));
+    tail = g.stacks.part(ids);
+  }
+  return g.stacks.list(head->second, tail);
 }
 
 void FrameBuilder::add(const AttributedSample& a) {
@@ -125,17 +137,16 @@ void FrameBuilder::add(const AttributedSample& a) {
       instruction_frames(a);  // looks the PC's lines up
       g.gpu_keys.push_back(gk);
       g.gpu_has_lines.push_back(has_lines_[{a.cubin_crc, a.function, a.pc_offset}]);
+      g.plain_tails.push_back(kNoList);
+      g.stall_tails.push_back(kNoList);
     }
     g.last_gpu = gk;
     g.last_gpu_id = id;
   }
   const uint64_t sk = uint64_t{a.stack_id} << 32 | g.last_gpu_id;
-  auto [sid, fresh] = g.sample_ids.find_or_add(dense_hash_mix(0, sk), [&](uint32_t i) { return g.sample_keys[i] == sk; });
-  if (fresh) {
-    g.sample_keys.push_back(sk);
-    g.lists.emplace_back();
-  }
-  Aggregation::Lists& lists = g.lists[sid];
+  auto [sid, fresh] = g.sample_ids.find_or_add(dense_hash_mix(0, sk), [&](uint32_t i) { return g.samples[i].key == sk; });
+  if (fresh) g.samples.push_back({sk, {}});
+  Aggregation::Lists& lists = g.samples[sid].lists;
   g.gpu_weight += a.weight;
   if (!g.gpu_has_lines[g.last_gpu_id]) g.no_line_weight += a.weight;
   // One sample may feed two stacks: with and without its stall reason leaf (see StallLeaves).
@@ -145,11 +156,11 @@ void FrameBuilder::add(const AttributedSample& a) {
                 : opt_.stalls == StallLeaves::NotIssued ? not_issued
                                                         : 0.0;
   if (a.weight - leaf > 0) {
-    if (lists.plain == kNoList) lists.plain = list_of(a, false);
+    if (lists.plain == kNoList) lists.plain = list_of(a, g.last_gpu_id, false);
     g.stacks.add(lists.plain, a.device, a.time_ns, a.weight - leaf);
   }
   if (leaf > 0 || opt_.stalls == StallLeaves::All) {
-    if (lists.stall == kNoList) lists.stall = list_of(a, true);
+    if (lists.stall == kNoList) lists.stall = list_of(a, g.last_gpu_id, true);
     g.stacks.add(lists.stall, a.device, a.time_ns, leaf);
   }
 }

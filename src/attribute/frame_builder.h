@@ -69,7 +69,7 @@ class FrameBuilder {
   // Frames between the kernel and the stall reason: source lines, inlined functions, the instruction.
   const std::vector<Frame>& instruction_frames(const AttributedSample& a);
   struct Aggregation;  // frame_aggregation.cpp: the interned lists being summed between add and finish
-  uint32_t list_of(const AttributedSample& a, bool with_stall);
+  uint32_t list_of(const AttributedSample& a, uint32_t gpu_id, bool with_stall);
   const Profile& p_;
   Symbolizer& sym_;
   FrameOptions opt_;

@@ -59,7 +59,7 @@ class LineOrder {
 
   // <0, 0, >0 as the joined lines of `a` and `b` compare.
   int compare(const FrameList& a, const FrameList& b) {
-    size_t i = 0;
+    size_t i = shared_head(a, b);
     while (i < a.size() && i < b.size() && a[i] == b[i]) i++;
     Cursor ca{this, &a, i}, cb{this, &b, i};
     if (i > 0) {  // both lines continue past the common frames with a ';' or end there
@@ -121,16 +121,29 @@ void FoldedWriter::write(const FlameData& data, std::ostream& out) const {
     return order.compare(data.stacks[a].frames, data.stacks[b].frames) < 0;
   });
   std::string text;
+  const FrameList* prev = nullptr;
+  size_t prev_frames = 0, prev_bytes = 0;  // a prefix of `text` that the next line may keep
   for (size_t i = 0; i < lines.size();) {
     const auto& frames = data.stacks[lines[i]].frames;
     uint64_t count = 0;
     size_t j = i;
     for (; j < lines.size() && (j == i || order.compare(frames, data.stacks[lines[j]].frames) == 0); j++)
       count += data.stacks[lines[j]].count;
-    text.clear();
-    for (size_t f = 0; f < frames.size(); f++) {
+    // Sorted lines of one CPU stack and kernel follow each other and share that head run: its text
+    // is rendered once for them all.
+    size_t f = 0;
+    if (prev && prev_frames && shared_head(*prev, frames) == prev_frames) {
+      text.resize(prev_bytes);
+      f = prev_frames;
+    } else {
+      text.clear();
+    }
+    prev = &frames;
+    prev_frames = shared_head(frames, frames);
+    for (; f < frames.size(); f++) {
       if (f) text += ';';
       text += order.rendered(frames[f]);
+      if (f + 1 == prev_frames) prev_bytes = text.size();
     }
     // One space before the count: flamegraph.pl splits the count off at the last whitespace.
     out << text << ' ' << count << '\n';

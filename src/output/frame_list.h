@@ -81,6 +81,10 @@ class FrameList {
   void push_back(Frame f);
   void resize(size_t n);
 
+  // How many leading frames a and b share without comparing them: the head, when it is one run.
+  friend size_t shared_head(const FrameList& a, const FrameList& b) {
+    return a.head_ && a.head_ == b.head_ ? a.head_size_ : 0;
+  }
   friend bool operator==(const FrameList& a, const FrameList& b);
   friend bool operator==(const FrameList& a, const std::vector<Frame>& b);
 
