@@ -24,10 +24,22 @@ struct Share {
   uint64_t time;  // GPU-time-weighted middle of the executions that make up this share
 };
 
-// Per stack: summed weight and weight x time.
-using Weights = std::map<uint32_t, std::pair<double, double>>;
+// Per stack: summed weight and weight x time. A batch window holds few launch stacks of one kernel,
+// so a vector searched from the back (the stack just added to) beats a map; normalise() sorts it.
+struct Weights {
+  std::vector<std::pair<uint32_t, std::pair<double, double>>> by_stack;
+  std::pair<double, double>& operator[](uint32_t stack) {
+    for (auto it = by_stack.rbegin(); it != by_stack.rend(); ++it)
+      if (it->first == stack) return it->second;
+    return by_stack.emplace_back(stack, std::pair{0.0, 0.0}).second;
+  }
+  auto begin() const { return by_stack.begin(); }
+  auto end() const { return by_stack.end(); }
+};
 
-std::vector<Share> normalise(const Weights& w) {
+// Shares in stack order, as a map by stack gave them (the order the samples come out in).
+std::vector<Share> normalise(Weights& w) {
+  std::sort(w.by_stack.begin(), w.by_stack.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   double total = 0;
   for (const auto& [k, v] : w) total += v.first;
   std::vector<Share> out;
@@ -53,30 +65,7 @@ namespace {
 uint64_t exact_key(uint32_t corr, uint32_t fn) { return (static_cast<uint64_t>(corr) << 32) | fn; }
 }  // namespace
 
-struct Attributor::State {
-  explicit State(const Profile& p) : launches(p) {}
-  LaunchIndex launches;
-  std::map<std::pair<uint32_t, uint32_t>, FunctionRuns> runs;  // (device, function) -> executions
-  // Windows mode: (correlation id, function) -> the stack and middle time of that very execution.
-  // Built when the first sample with a correlation id comes (continuous mode has none).
-  std::unordered_map<uint64_t, std::pair<uint32_t, uint64_t>> exact;
-  bool exact_built = false;
-  void build_exact(const Profile& p) {
-    exact_built = true;
-    for (const auto& k : p.kernels)
-      if (k.correlation_id) exact.try_emplace(exact_key(k.correlation_id, k.name), launches.stack_of(k), k.start / 2 + k.end / 2);
-  }
-  std::map<std::pair<uint32_t, uint32_t>, bool> duplicate;     // (device, reason) -> is "_not_issued"
-  // (device, "X_not_issued" index) -> index of X, to pair each count with its not-issued subset.
-  std::map<std::pair<uint32_t, uint32_t>, std::optional<uint32_t>> base_of;
-  // Both of the above by device and reason index, for the per-sample path (small indices only).
-  std::unordered_map<uint32_t, std::vector<int32_t>> reason_kind;
-};
-
 namespace {
-
-enum : int32_t { kUnknownReason = -3, kDuplicateWithoutBase = -2, kCounted = -1 };  // else: the base's index
-constexpr uint32_t kMaxTabledReason = 4096;
 
 // A "_not_issued" count's key: the instruction, its base reason, and the launch where one is known.
 struct NotIssuedKey {
@@ -97,6 +86,36 @@ struct NotIssuedHash {
 
 }  // namespace
 
+struct Attributor::State {
+  explicit State(const Profile& p) : launches(p) {}
+  LaunchIndex launches;
+  std::unordered_map<uint64_t, FunctionRuns> runs;  // device << 32 | function -> executions
+  // Windows mode: (correlation id, function) -> the stack and middle time of that very execution.
+  // Built when the first sample with a correlation id comes (continuous mode has none).
+  std::unordered_map<uint64_t, std::pair<uint32_t, uint64_t>> exact;
+  bool exact_built = false;
+  void build_exact(const Profile& p) {
+    exact_built = true;
+    for (const auto& k : p.kernels)
+      if (k.correlation_id) exact.try_emplace(exact_key(k.correlation_id, k.name), launches.stack_of(k), k.start / 2 + k.end / 2);
+  }
+  std::map<std::pair<uint32_t, uint32_t>, bool> duplicate;     // (device, reason) -> is "_not_issued"
+  // (device, "X_not_issued" index) -> index of X, to pair each count with its not-issued subset.
+  std::map<std::pair<uint32_t, uint32_t>, std::optional<uint32_t>> base_of;
+  // Both of the above by device and reason index, for the per-sample path (small indices only).
+  std::unordered_map<uint32_t, std::vector<int32_t>> reason_kind;
+  // A batch's "_not_issued" counts, and its functions' shares (and whether inside the window).
+  std::unordered_map<NotIssuedKey, uint64_t, NotIssuedHash> not_issued;
+  std::unordered_map<uint32_t, std::pair<std::vector<Share>, bool>> split;
+};
+
+namespace {
+
+enum : int32_t { kUnknownReason = -3, kDuplicateWithoutBase = -2, kCounted = -1 };  // else: the base's index
+constexpr uint32_t kMaxTabledReason = 4096;
+
+}  // namespace
+
 Attributor::Attributor(const Profile& p, uint64_t lag_ns) : p_(p), lag_ns_(lag_ns), s_(std::make_unique<State>(p)) {
   if (lag_ns_ == 0) lag_ns_ = 2ull * (p.process && p.process->interval_ms ? p.process->interval_ms : 10) * 1000000ull;
 
@@ -105,10 +124,10 @@ Attributor::Attributor(const Profile& p, uint64_t lag_ns) : p_(p), lag_ns_(lag_n
   // Executions per (device, function). Kernels whose launch was not seen keep stack 0.
   auto& runs = s_->runs;
   FunctionRuns* last = nullptr;  // kernels come in runs of one function: look the map up per change
-  std::pair<uint32_t, uint32_t> last_key;
+  uint64_t last_key = 0;
   for (const auto& k : p.kernels) {
     uint32_t stack = launches.stack_of(k);
-    std::pair<uint32_t, uint32_t> key{k.device, k.name};
+    uint64_t key = uint64_t{k.device} << 32 | k.name;
     if (!last || key != last_key) last = &runs[key], last_key = key;
     auto& fr = *last;
     fr.runs.push_back({k.start, std::max(k.end, k.start + 1), stack});
@@ -162,13 +181,16 @@ void Attributor::add_batch(const PcBatchRecord& b, std::vector<AttributedSample>
   };
 
   stats_.dropped += b.dropped_samples;
-  std::unordered_map<NotIssuedKey, uint64_t, NotIssuedHash> not_issued;
+  // Per batch, kept between batches so that their buckets are not allocated again each time.
+  auto& not_issued = s_->not_issued;
+  auto& split = s_->split;
+  not_issued.clear();
+  split.clear();
   for (const auto& s : b.samples)
     if (int32_t k = kind_of(s.stall_reason); k >= 0)
       not_issued[{s.function, s.cubin_crc, s.pc_offset, static_cast<uint32_t>(k), s.correlation_id}] += s.count;
   uint64_t lo = b.prev_timestamp > lag_ns_ ? b.prev_timestamp - lag_ns_ : 0;
   uint64_t hi = b.timestamp;
-  std::unordered_map<uint32_t, std::pair<std::vector<Share>, bool>> split;  // function -> shares, in window
   for (const auto& s : b.samples) {
     if (kind_of(s.stall_reason) != kCounted) continue;
     stats_.samples += s.count;
@@ -196,7 +218,7 @@ void Attributor::add_batch(const PcBatchRecord& b, std::vector<AttributedSample>
     if (sp == split.end()) {
       std::vector<Share> shares;
       bool in_window = false;
-      auto rit = s_->runs.find({b.device, s.function});
+      auto rit = s_->runs.find(uint64_t{b.device} << 32 | s.function);
       if (rit != s_->runs.end()) {
         const FunctionRuns& fr = rit->second;
         Weights w;
