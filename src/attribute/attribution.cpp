@@ -123,6 +123,12 @@ Attributor::Attributor(const Profile& p, uint64_t lag_ns) : p_(p), lag_ns_(lag_n
 
   // Executions per (device, function). Kernels whose launch was not seen keep stack 0.
   auto& runs = s_->runs;
+  {  // exact sizes first: vectors grown one execution at a time keep up to twice their memory
+    std::unordered_map<uint64_t, size_t> counts;
+    for (const auto& k : p.kernels) counts[uint64_t{k.device} << 32 | k.name]++;
+    runs.reserve(counts.size());
+    for (const auto& [key, n] : counts) runs[key].runs.reserve(n);
+  }
   FunctionRuns* last = nullptr;  // kernels come in runs of one function: look the map up per change
   uint64_t last_key = 0;
   for (const auto& k : p.kernels) {

@@ -107,6 +107,8 @@ async function checkRanks(page, rank0, gpu0, shot) {
 
 (async () => {
   const userDir = fs.mkdtempSync(path.join(os.tmpdir(), 'aiflame-chromium-'));
+  // Removed however the check ends: fail() exits the process from inside the try.
+  process.on('exit', () => fs.rmSync(userDir, { recursive: true, force: true }));
   const browser = await chromium.launchPersistentContext(userDir, {
     executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
     headless: true,
