@@ -142,6 +142,27 @@ TEST(SpeedscopeWriter, GoldenAndTotals) {
   check_golden("iaprof_current.speedscope.json", written(SpeedscopeWriter(), load("iaprof_current.txt")));
 }
 
+// Names that break JSON unless escaped: quotes, backslashes, control characters, NUL, invalid UTF-8
+// (nlohmann::json throws on it unless told to replace) and a 100 KB template.
+TEST(SpeedscopeWriter, HostileNamesStayValidJson) {
+  const std::string big(100000, 'T');
+  std::string text = std::string("main;say \"hi\"\\n;tab\there;bad\xff\xfeutf8;nul") + '\0' + "x;<script>&'" + big + " 7\n";
+  auto d = parse_flame_input(text, "hostile.folded");
+  ASSERT_TRUE(d.ok()) << d.error();
+  std::string s = written(SpeedscopeWriter(), *d);
+  nlohmann::json j;
+  ASSERT_NO_THROW(j = nlohmann::json::parse(s));
+  std::vector<std::string> names;
+  for (const auto& f : j["shared"]["frames"]) names.push_back(f["name"].get<std::string>());
+  ASSERT_EQ(names.size(), 6u);
+  EXPECT_EQ(names[1], "say \"hi\"\\n");
+  EXPECT_EQ(names[2], "tab\there");
+  EXPECT_EQ(names[3], "bad\xef\xbf\xbd\xef\xbf\xbdutf8");  // each invalid byte becomes U+FFFD
+  EXPECT_EQ(names[4], std::string("nul\0x", 5));  // JSON carries NUL as \u0000
+  EXPECT_EQ(names[5], "<script>&'" + big);
+  EXPECT_EQ(j["profiles"][0]["endValue"].get<uint64_t>(), 7u);
+}
+
 TEST(TraceWriter, KernelsOnDeviceStreamTracksWithTheirSamples) {
   FlameData d = load("demo_matmul.aiflame");
   std::string s = written(TraceWriter(), d);
