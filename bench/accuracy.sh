@@ -3,7 +3,8 @@
 # path_a() and path_b() with a known 3:1 work split; the attributed split must be within 2
 # percentage points of the truth (75% / 25%).
 # Usage: bench/accuracy.sh [ROUNDS=1000] [MODE...]   (modes: sequential streams size)
-# Env:   AIFLAME_BIN (default .dist), OUT (default /tmp), RECORD_OPTS
+# Env:   AIFLAME_BIN (default .dist), OUT (default /tmp), RECORD_OPTS, TIMEOUT (seconds a recording
+#        may take before it is killed, default 600)
 set -u
 rounds=${1:-1000}
 shift || true
@@ -14,7 +15,7 @@ fail=0
 printf '| mode | samples of work | path_a | path_b | unattributed | error (pp) |\n|---|---|---|---|---|---|\n'
 for m in $modes; do
   # shellcheck disable=SC2086
-  "$bin/aiflame" record --force -q ${RECORD_OPTS:-} -o "$out/split_$m.aiflame" -- "$bin/aiflame_bench_kernels" split "$m" "$rounds" >"$out/split_$m.log" 2>&1
+  timeout -k 5 "${TIMEOUT:-600}" "$bin/aiflame" record --force -q ${RECORD_OPTS:-} -o "$out/split_$m.aiflame" -- "$bin/aiflame_bench_kernels" split "$m" "$rounds" >"$out/split_$m.log" 2>&1
   "$bin/aiflame" report --plain -q "$out/split_$m.aiflame" -o "$out/split_$m.folded" --force 2>/dev/null ||
     "$bin/aiflame" report --plain -q "$out/split_$m.aiflame" -o "$out/split_$m.folded"
   awk -v m="$m" '

@@ -12,6 +12,7 @@ cap_mb=${CAP_MB:-1024}
 growth_mb=${GROWTH_MB:-64}
 bin=${AIFLAME_BIN:-.dist}
 out=${OUT:-/tmp}
+mkdir -p "$out" || exit 1
 rss_of() { awk '/VmRSS/ {print $2}' "/proc/$1/status" 2>/dev/null; }
 pid_of() { pgrep -f "^python3 bench/workloads/gpt_train.py" | head -1; }
 
@@ -26,6 +27,9 @@ STEPS=$((minutes * 60 * 50)) "$bin/aiflame" record --force -o "$out/long.aiflame
 recorder=$!
 sleep 15
 pid=$(pid_of)
+if [ -z "$pid" ]; then
+  echo "the recorded run did not start (or ended within 15 s):"; tail -5 "$out/long.err"; echo FAIL; exit 1
+fi
 t0=$(date +%s)
 at60=""
 max=0
