@@ -19,7 +19,8 @@ namespace {
 struct FakeCupti {
   CUptiResult subscribe = CUPTI_SUCCESS;
   CUptiResult pc_enable = CUPTI_SUCCESS;
-  int pcs_to_deliver = 0;  // PC records the next GetData fills in
+  int pcs_to_deliver = 0;  // PC records the next GetData fills in (continuous), or the range holds
+  int range_pcs = 0;       // start/stop: records of ended ranges, waiting in the configured buffer
   CUpti_CallbackFunc callback = nullptr;
   CUpti_PCSamplingData* buffer = nullptr;
   int enables = 0, disables = 0;
@@ -56,7 +57,14 @@ CuptiApi fake_api() {
     return CUPTI_SUCCESS;
   };
   a.cuptiPCSamplingStart = [](CUpti_PCSamplingStartParams*) { fake.starts++; return CUPTI_SUCCESS; };
-  a.cuptiPCSamplingStop = [](CUpti_PCSamplingStopParams*) { fake.stops++; return CUPTI_SUCCESS; };
+  // As CUPTI does at a range's end: the range's records go to the buffer given at configuration.
+  a.cuptiPCSamplingStop = [](CUpti_PCSamplingStopParams*) {
+    fake.stops++;
+    fake.range_pcs += fake.pcs_to_deliver;
+    fake.pcs_to_deliver = 0;
+    if (fake.buffer) fake.buffer->totalNumPcs = static_cast<size_t>(fake.range_pcs);
+    return CUPTI_SUCCESS;
+  };
   a.cuptiGetDeviceId = [](CUcontext, uint32_t* d) { *d = fake.device; return CUPTI_SUCCESS; };
   a.cuptiGetContextId = [](CUcontext, uint32_t* c) { *c = 1; return CUPTI_SUCCESS; };
   a.cuptiPCSamplingEnable = [](CUpti_PCSamplingEnableParams*) { fake.enables++; return fake.pc_enable; };
@@ -86,9 +94,18 @@ CuptiApi fake_api() {
   };
   a.cuptiPCSamplingGetData = [](CUpti_PCSamplingGetDataParams* p) {
     auto* d = static_cast<CUpti_PCSamplingData*>(p->pcSamplingData);
-    d->totalNumPcs = static_cast<size_t>(fake.pcs_to_deliver);
+    d->totalNumPcs = 0;  // the caller's buffer is emptied first...
     d->remainingNumPcs = 0;
-    for (int i = 0; i < fake.pcs_to_deliver; i++) {
+    int n = fake.pcs_to_deliver;
+    if (fake.start_stop) {  // ...then ended ranges' records move out of the configured buffer
+      n = fake.buffer->totalNumPcs ? fake.range_pcs : 0;  // nothing left when the two are one buffer
+      fake.range_pcs = 0;
+      fake.buffer->totalNumPcs = 0;
+    } else {
+      fake.pcs_to_deliver = 0;
+    }
+    d->totalNumPcs = static_cast<size_t>(n);
+    for (int i = 0; i < n; i++) {
       auto& pc = d->pPcData[i];
       // One string shared by both records, as CUPTI does: freeing it per record would double-free.
       static char* shared = nullptr;
@@ -101,7 +118,6 @@ CuptiApi fake_api() {
       pc.stallReason[1] = {8, 3};  // the not-issued subset: kept, never counted twice
       pc.correlationId = fake.correlation;
     }
-    fake.pcs_to_deliver = 0;
     return CUPTI_SUCCESS;
   };
   return a;

@@ -41,14 +41,23 @@ class CuptiBackend {
   void on_activity_buffer(uint8_t* buffer, size_t valid_size);
 
  private:
+  // A sampling-data buffer of CUPTI's shape: records, each with room for every stall reason.
+  struct PcBuffer {
+    CUpti_PCSamplingData data{};
+    std::vector<CUpti_PCSamplingPCData> pcs;
+    std::vector<std::vector<CUpti_PCSamplingStallReason>> reasons;
+    void init(size_t entries, size_t stall_reasons);
+  };
   struct Context {
     CUcontext ctx = nullptr;
     uint32_t device = 0;
     uint32_t context_id = 0;
     std::mutex mu;  // GetData, Disable and the buffer are used from several threads
-    CUpti_PCSamplingData data{};
-    std::vector<CUpti_PCSamplingPCData> pcs;
-    std::vector<std::vector<CUpti_PCSamplingStallReason>> reasons;
+    PcBuffer buf;  // what GetData fills
+    // Windows mode: the buffer given to CUPTI at configuration, a different one. At the end of a range
+    // (Stop, or a kernel in serialized mode) CUPTI puts the range's records there and GetData moves them
+    // into `buf`; with one buffer for both, GetData emptied it first and every window came back empty.
+    std::unique_ptr<PcBuffer> range;
     std::vector<uint32_t> reason_index;  // CUPTI may keep pointing at it after configuration
     std::set<uint32_t> duplicate_reasons;  // "X_not_issued": a subset of X, not counted in totals
     uint64_t last_drain = 0;
@@ -67,7 +76,7 @@ class CuptiBackend {
   Context* context_of(CUcontext ctx);
   void disable(Context& c);
   bool check(CUptiResult r, const char* call, const std::string& fix = {});
-  PcBatchRecord take_batch(Context& c, uint64_t now);
+  PcBatchRecord take_batch(Context& c, CUpti_PCSamplingData& d, uint64_t now);
 
   Recorder& rec_;
   CuptiApi api_;

@@ -88,16 +88,12 @@ bool CuptiBackend::enable_sampling(Context& c) {
   }
   rec_.writer().add(sr);
 
-  c.pcs.assign(kPcBufferEntries, CUpti_PCSamplingPCData{});
-  c.reasons.assign(kPcBufferEntries, std::vector<CUpti_PCSamplingStallReason>(n));
-  for (size_t i = 0; i < kPcBufferEntries; i++) {
-    c.pcs[i].size = sizeof(CUpti_PCSamplingPCData);
-    c.pcs[i].stallReason = c.reasons[i].data();
+  bool windows = rec_.options().pc_mode == PcMode::Windows;
+  c.buf.init(kPcBufferEntries, n);
+  if (windows) {
+    c.range = std::make_unique<PcBuffer>();
+    c.range->init(kPcBufferEntries, n);
   }
-  c.data = {};
-  c.data.size = sizeof(CUpti_PCSamplingData);
-  c.data.collectNumPcs = kPcBufferEntries;
-  c.data.pPcData = c.pcs.data();
 
   std::vector<CUpti_PCSamplingConfigurationInfo> cfg;
   auto add = [&](CUpti_PCSamplingConfigurationAttributeType t) -> CUpti_PCSamplingConfigurationInfo& {
@@ -114,8 +110,7 @@ bool CuptiBackend::enable_sampling(Context& c) {
   if (std::getenv("AIFLAME_STALL_CONFIG"))
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON).attributeData.stallReasonData = {n, idx.data()};
   add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER)
-      .attributeData.samplingDataBufferData.samplingDataBuffer = &c.data;
-  bool windows = rec_.options().pc_mode == PcMode::Windows;
+      .attributeData.samplingDataBufferData.samplingDataBuffer = windows ? &c.range->data : &c.buf.data;
   add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE).attributeData.collectionModeData.collectionMode =
       windows ? CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED : CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
   if (windows)
@@ -146,8 +141,20 @@ bool CuptiBackend::enable_sampling(Context& c) {
 }
 
 // Converts what the sampling buffer holds into one batch record and returns the buffer to CUPTI.
-PcBatchRecord CuptiBackend::take_batch(Context& c, uint64_t now) {
-  CUpti_PCSamplingData& d = c.data;
+void CuptiBackend::PcBuffer::init(size_t entries, size_t stall_reasons) {
+  pcs.assign(entries, CUpti_PCSamplingPCData{});
+  reasons.assign(entries, std::vector<CUpti_PCSamplingStallReason>(stall_reasons));
+  for (size_t i = 0; i < entries; i++) {
+    pcs[i].size = sizeof(CUpti_PCSamplingPCData);
+    pcs[i].stallReason = reasons[i].data();
+  }
+  data = {};
+  data.size = sizeof(CUpti_PCSamplingData);
+  data.collectNumPcs = entries;
+  data.pPcData = pcs.data();
+}
+
+PcBatchRecord CuptiBackend::take_batch(Context& c, CUpti_PCSamplingData& d, uint64_t now) {
   PcBatchRecord b;
   b.timestamp = now;
   b.prev_timestamp = c.last_drain;
@@ -196,7 +203,7 @@ void CuptiBackend::drain_locked(Context& c) {
   for (int guard = 0; guard < 1000; guard++) {
     CUpti_PCSamplingGetDataParams gp = {CUpti_PCSamplingGetDataParamsSize};
     gp.ctx = c.ctx;
-    gp.pcSamplingData = &c.data;
+    gp.pcSamplingData = &c.buf.data;
     CUptiResult r = api_.cuptiPCSamplingGetData(&gp);
     if (r != CUPTI_SUCCESS) {
       if (r == CUPTI_ERROR_OUT_OF_MEMORY) {
@@ -211,10 +218,11 @@ void CuptiBackend::drain_locked(Context& c) {
     }
     uint64_t now = 0;
     api_.cuptiGetTimestamp(&now);
-    size_t remaining = c.data.remainingNumPcs;
-    debug("GetData ctx %u: %zu PCs, %zu remaining, %llu samples, %llu dropped", c.context_id, c.data.totalNumPcs,
-          remaining, (unsigned long long)c.data.totalSamples, (unsigned long long)c.data.droppedSamples);
-    if (c.data.totalNumPcs > 0 || c.data.droppedSamples > 0) rec_.writer().add(take_batch(c, now));
+    CUpti_PCSamplingData& d = c.buf.data;
+    size_t remaining = d.remainingNumPcs;
+    debug("GetData ctx %u: %zu PCs, %zu remaining, %llu samples, %llu dropped", c.context_id, d.totalNumPcs, remaining,
+          (unsigned long long)d.totalSamples, (unsigned long long)d.droppedSamples);
+    if (d.totalNumPcs > 0 || d.droppedSamples > 0) rec_.writer().add(take_batch(c, d, now));
     if (remaining == 0) {
       c.last_drain = now;
       break;
@@ -245,14 +253,15 @@ void CuptiBackend::disable(Context& c) {
     drain_locked(c);
   }
   c.enabled = false;
-  c.data.totalNumPcs = 0;
+  CUpti_PCSamplingData& configured = c.range ? c.range->data : c.buf.data;
+  configured.totalNumPcs = 0;
   CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize};
   dp.ctx = c.ctx;
   check(api_.cuptiPCSamplingDisable(&dp), "cuptiPCSamplingDisable");
-  if (c.data.totalNumPcs > 0) {  // disabling flushes what CUPTI still held
+  if (configured.totalNumPcs > 0) {  // disabling flushes what CUPTI still held into the configured buffer
     uint64_t now = 0;
     api_.cuptiGetTimestamp(&now);
-    rec_.writer().add(take_batch(c, now));
+    rec_.writer().add(take_batch(c, configured, now));
   }
 }
 
@@ -264,7 +273,12 @@ void CuptiBackend::close_window_locked(Context& c, uint64_t now) {
   rec_.windows++;
   rec_.window_ns += now - c.windows->opened_at();
   c.last_drain = c.windows->opened_at();
-  if (stopped) drain_locked(c);
+  if (!stopped) return;
+  size_t before = c.range->data.totalNumPcs;
+  drain_locked(c);  // moves the range's records from the configured buffer into c.buf
+  if (c.windows->windows() <= 3)
+    debug("window %llu stopped: configured buffer %zu PCs before GetData, %zu after",
+          (unsigned long long)c.windows->windows(), before, c.range->data.totalNumPcs);
 }
 
 // The context a launch runs in, looked up once per thread and context (contexts are never freed).
