@@ -16,6 +16,9 @@ namespace {
 struct Execution {
   uint64_t start, end;
   uint32_t stack_id;
+  // The part of its duration it had to itself among executions of the same function: 1 unless the
+  // same kernel ran concurrently on another stream (see shared_time()).
+  float share = 1.0f;
 };
 
 struct Share {
@@ -54,6 +57,42 @@ struct FunctionRuns {
   std::vector<Share> whole_run;  // shares over the whole run (fallback)
 };
 
+// Executions of one function that overlap in time (the same kernel on several streams) share the GPU
+// while they overlap: counting each one's whole duration over-credits them against the same kernel
+// running alone elsewhere in the window (measured: in the two-stream 3:1 test, durations alone give
+// the path that runs beside the other 2.2 points too much). Each instant is split evenly between the k
+// executions running: an execution's weight is the integral of 1/k(t) over its span, P(end) - P(start)
+// with P the running integral; share = weight / duration. `runs` is sorted by start; a function that
+// never overlaps itself (one stream) is left as it is.
+void shared_time(std::vector<Execution>& runs) {
+  bool overlap = false;
+  uint64_t reach = 0;
+  for (const auto& e : runs) {
+    if (e.start < reach) overlap = true;
+    reach = std::max(reach, e.end);
+  }
+  if (!overlap) return;
+  std::vector<std::pair<uint64_t, int>> events;  // (time, +1 start / -1 end), ends first at a tie
+  events.reserve(2 * runs.size());
+  for (const auto& e : runs) events.emplace_back(e.start, 1), events.emplace_back(e.end, -1);
+  std::sort(events.begin(), events.end());
+  std::vector<std::pair<uint64_t, double>> integral;  // P at each event time
+  integral.reserve(events.size());
+  double p = 0;
+  int k = 0;
+  uint64_t t0 = events.front().first;
+  for (const auto& [t, d] : events) {
+    if (k > 0) p += static_cast<double>(t - t0) / k;
+    t0 = t;
+    k += d;
+    if (integral.empty() || integral.back().first != t) integral.emplace_back(t, p);
+  }
+  auto at = [&](uint64_t t) {
+    return std::lower_bound(integral.begin(), integral.end(), t, [](const auto& x, uint64_t v) { return x.first < v; })->second;
+  };
+  for (auto& e : runs) e.share = static_cast<float>((at(e.end) - at(e.start)) / static_cast<double>(e.end - e.start));
+}
+
 }  // namespace
 
 bool is_duplicate_stall_reason(const std::string& name) {
@@ -90,6 +129,8 @@ struct Attributor::State {
   explicit State(const Profile& p) : launches(p) {}
   LaunchIndex launches;
   std::unordered_map<uint64_t, FunctionRuns> runs;  // device << 32 | function -> executions
+  // device << 32 | context -> timestamp of the last batch that carried samples (see add_batch).
+  std::unordered_map<uint64_t, uint64_t> last_delivery;
   // Windows mode: (correlation id, function) -> the stack and middle time of that very execution.
   // Built when the first sample with a correlation id comes (continuous mode has none).
   std::unordered_map<uint64_t, std::pair<uint32_t, uint64_t>> exact;
@@ -112,12 +153,19 @@ struct Attributor::State {
 namespace {
 
 enum : int32_t { kUnknownReason = -3, kDuplicateWithoutBase = -2, kCounted = -1 };  // else: the base's index
+constexpr uint64_t kDecodeLatencyNs = 200'000'000;
 constexpr uint32_t kMaxTabledReason = 4096;
 
 }  // namespace
 
 Attributor::Attributor(const Profile& p, uint64_t lag_ns) : p_(p), lag_ns_(lag_ns), s_(std::make_unique<State>(p)) {
-  if (lag_ns_ == 0) lag_ns_ = 2ull * (p.process && p.process->interval_ms ? p.process->interval_ms : 10) * 1000000ull;
+  if (lag_ns_ == 0) {
+    // CUPTI's decode thread wakes every 100 ms (its default sleep span, left alone: setting it crashed
+    // CUPTI 13.0), so a sample reaches GetData up to about two spans after it ran (the demo's last
+    // samples came 176 ms after its last kernel ended, tests/data/demo_matmul.aiflame).
+    uint64_t interval_ns = (p.process && p.process->interval_ms ? p.process->interval_ms : 10) * 1000000ull;
+    lag_ns_ = std::max<uint64_t>(2 * interval_ns, kDecodeLatencyNs);
+  }
 
   LaunchIndex& launches = s_->launches;
 
@@ -140,12 +188,13 @@ Attributor::Attributor(const Profile& p, uint64_t lag_ns) : p_(p), lag_ns_(lag_n
   }
   for (auto& [key, fr] : runs) {
     std::sort(fr.runs.begin(), fr.runs.end(), [](const Execution& a, const Execution& b) { return a.start < b.start; });
+    shared_time(fr.runs);
     Weights w;
     for (const auto& e : fr.runs) {
       fr.max_duration = std::max(fr.max_duration, e.end - e.start);
-      double d = static_cast<double>(e.end - e.start);
+      double span = static_cast<double>(e.end - e.start), d = span * e.share;
       w[e.stack_id].first += d;
-      w[e.stack_id].second += d * (static_cast<double>(e.start) + d / 2);
+      w[e.stack_id].second += d * (static_cast<double>(e.start) + span / 2);
     }
     fr.whole_run = normalise(w);
   }
@@ -195,7 +244,17 @@ void Attributor::add_batch(const PcBatchRecord& b, std::vector<AttributedSample>
   for (const auto& s : b.samples)
     if (int32_t k = kind_of(s.stall_reason); k >= 0)
       not_issued[{s.function, s.cubin_crc, s.pc_offset, static_cast<uint32_t>(k), s.correlation_id}] += s.count;
-  uint64_t lo = b.prev_timestamp > lag_ns_ ? b.prev_timestamp - lag_ns_ : 0;
+  // The window the batch's samples ran in. CUPTI's decode thread hands samples out about every 100 ms
+  // (its default sleep span, which aiflame leaves alone: setting it crashed CUPTI 13.0), while aiflame
+  // polls every interval (10 ms), so most polls come back empty and say nothing about when the next
+  // batch's samples ran: a batch holds what ran since the previous batch that had samples, plus the lag.
+  // (Starting at the previous poll, with a 20 ms lag, put 100-200 ms of samples into the executions of
+  // the last 30 ms: when a kernel's launch stacks changed within that time, the stack running at the
+  // end got them all; the two-stream 3:1 test at 300 rounds gave path_a 78-79% instead of 75%.)
+  uint64_t& delivered = s_->last_delivery[uint64_t{b.device} << 32 | b.context];
+  uint64_t since = delivered ? std::min(delivered, b.prev_timestamp) : b.prev_timestamp;
+  if (!b.samples.empty()) delivered = b.timestamp;
+  uint64_t lo = since > lag_ns_ ? since - lag_ns_ : 0;
   uint64_t hi = b.timestamp;
   for (const auto& s : b.samples) {
     if (kind_of(s.stall_reason) != kCounted) continue;
@@ -234,9 +293,9 @@ void Attributor::add_batch(const PcBatchRecord& b, std::vector<AttributedSample>
         for (; it != fr.runs.end() && it->start < hi; ++it) {
           uint64_t a = std::max(it->start, lo), z = std::min(it->end, hi);
           if (z > a) {
-            double d = static_cast<double>(z - a);
+            double span = static_cast<double>(z - a), d = span * it->share;
             w[it->stack_id].first += d;
-            w[it->stack_id].second += d * (static_cast<double>(a) + d / 2);
+            w[it->stack_id].second += d * (static_cast<double>(a) + span / 2);
           }
         }
         shares = normalise(w);

@@ -47,8 +47,9 @@ struct AttributionResult {
 // not its batches.
 class Attributor {
  public:
-  // lag_ns: how far before its window's start a batch's samples may have run (CUPTI decodes on its
-  // own thread); 0 picks two collection intervals.
+  // lag_ns: how far before its window's start (the previous batch that had samples) a batch's
+  // samples may have run (CUPTI decodes on its own thread); 0 picks 200 ms, or two collection
+  // intervals when those are longer.
   explicit Attributor(const Profile& p, uint64_t lag_ns = 0);
   ~Attributor();
   // Appends the batch's attributed samples to out, in order.

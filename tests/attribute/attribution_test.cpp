@@ -63,7 +63,7 @@ TEST(Attribution, ClipsExecutionsToTheWindow) {
   b.timestamp = 200'000'000;
   b.samples = {{1, 0, 0x10, kLongScoreboard, 10, 0}};
   p.batches.push_back(b);
-  auto m = by_stack(attribute_samples(p));
+  auto m = by_stack(attribute_samples(p, 20'000'000));  // a lag of 20 ms: the window is [100, 200]
   EXPECT_NEAR(m[1], 5.0, 1e-9);
   EXPECT_NEAR(m[2], 5.0, 1e-9);
   EXPECT_EQ(m.count(3), 0u);
@@ -117,12 +117,70 @@ TEST(Attribution, NoExecutionInTheWindowFallsBackToTheWholeRun) {
   b.timestamp = 510'000'000;
   b.samples = {{1, 0, 0x10, kLongScoreboard, 8, 0}};
   p.batches.push_back(b);
-  auto r = attribute_samples(p);
+  auto r = attribute_samples(p, 20'000'000);  // the window [480, 510] ms holds no execution
   auto m = by_stack(r);
   EXPECT_NEAR(m[1], 6.0, 1e-9);
   EXPECT_NEAR(m[2], 2.0, 1e-9);
   EXPECT_NEAR(r.stats.attributed, 8.0, 1e-9);
   EXPECT_NEAR(r.stats.in_window, 0.0, 1e-9);
+}
+
+// CUPTI hands samples out about every 100 ms while aiflame polls every 10 ms: the polls in between
+// come back empty. A batch's samples ran since the previous batch that had samples (minus the lag),
+// not since the previous poll.
+TEST(Attribution, WindowStartsAtThePreviousBatchThatHadSamples) {
+  Profile p = base_profile();
+  add_launch(p, 1, 1, 1, 20'000'000, 60'000'000);    // stack 1: 40 ms, early in the 100 ms
+  add_launch(p, 2, 2, 1, 190'000'000, 200'000'000);  // stack 2: 10 ms, just before the delivery
+  PcBatchRecord first;  // a delivery at 0 ms, then empty polls every 10 ms
+  first.prev_timestamp = 0;
+  first.timestamp = 1;
+  first.samples = {{2, 0, 0x20, kLongScoreboard, 1, 0}};
+  p.batches.push_back(first);
+  PcBatchRecord b;
+  b.prev_timestamp = 190'000'000;  // the empty poll before it
+  b.timestamp = 200'000'000;
+  b.samples = {{1, 0, 0x10, kLongScoreboard, 50, 0}};
+  p.batches.push_back(b);
+  auto m = by_stack(attribute_samples(p, 5'000'000));
+  // Window [0, 200]: 40 ms against 10 ms. From the last poll it would have been [185, 200]: all to stack 2.
+  EXPECT_NEAR(m[1], 40.0, 1e-9);
+  EXPECT_NEAR(m[2], 10.0, 1e-9);
+  EXPECT_NEAR(m[0], 1.0, 1e-9);  // relu: no execution, unattributed
+}
+
+// Without a lag given, a batch reaches 200 ms back (two of CUPTI's 100-ms decode periods).
+TEST(Attribution, DefaultLagCoversTwoDecodePeriods) {
+  Profile p = base_profile();
+  add_launch(p, 1, 1, 1, 400'000'000, 410'000'000);  // 190-180 ms before the batch's window
+  add_launch(p, 2, 2, 1, 600'000'000, 610'000'000);
+  PcBatchRecord b;
+  b.prev_timestamp = 590'000'000;
+  b.timestamp = 620'000'000;
+  b.samples = {{1, 0, 0x10, kLongScoreboard, 20, 0}};
+  p.batches.push_back(b);
+  auto m = by_stack(attribute_samples(p));
+  EXPECT_NEAR(m[1], 10.0, 1e-9);
+  EXPECT_NEAR(m[2], 10.0, 1e-9);
+}
+
+// The same kernel on two streams at once shares the GPU: each instant counts half for each of the two
+// running, so the overlap does not count twice against the kernel running alone.
+TEST(Attribution, ConcurrentExecutionsOfOneKernelShareTheirOverlap) {
+  Profile p = base_profile();
+  add_launch(p, 1, 1, 1, 100'000'000, 140'000'000);  // stack 1: 40 ms, alone for 20 of them
+  add_launch(p, 2, 2, 1, 120'000'000, 140'000'000);  // stack 2: 20 ms, all beside stack 1
+  add_launch(p, 3, 3, 1, 150'000'000, 170'000'000);  // stack 3: 20 ms alone
+  PcBatchRecord b;
+  b.prev_timestamp = 100'000'000;
+  b.timestamp = 200'000'000;
+  b.samples = {{1, 0, 0x10, kLongScoreboard, 60, 0}};
+  p.batches.push_back(b);
+  auto m = by_stack(attribute_samples(p, 1));
+  // GPU time: stack 1 20 + 10 = 30 ms, stack 2 10 ms, stack 3 20 ms (by duration: 40, 20, 20).
+  EXPECT_NEAR(m[1], 30.0, 1e-9);
+  EXPECT_NEAR(m[2], 10.0, 1e-9);
+  EXPECT_NEAR(m[3], 20.0, 1e-9);
 }
 
 TEST(Attribution, UnknownKernelIsKeptUnattributed) {
