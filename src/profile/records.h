@@ -125,7 +125,8 @@ struct PcSample {
   uint32_t correlation_id = 0;  // 0 when the backend gives none (continuous mode)
 };
 
-// One drain of the sampling buffer. The samples ran between prev_timestamp - lag and timestamp.
+// One drain of the sampling buffer. prev_timestamp is the previous poll; the samples ran between the
+// previous batch of the context that had samples (minus CUPTI's decode lag) and timestamp.
 struct PcBatchRecord {
   uint64_t timestamp = 0;
   uint64_t prev_timestamp = 0;
