@@ -44,6 +44,8 @@ struct CuptiApi {
   // Optional (graph-node stacks are left out when missing).
   decltype(&::cuptiGetGraphNodeId) cuptiGetGraphNodeId = nullptr;
   decltype(&::cuptiGetGraphId) cuptiGetGraphId = nullptr;
+  // Optional (activity buffer tuning is skipped when missing).
+  decltype(&::cuptiActivitySetAttribute) cuptiActivitySetAttribute = nullptr;
 
   std::string library_path;
   uint32_t version = 0;

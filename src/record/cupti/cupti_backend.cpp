@@ -19,12 +19,19 @@ void CUPTIAPI callback_trampoline(void*, CUpti_CallbackDomain domain, CUpti_Call
   if (g_backend) g_backend->on_callback(domain, cbid, data);
 }
 
-constexpr size_t kActivityBufferSize = 4u << 20;
+size_t g_activity_buffer_size = 4u << 20;
+bool g_zeroed_buffers = false;  // CUPTI told that buffers come zeroed (it then skips zeroing them)
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
-  *buffer = static_cast<uint8_t*>(std::aligned_alloc(8, kActivityBufferSize));
-  *size = *buffer ? kActivityBufferSize : 0;
+  *buffer = static_cast<uint8_t*>(g_zeroed_buffers ? std::calloc(1, g_activity_buffer_size)
+                                                   : std::aligned_alloc(8, g_activity_buffer_size));
+  *size = *buffer ? g_activity_buffer_size : 0;
   *max_records = 0;
+}
+
+size_t env_size_mb(const char* name) {
+  const char* v = std::getenv(name);
+  return v && *v ? static_cast<size_t>(std::strtoul(v, nullptr, 10)) << 20 : 0;
 }
 
 void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
@@ -106,10 +113,29 @@ bool CuptiBackend::start() {
   for (CUpti_CallbackId id : kLaunchCallbacks)
     check(api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id), "cuptiEnableCallback(launch)");
   if (rec_.options().kernel_activity) {
+    tune_activity_buffers();
     if (check(api_.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks"))
       check(api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable(CONCURRENT_KERNEL)");
   }
   return true;
+}
+
+// Experiment knobs for the cost of kernel activity records (bench/RESULTS.md, launch storm):
+// AIFLAME_ACTIVITY_ZEROED=1, AIFLAME_ACTIVITY_BUFFER_MB, AIFLAME_DEVICE_BUFFER_MB.
+void CuptiBackend::tune_activity_buffers() {
+  if (size_t b = env_size_mb("AIFLAME_ACTIVITY_BUFFER_MB")) g_activity_buffer_size = b;
+  if (!api_.cuptiActivitySetAttribute) return;
+  if (const char* z = std::getenv("AIFLAME_ACTIVITY_ZEROED"); z && *z == '1') {
+    uint8_t one = 1;
+    size_t n = sizeof(one);
+    g_zeroed_buffers = check(api_.cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &n, &one),
+                             "cuptiActivitySetAttribute(ZEROED_OUT_ACTIVITY_BUFFER)");
+  }
+  if (size_t d = env_size_mb("AIFLAME_DEVICE_BUFFER_MB")) {
+    size_t n = sizeof(d);
+    check(api_.cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &n, &d),
+          "cuptiActivitySetAttribute(DEVICE_BUFFER_SIZE)");
+  }
 }
 
 void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
@@ -120,9 +146,20 @@ void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbi
       rec_.on_launch_exit();
       return;
     }
+    // Experiment knob (bench/storm_breakdown.sh): 1 measures CUPTI's callback alone, 2 adds the
+    // timestamp and context lookup.
+    static const int skip = [] {
+      const char* v = std::getenv("AIFLAME_SKIP_LAUNCHES");
+      return v ? std::atoi(v) : 0;
+    }();
+    if (skip == 1) return;
     uint64_t ts = 0;
     api_.cuptiGetTimestamp(&ts);
     Context* c = context_of(cb->context);
+    if (skip == 2) {
+      asm volatile("" ::"r"(c), "r"(ts));
+      return;
+    }
     rec_.on_launch(cbid, cb->correlationId, reinterpret_cast<uint64_t>(cb->symbolName), ts, c ? c->device : kNoDevice);
     return;
   }

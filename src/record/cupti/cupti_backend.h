@@ -76,6 +76,7 @@ class CuptiBackend {
   Context* context_of(CUcontext ctx);
   void disable(Context& c);
   bool check(CUptiResult r, const char* call, const std::string& fix = {});
+  void tune_activity_buffers();
   PcBatchRecord take_batch(Context& c, CUpti_PCSamplingData& d, uint64_t now);
 
   Recorder& rec_;

@@ -238,7 +238,11 @@ void CuptiBackend::drain_all() {
   }
   for (Context* c : all) drain(*c);
   // Kernel records otherwise wait for a full 4 MB buffer; a run cut short would lose them.
-  if (rec_.options().kernel_activity && ++drains_ % 10 == 0) api_.cuptiActivityFlushAll(0);
+  static const unsigned flush_every = [] {
+    const char* v = std::getenv("AIFLAME_ACTIVITY_FLUSH_EVERY");  // experiment knob; 0: never
+    return v && *v ? static_cast<unsigned>(std::strtoul(v, nullptr, 10)) : 10u;
+  }();
+  if (rec_.options().kernel_activity && flush_every && ++drains_ % flush_every == 0) api_.cuptiActivityFlushAll(0);
 }
 
 void CuptiBackend::disable(Context& c) {
