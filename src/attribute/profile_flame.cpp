@@ -1,9 +1,11 @@
 #include "attribute/profile_flame.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <map>
 #include <thread>
 
+#include "attribute/batch_pipeline.h"
 #include "symbolize/sass_cache.h"
 #include "symbolize/symbolizer.h"
 
@@ -21,6 +23,13 @@ Result<AttributionStats> stream_attribution_stats(const std::string& path, const
 }
 
 namespace {
+
+// Two threads when the machine has two cores: one reads and attributes batches, the other aggregates.
+// AIFLAME_REPORT_THREADS=1 keeps everything on one thread.
+unsigned report_threads() {
+  if (const char* v = std::getenv("AIFLAME_REPORT_THREADS"); v && *v) return std::strtoul(v, nullptr, 10) < 2 ? 1 : 2;
+  return std::thread::hardware_concurrency() >= 2 ? 2 : 1;
+}
 
 // Sampled kernels whose instructions the profile names not (a recording with --sass-timeout 0 or cut
 // short, an older aiflame), per cubin kept in the profile: one pass over the batches, so that nvdisasm
@@ -65,13 +74,14 @@ Result<ProfileFlame> flame_from_profile_file(const std::string& path, FrameOptio
   GpuSymbolizer gpu(profile, gpu_opt);
   options.gpu = &gpu;
   FrameBuilder fb(profile, sym, options);
-  std::vector<AttributedSample> samples;  // one batch's, reused
-  Status st = for_each_batch(path, [&](const PcBatchRecord& b) {
-    out.batch_devices.insert(b.device);
-    samples.clear();
-    attributor.add_batch(b, samples);
-    for (const auto& a : samples) fb.add(a);
-  });
+  uint32_t last_device = ~0u;
+  Status st = attribute_batches(
+      path, attributor,
+      [&](uint32_t device, const std::vector<AttributedSample>& samples) {
+        if (device != last_device) out.batch_devices.insert(device), last_device = device;
+        for (const auto& a : samples) fb.add(a);
+      },
+      report_threads());
   if (!st) return Error{st.error()};
   out.stats = attributor.stats();
   out.flame = fb.finish(out.stats);
