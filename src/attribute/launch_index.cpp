@@ -30,7 +30,7 @@ uint32_t LaunchIndex::node_stack(uint64_t node_id) const {
   return 0;
 }
 
-uint32_t LaunchIndex::stack_of(const KernelRecord& k) {
+uint32_t LaunchIndex::stack_of(const KernelRow& k) {
   uint32_t launch = stack_of_launch(k.correlation_id);
   if (!k.graph_node_id) return launch;
   uint32_t node = node_stack(k.graph_node_id);

@@ -21,7 +21,7 @@ class LaunchIndex {
  public:
   explicit LaunchIndex(const Profile& p);
   // 0 when the launch was not recorded.
-  uint32_t stack_of(const KernelRecord& k);
+  uint32_t stack_of(const KernelRow& k);
   // The stack of a launch call by its correlation id; 0 when not recorded.
   uint32_t stack_of_launch(uint32_t correlation_id) const {
     if (!dense_.empty()) return correlation_id < dense_.size() ? dense_[correlation_id] : 0;

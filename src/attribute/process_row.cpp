@@ -18,14 +18,14 @@ ProcessRow process_row(const Profile& p, const AttributionStats& stats, const st
   }
   r.samples = stats.samples;
   r.attributed_percent = stats.percent_attributed();
-  r.launches = p.launches.size();
+  r.launches = p.launch_count();
   r.kernels = p.kernels.size();
   uint64_t start = p.process ? p.process->start_timestamp : 0, end = p.end ? p.end->timestamp : 0;
   // Kernels by device, as indices sorted by start (4 bytes a kernel, not a copy of every span: a long
   // run has millions).
   std::map<uint32_t, std::vector<uint32_t>> by_device;
   for (uint32_t i = 0; i < p.kernels.size(); i++) {
-    const KernelRecord& k = p.kernels[i];
+    const KernelRow& k = p.kernels[i];
     by_device[k.device].push_back(i);
     if (!start || k.start < start) start = k.start;
     end = std::max(end, k.end);
@@ -34,7 +34,7 @@ ProcessRow process_row(const Profile& p, const AttributionStats& stats, const st
   for (auto& [device, spans] : by_device) {
     r.devices.push_back(device);
     std::sort(spans.begin(), spans.end(), [&](uint32_t x, uint32_t y) {
-      const KernelRecord &a = p.kernels[x], &b = p.kernels[y];
+      const KernelRow &a = p.kernels[x], &b = p.kernels[y];
       return a.start != b.start ? a.start < b.start : a.end < b.end;
     });
     uint64_t busy = 0, lo = 0, hi = 0;

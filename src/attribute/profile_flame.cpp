@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <thread>
 
 #include "attribute/batch_pipeline.h"
@@ -58,7 +59,7 @@ Result<ProfileFlame> flame_from_profile_file(const std::string& path, FrameOptio
   ProfileFlame out;
   out.profile = std::move(*p);
   const Profile& profile = out.profile;
-  Attributor attributor(profile);
+  auto attributor = std::make_unique<Attributor>(profile);
   Symbolizer sym(profile.modules);
   GpuSymbolizerOptions gpu_opt = gpu_options;
   SassCache sass;
@@ -74,16 +75,19 @@ Result<ProfileFlame> flame_from_profile_file(const std::string& path, FrameOptio
   GpuSymbolizer gpu(profile, gpu_opt);
   options.gpu = &gpu;
   FrameBuilder fb(profile, sym, options);
+  // Both launch indexes (the attributor's and the frame builder's) are built: the rows can go.
+  out.profile.drop_launch_rows();
   uint32_t last_device = ~0u;
   Status st = attribute_batches(
-      path, attributor,
+      path, *attributor,
       [&](uint32_t device, const std::vector<AttributedSample>& samples) {
         if (device != last_device) out.batch_devices.insert(device), last_device = device;
         for (const auto& a : samples) fb.add(a);
       },
       report_threads());
   if (!st) return Error{st.error()};
-  out.stats = attributor.stats();
+  out.stats = attributor->stats();
+  attributor.reset();  // its executions (24 bytes a kernel) are not needed for the picture's stacks
   out.flame = fb.finish(out.stats);
   out.gpu = fb.gpu_stats();
   for (const auto& n : gpu.notes())

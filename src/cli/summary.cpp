@@ -18,12 +18,10 @@ void print_summary(const Profile& p, const AttributionStats& stats, const std::s
   double secs = end > start && start ? static_cast<double>(end - start) / 1e9 : 0.0;
   std::set<uint32_t> devices;
   for (const auto& k : p.kernels) devices.insert(k.device);
-  uint64_t unwound = 0;
-  for (const auto& l : p.launches) unwound += l.native_unwound;
   out << fmt::format("aiflame: {}: pid {}, {:.2f} s, {} GPU samples ({} dropped), {} kernels on {} GPU(s), {} launches "
                      "({} unwound), {} stacks, {} cubins\n",
                      path, p.process ? p.process->pid : 0, secs, stats.samples, stats.dropped, p.kernels.size(),
-                     devices.size(), p.launches.size(), unwound, p.stacks.size(), p.cubins.size());
+                     devices.size(), p.launch_count(), p.launches_unwound(), p.stacks.size(), p.cubins.size());
   out << fmt::format("aiflame: {:.2f}% of GPU samples attributed to a launch stack ({:.2f}% inside their drain window)\n",
                      stats.percent_attributed(), stats.samples ? 100.0 * stats.in_window / stats.samples : 100.0);
   if (stats.exact > 0)

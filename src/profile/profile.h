@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "profile/record_array.h"
 #include "profile/records.h"
 #include "util/result.h"
 
@@ -21,6 +22,32 @@ struct GpuPc {
   auto operator<=>(const GpuPc&) const = default;
 };
 
+// A launch as a report reads it: the launch record without its thread, time and API (16 bytes, not
+// 32; a long run has millions, bench/RESULTS.md "Report throughput and memory").
+struct LaunchRow {
+  uint32_t correlation_id = 0;
+  uint32_t stack_id = 0;
+  uint32_t device = kNoDevice;
+  bool native_unwound = false;
+  LaunchRow() = default;
+  LaunchRow(const LaunchRecord& l)  // NOLINT: implicit, so that records convert where rows are kept
+      : correlation_id(l.correlation_id), stack_id(l.stack_id), device(l.device), native_unwound(l.native_unwound) {}
+};
+
+// A kernel execution as a report reads it: the kernel record without its launch configuration,
+// context and graph id, which no report shows (40 bytes, not 80). The file keeps them all.
+struct KernelRow {
+  uint64_t start = 0, end = 0;
+  uint64_t graph_node_id = 0;  // the graph node that ran it (0: not run by a graph, or not recorded)
+  uint32_t correlation_id = 0;
+  uint32_t device = 0, stream = 0;
+  uint32_t name = 0;  // string id (mangled name)
+  KernelRow() = default;
+  KernelRow(const KernelRecord& k)  // NOLINT: implicit, as LaunchRow
+      : start(k.start), end(k.end), graph_node_id(k.graph_node_id), correlation_id(k.correlation_id),
+        device(k.device), stream(k.stream), name(k.name) {}
+};
+
 struct Profile {
   uint32_t version = 0;
   std::optional<ProcessRecord> process;
@@ -28,8 +55,10 @@ struct Profile {
   std::vector<StallReasonsRecord> stall_reasons;
   std::vector<ModuleRecord> modules;
   std::unordered_map<uint32_t, StackRecord> stacks;
-  std::vector<LaunchRecord> launches;
-  std::vector<KernelRecord> kernels;
+  // Launch rows; a report drops them once its indexes have read them (drop_launch_rows): count
+  // launches with launch_count() and launches_unwound().
+  RecordArray<LaunchRow> launches;
+  RecordArray<KernelRow> kernels;
   std::vector<PcBatchRecord> batches;
   std::map<uint64_t, CubinRecord> cubins;
   std::unordered_map<uint64_t, SymbolRecord> symbols;
@@ -45,9 +74,25 @@ struct Profile {
   uint64_t batch_records = 0;    // PC batch records in the file, kept in `batches` or not
   uint64_t last_batch_timestamp = 0;  // latest batch timestamp, also when the batches were not kept
 
+  uint64_t launch_count() const { return launches.size() + dropped_launches_; }
+  uint64_t launches_unwound() const {
+    uint64_t n = dropped_unwound_;
+    for (const auto& l : launches) n += l.native_unwound;
+    return n;
+  }
+  // Frees the launch rows, keeping their counts (a 300-s run's 1.2 million rows are 19 MB). Anything
+  // that maps correlation ids to stacks (LaunchIndex) must have been built before.
+  void drop_launch_rows() {
+    dropped_unwound_ = launches_unwound();
+    dropped_launches_ += launches.size();
+    launches.clear();
+  }
+
   const std::string& str(uint32_t id) const;
   // Stall reason name for a device's hardware index ("stall_<idx>" when unknown).
   std::string stall_reason_name(uint32_t device, uint32_t index) const;
+
+  uint64_t dropped_launches_ = 0, dropped_unwound_ = 0;  // see drop_launch_rows()
 };
 
 // What a read keeps of the PC batch records, which are nearly all of a long profile: everything, or

@@ -58,49 +58,11 @@ bool read_one(ByteReader& r, R& rec) {
 // What one pass over the chunks does with the records.
 enum class Pass { All, AllButBatches, OnlyBatches };
 
-// Records that come by the million in a long run (kernels, launches), collected in fixed blocks and
-// moved into one vector of the exact size at the end: a vector grown one record at a time doubles,
-// and while it moves it holds the records up to three times over (a 300-s profile's 1.2 million kernel
-// records: 96 MB, and 250 MB at the last doubling), page-faulting each new buffer again.
-template <class T>
-class Blocks {
- public:
-  void push_back(const T& x) {
-    if (blocks_.empty() || blocks_.back().size() == kBlock) {
-      blocks_.emplace_back();
-      blocks_.back().reserve(kBlock);
-    }
-    blocks_.back().push_back(x);
-  }
-  // Appends everything to `out`, freeing each block once it is copied.
-  void move_into(std::vector<T>& out) {
-    size_t n = out.size();
-    for (const auto& b : blocks_) n += b.size();
-    out.reserve(n);
-    for (auto& b : blocks_) {
-      out.insert(out.end(), b.begin(), b.end());
-      std::vector<T>().swap(b);
-    }
-    blocks_.clear();
-  }
-
- private:
-  static constexpr size_t kBlock = 1 << 16;
-  std::vector<std::vector<T>> blocks_;
-};
-
 struct RecordSink {
   Profile& p;
   Pass pass;
   const std::function<void(const PcBatchRecord&)>* on_batch = nullptr;
   PcBatchRecord batch;  // reused: decoding into it keeps its sample vector's capacity
-  Blocks<LaunchRecord> launches;
-  Blocks<KernelRecord> kernels;
-  // Into the profile, after the last chunk (also after an error: what was read stays readable).
-  void finish() {
-    launches.move_into(p.launches);
-    kernels.move_into(p.kernels);
-  }
 };
 
 // Parses the records of one chunk into the profile; false on a malformed record.
@@ -126,8 +88,8 @@ bool parse_records(std::string_view raw, RecordSink& sink) {
       case RecordType::StallReasons: { StallReasonsRecord x; ok = read_one(r, x); p.stall_reasons.push_back(std::move(x)); break; }
       case RecordType::Module: { ModuleRecord x; ok = read_one(r, x); p.modules.push_back(std::move(x)); break; }
       case RecordType::Stack: { StackRecord x; ok = read_one(r, x); p.stacks[x.id] = std::move(x); break; }
-      case RecordType::Launch: { LaunchRecord x; ok = read_one(r, x); sink.launches.push_back(x); break; }
-      case RecordType::Kernel: { KernelRecord x; ok = read_one(r, x); sink.kernels.push_back(x); break; }
+      case RecordType::Launch: { LaunchRecord x; ok = read_one(r, x); p.launches.push_back(x); break; }
+      case RecordType::Kernel: { KernelRecord x; ok = read_one(r, x); p.kernels.push_back(x); break; }
       case RecordType::PcBatch: {
         p.batch_records++;
         if (sink.pass == Pass::AllButBatches) {
@@ -260,7 +222,6 @@ Result<Profile> parse_profile(const std::string& bytes, const std::string& name)
   RecordSink sink{p, Pass::All};
   MemorySource src(bytes);
   Status st = walk_chunks(src, name, sink);
-  sink.finish();
   if (!st) return Error{st.error()};
   return p;
 }
@@ -272,7 +233,6 @@ Result<Profile> read_profile(const std::string& path, BatchReading batches) {
   RecordSink sink{p, batches == BatchReading::Keep ? Pass::All : Pass::AllButBatches};
   FileSource src(f.get());
   Status st = walk_chunks(src, path, sink);
-  sink.finish();
   if (!st) return Error{st.error()};
   return p;
 }

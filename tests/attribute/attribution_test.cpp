@@ -22,7 +22,7 @@ Profile base_profile() {
 }
 
 void add_launch(Profile& p, uint32_t corr, uint32_t stack, uint32_t fn, uint64_t start, uint64_t end, uint32_t device = 0) {
-  p.launches.push_back({corr, 1, start, stack, 307, true});
+  p.launches.push_back(LaunchRecord{corr, 1, start, stack, 307, true});
   KernelRecord k;
   k.correlation_id = corr; k.start = start; k.end = end; k.device = device; k.name = fn;
   p.kernels.push_back(k);
@@ -265,7 +265,7 @@ TEST(AttributionWindows, CorrelationIdsAttributeExactly) {
   Profile p = base_profile();
   add_launch(p, 1, 1, 1, 110'000'000, 140'000'000);  // 30 ms of gemm from stack 1
   add_launch(p, 2, 2, 1, 150'000'000, 160'000'000);  // 10 ms of gemm from stack 2
-  p.launches.push_back({3, 1, 165'000'000, 3, 307, true});  // a launch whose kernel record was lost
+  p.launches.push_back(LaunchRecord{3, 1, 165'000'000, 3, 307, true});  // a launch whose kernel record was lost
   PcBatchRecord b;
   b.prev_timestamp = 120'000'000;
   b.timestamp = 200'000'000;

@@ -26,7 +26,7 @@ Profile graph_profile() {
   p.symbols[0x400010] = {0x400010, 1, "main", 0};
   p.symbols[0x400110] = {0x400110, 1, "capture_step", 0};
   p.symbols[0x400210] = {0x400210, 1, "replay_loop", 0};
-  p.launches = {{10, 1, 100, 1, 0, true}, {20, 1, 200, 2, 0, true}};
+  p.launches = {LaunchRecord{10, 1, 100, 1, 0, true}, LaunchRecord{20, 1, 200, 2, 0, true}};
   p.graph_nodes[100] = {100, 1, 1, 0};
   p.graph_nodes[200] = {200, 2, 0, 100};
   KernelRecord k;

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "profile/profile.h"
 #include "profile/record_codec.h"
 #include "profile/profile_writer.h"
@@ -93,7 +95,8 @@ TEST(FormatRoundTrip, EveryRecordReadsBackEqual) {
   EXPECT_EQ(p.launches[1].device, kNoDevice);
   ASSERT_EQ(p.kernels.size(), 1u);
   EXPECT_EQ(p.kernels[0].end, 9000u);
-  EXPECT_EQ(p.kernels[0].grid[0], 128);
+  EXPECT_EQ(p.kernels[0].stream, 7u);
+  EXPECT_EQ(p.kernels[0].name, 1u);
   EXPECT_EQ(p.kernels[0].graph_node_id, 0x1234567890u);
   ASSERT_EQ(p.graph_nodes.size(), 2u);
   EXPECT_EQ(p.graph_nodes.at(0x1234567890).original_node_id, 0x1234567000u);
@@ -197,6 +200,45 @@ TEST(FormatRoundTrip, AppendAfterTruncationKeepsTheFileReadable) {
 
 namespace aiflame {
 namespace {
+// The profile keeps what a report reads of kernel and launch records (KernelRow, LaunchRow); the
+// records themselves keep every field on disk.
+TEST(FormatRoundTrip, KernelAndLaunchRecordsKeepEveryField) {
+  KernelRecord k;
+  k.correlation_id = 77; k.start = 6000; k.end = 9000; k.device = 1; k.context = 2; k.stream = 7; k.name = 1;
+  k.grid[0] = 128; k.grid[1] = 2; k.grid[2] = 3; k.block[0] = 256; k.block[1] = 4; k.block[2] = 5;
+  k.graph_id = 3; k.graph_node_id = 0x1234567890;
+  LaunchRecord l{77, 4243, 5000, 1, 307, true, 1};
+  ByteWriter w;
+  encode(w, k);
+  encode(w, l);
+  std::string bytes = w.take();
+  ByteReader r(bytes);
+  KernelRecord k2;
+  LaunchRecord l2;
+  ASSERT_TRUE(decode(r, k2));
+  ASSERT_TRUE(decode(r, l2));
+  EXPECT_EQ(std::memcmp(k2.grid, k.grid, sizeof k.grid), 0);
+  EXPECT_EQ(std::memcmp(k2.block, k.block, sizeof k.block), 0);
+  EXPECT_EQ(k2.context, 2u);
+  EXPECT_EQ(k2.graph_id, 3u);
+  EXPECT_EQ(k2.graph_node_id, k.graph_node_id);
+  EXPECT_EQ(l2.tid, 4243u);
+  EXPECT_EQ(l2.timestamp, 5000u);
+  EXPECT_EQ(l2.api, 307u);
+  KernelRow row = k2;
+  EXPECT_EQ(row.start, 6000u);
+  EXPECT_EQ(row.end, 9000u);
+  EXPECT_EQ(row.correlation_id, 77u);
+  EXPECT_EQ(row.device, 1u);
+  EXPECT_EQ(row.stream, 7u);
+  EXPECT_EQ(row.graph_node_id, k.graph_node_id);
+  LaunchRow lr = l2;
+  EXPECT_EQ(lr.correlation_id, 77u);
+  EXPECT_EQ(lr.stack_id, 1u);
+  EXPECT_EQ(lr.device, 1u);
+  EXPECT_TRUE(lr.native_unwound);
+}
+
 // Kernel records written before graph_node_id existed end after graph_id: they still decode.
 TEST(FormatRoundTrip, KernelRecordWithoutGraphNodeDecodes) {
   KernelRecord k;
