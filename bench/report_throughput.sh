@@ -27,6 +27,4 @@ print("%5s s run: %9d PC records, profile %6.1f MB, folded %7.1f MB (%d lines): 
 PY
 done
 first=${lengths%% *}
-# `aiflame report` runs its malloc on transparent huge pages (src/cli/huge_pages.h); the benchmark gets
-# the same setting from the environment.
-GLIBC_TUNABLES=glibc.malloc.hugetlb=1 AIFLAME_BENCH_SECONDS=$first "$build/aiflame_report_bench" --benchmark_counters_tabular=true
+AIFLAME_BENCH_SECONDS=$first "$build/aiflame_report_bench" --benchmark_counters_tabular=true

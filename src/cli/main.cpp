@@ -3,10 +3,8 @@
 
 #include "cli/commands.h"
 #include "cli/diff_command.h"
-#include "cli/huge_pages.h"
 
 int main(int argc, char** argv) {
-  aiflame::reexec_with_huge_pages(argc, argv);
   CLI::App app{
       "aiflame " AIFLAME_VERSION
       " - AI flame graphs: sampled GPU instructions with their stall reasons, joined to the CPU stacks "
