@@ -2,6 +2,9 @@
 // time of its launch loop, synchronised) and what it launched.
 //   storm N            one tiny kernel launched N times as fast as the CPU allows
 //   threads T N        T host threads, each on its own stream, N launches of a short kernel each
+//   grid B N [own]     kernel `work` on B blocks of 256 threads (200 iterations each), N times on one
+//                      stream (the default one, or with `own` a non-blocking stream of its own): the
+//                      per-kernel cost of PC sampling against the kernel's grid
 //   graph R K          a CUDA graph of K kernels captured once from capture_step(), replayed R times
 //   split MODE N       the attribution accuracy test: kernel `work` launched from path_a() and path_b()
 //                      with a known 3:1 work split; MODE sequential (A A A B ...), streams (A on one
@@ -87,6 +90,23 @@ static int threads(int t, int n) {
   for (auto& th : pool) th.join();
   double s = since(t0);
   std::printf("launched %ld loop_s %.3f launches_per_s %.0f\n", static_cast<long>(t) * n, s, t * n / s);
+  return 0;
+}
+
+static int grid(int blocks, int n, bool own_stream) {
+  const int len = blocks * 256;
+  float* x = buffer(len);
+  cudaStream_t st = nullptr;  // the legacy default stream, or one of its own (as `threads` uses)
+  if (own_stream) CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  work<<<blocks, 256, 0, st>>>(x, len, 200);
+  CHECK(cudaDeviceSynchronize());
+  auto t0 = Clock::now();
+  for (int k = 0; k < n; k++) work<<<blocks, 256, 0, st>>>(x, len, 200);
+  CHECK(cudaDeviceSynchronize());
+  double s = since(t0);
+  std::printf("blocks %d stream %s launched %d loop_s %.3f us_per_kernel %.2f\n", blocks, own_stream ? "own" : "default", n,
+              s, s * 1e6 / n);
+  if (st) CHECK(cudaStreamDestroy(st));
   return 0;
 }
 
@@ -213,10 +233,12 @@ int main(int argc, char** argv) {
   auto arg = [&](int i, long dflt) { return argc > i ? std::atol(argv[i]) : dflt; };
   if (!std::strcmp(mode, "storm")) return storm(arg(2, 1000000));
   if (!std::strcmp(mode, "threads")) return threads(static_cast<int>(arg(2, 8)), static_cast<int>(arg(3, 20000)));
+  if (!std::strcmp(mode, "grid"))
+    return grid(static_cast<int>(arg(2, 256)), static_cast<int>(arg(3, 20000)), argc > 4 && !std::strcmp(argv[4], "own"));
   if (!std::strcmp(mode, "graph")) return graph(static_cast<int>(arg(2, 20000)), static_cast<int>(arg(3, 10)));
   if (!std::strcmp(mode, "split")) return split(argc > 2 ? argv[2] : "sequential", static_cast<int>(arg(3, 1000)));
   if (!std::strcmp(mode, "multigpu")) return multigpu(static_cast<int>(arg(2, 200)));
-  std::fprintf(stderr, "usage: %s storm N | threads T N | graph R K | split sequential|streams|size ROUNDS | multigpu ROUNDS\n",
+  std::fprintf(stderr, "usage: %s storm N | threads T N | grid B N [own] | graph R K | split sequential|streams|size ROUNDS | multigpu ROUNDS\n",
                argv[0]);
   return 2;
 }
