@@ -43,6 +43,11 @@ RecordOptions record_options_from_env() {
   o.kernel_activity = env_flag("AIFLAME_ACTIVITY", true);
   o.keep_cubins = env_flag("AIFLAME_CUBINS", true);
   o.quiet = env_flag("AIFLAME_QUIET", false);
+  o.activity_buffer_mb = env_uint("AIFLAME_ACTIVITY_BUFFER_MB", o.activity_buffer_mb, 1, 4096);
+  o.device_buffer_mb = env_uint("AIFLAME_DEVICE_BUFFER_MB", 0, 1, 4096);
+  o.activity_zeroed = env_flag("AIFLAME_ACTIVITY_ZEROED", false);
+  o.activity_flush_every = env_uint("AIFLAME_ACTIVITY_FLUSH_EVERY", o.activity_flush_every, 0, 1u << 20);
+  o.skip_launches = env_uint("AIFLAME_SKIP_LAUNCHES", 0, 0, 2);
   return o;
 }
 

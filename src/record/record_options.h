@@ -29,11 +29,22 @@ struct RecordOptions {
   bool kernel_activity = true;
   bool keep_cubins = true;
   bool quiet = false;
+  // Measurement switches for bench/storm_breakdown.sh (bench/RESULTS.md, "Launch storm"), not options
+  // of `aiflame record`: the host buffer CUPTI fills with kernel records (MB), the device buffer (MB,
+  // 0: CUPTI's), buffers handed over zeroed, cuptiActivityFlushAll every N drains (0: never), and
+  // what the launch callback skips (1: everything, 2: all after the timestamp and context lookup).
+  uint32_t activity_buffer_mb = 4;
+  uint32_t device_buffer_mb = 0;
+  bool activity_zeroed = false;
+  uint32_t activity_flush_every = 10;
+  uint32_t skip_launches = 0;
 };
 
 // AIFLAME_OUTPUT, AIFLAME_PERIOD, AIFLAME_INTERVAL_MS, AIFLAME_UNWIND=sampled|always|off, AIFLAME_UNSTABLE_SAMPLE=N,
 // AIFLAME_PYTHON=0, AIFLAME_PC_SAMPLING=0,
-// AIFLAME_PC_MODE=continuous|windows, AIFLAME_WINDOWS_PER_S=N, AIFLAME_WINDOW_US=N, AIFLAME_ACTIVITY=0, AIFLAME_CUBINS=0, AIFLAME_QUIET=1.
+// AIFLAME_PC_MODE=continuous|windows, AIFLAME_WINDOWS_PER_S=N, AIFLAME_WINDOW_US=N, AIFLAME_ACTIVITY=0, AIFLAME_CUBINS=0, AIFLAME_QUIET=1;
+// measurement switches AIFLAME_ACTIVITY_BUFFER_MB, AIFLAME_DEVICE_BUFFER_MB, AIFLAME_ACTIVITY_ZEROED=1,
+// AIFLAME_ACTIVITY_FLUSH_EVERY=N, AIFLAME_SKIP_LAUNCHES=1|2.
 RecordOptions record_options_from_env();
 
 }  // namespace aiflame

@@ -19,7 +19,7 @@ void CUPTIAPI callback_trampoline(void*, CUpti_CallbackDomain domain, CUpti_Call
   if (g_backend) g_backend->on_callback(domain, cbid, data);
 }
 
-size_t g_activity_buffer_size = 4u << 20;
+size_t g_activity_buffer_size = 4u << 20;  // RecordOptions::activity_buffer_mb
 bool g_zeroed_buffers = false;  // CUPTI told that buffers come zeroed (it then skips zeroing them)
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -27,11 +27,6 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
                                                    : std::aligned_alloc(8, g_activity_buffer_size));
   *size = *buffer ? g_activity_buffer_size : 0;
   *max_records = 0;
-}
-
-size_t env_size_mb(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v ? static_cast<size_t>(std::strtoul(v, nullptr, 10)) << 20 : 0;
 }
 
 void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
@@ -120,19 +115,19 @@ bool CuptiBackend::start() {
   return true;
 }
 
-// Experiment knobs for the cost of kernel activity records (bench/RESULTS.md, launch storm):
-// AIFLAME_ACTIVITY_ZEROED=1, AIFLAME_ACTIVITY_BUFFER_MB, AIFLAME_DEVICE_BUFFER_MB.
+// The activity-buffer measurement switches of RecordOptions (bench/storm_breakdown.sh).
 void CuptiBackend::tune_activity_buffers() {
-  if (size_t b = env_size_mb("AIFLAME_ACTIVITY_BUFFER_MB")) g_activity_buffer_size = b;
+  const RecordOptions& o = rec_.options();
+  g_activity_buffer_size = size_t{o.activity_buffer_mb} << 20;
   if (!api_.cuptiActivitySetAttribute) return;
-  if (const char* z = std::getenv("AIFLAME_ACTIVITY_ZEROED"); z && *z == '1') {
+  if (o.activity_zeroed) {
     uint8_t one = 1;
     size_t n = sizeof(one);
     g_zeroed_buffers = check(api_.cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_ZEROED_OUT_ACTIVITY_BUFFER, &n, &one),
                              "cuptiActivitySetAttribute(ZEROED_OUT_ACTIVITY_BUFFER)");
   }
-  if (size_t d = env_size_mb("AIFLAME_DEVICE_BUFFER_MB")) {
-    size_t n = sizeof(d);
+  if (o.device_buffer_mb) {
+    size_t d = size_t{o.device_buffer_mb} << 20, n = sizeof(d);
     check(api_.cuptiActivitySetAttribute(CUPTI_ACTIVITY_ATTR_DEVICE_BUFFER_SIZE, &n, &d),
           "cuptiActivitySetAttribute(DEVICE_BUFFER_SIZE)");
   }
@@ -146,12 +141,9 @@ void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbi
       rec_.on_launch_exit();
       return;
     }
-    // Experiment knob (bench/storm_breakdown.sh): 1 measures CUPTI's callback alone, 2 adds the
-    // timestamp and context lookup.
-    static const int skip = [] {
-      const char* v = std::getenv("AIFLAME_SKIP_LAUNCHES");
-      return v ? std::atoi(v) : 0;
-    }();
+    // RecordOptions::skip_launches (bench/storm_breakdown.sh): 1 measures CUPTI's callback alone, 2
+    // adds the timestamp and context lookup.
+    const uint32_t skip = rec_.options().skip_launches;
     if (skip == 1) return;
     uint64_t ts = 0;
     api_.cuptiGetTimestamp(&ts);

@@ -140,7 +140,6 @@ bool CuptiBackend::enable_sampling(Context& c) {
   return true;
 }
 
-// Converts what the sampling buffer holds into one batch record and returns the buffer to CUPTI.
 void CuptiBackend::PcBuffer::init(size_t entries, size_t stall_reasons) {
   pcs.assign(entries, CUpti_PCSamplingPCData{});
   reasons.assign(entries, std::vector<CUpti_PCSamplingStallReason>(stall_reasons));
@@ -154,6 +153,7 @@ void CuptiBackend::PcBuffer::init(size_t entries, size_t stall_reasons) {
   data.pPcData = pcs.data();
 }
 
+// Converts what the sampling buffer holds into one batch record and returns the buffer to CUPTI.
 PcBatchRecord CuptiBackend::take_batch(Context& c, CUpti_PCSamplingData& d, uint64_t now) {
   PcBatchRecord b;
   b.timestamp = now;
@@ -238,11 +238,8 @@ void CuptiBackend::drain_all() {
   }
   for (Context* c : all) drain(*c);
   // Kernel records otherwise wait for a full 4 MB buffer; a run cut short would lose them.
-  static const unsigned flush_every = [] {
-    const char* v = std::getenv("AIFLAME_ACTIVITY_FLUSH_EVERY");  // experiment knob; 0: never
-    return v && *v ? static_cast<unsigned>(std::strtoul(v, nullptr, 10)) : 10u;
-  }();
-  if (rec_.options().kernel_activity && flush_every && ++drains_ % flush_every == 0) api_.cuptiActivityFlushAll(0);
+  const uint32_t every = rec_.options().activity_flush_every;
+  if (rec_.options().kernel_activity && every && ++drains_ % every == 0) api_.cuptiActivityFlushAll(0);
 }
 
 void CuptiBackend::disable(Context& c) {
