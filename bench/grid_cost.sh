@@ -23,11 +23,12 @@ for ((r = 0; r < rounds; r++)); do
       grep -o 'us_per_kernel [0-9.]*' | awk '{print $2}' >>"$out/nopc_$b.us"
   done
 done
-median() { sort -n "$1" | awk '{a[NR]=$1} END {if (NR==0) print 0; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+# shellcheck source=bench/stats.sh
+source "$(dirname "$0")/stats.sh"
 echo "grid cost: kernel work, $n launches on one stream (${STREAM:-default}), $rounds rounds; median us per kernel"
 echo "| blocks | plain | recorded (defaults) | ratio | recorded --no-pc-sampling | ratio |"
 echo "|---|---|---|---|---|---|"
 for b in $sizes; do
-  p=$(median "$out/plain_$b.us"); r=$(median "$out/rec_$b.us"); q=$(median "$out/nopc_$b.us")
+  p=$(median <"$out/plain_$b.us"); r=$(median <"$out/rec_$b.us"); q=$(median <"$out/nopc_$b.us")
   awk -v b="$b" -v p="$p" -v r="$r" -v q="$q" 'BEGIN {printf "| %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", b, p, r, r / p, q, q / p}'
 done

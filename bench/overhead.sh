@@ -26,7 +26,8 @@ gpt_steps=${STEPS:-100}
 
 now() { date +%s.%N; }
 calc() { awk "BEGIN{print $1}"; }
-median() { sort -n | awk '{a[NR]=$1} END {if (NR==0) print 0; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+# shellcheck source=bench/stats.sh
+source "$(dirname "$0")/stats.sh"
 stats() { printf '%.3f [%.3f, %.3f]' "$(median <"$1")" "$(sort -n "$1" | head -1)" "$(sort -n "$1" | tail -1)"; }
 field() { grep -o "$1" "$2" | tail -1 | grep -o '[0-9.]*' | head -"${3:-1}" | tail -1; }
 

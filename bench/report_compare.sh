@@ -1,7 +1,7 @@
 #!/bin/bash
 # Two builds of `aiflame report` side by side on the synthetic profiles of bench/report_throughput.sh:
-# runs alternate (old, new, old, new...), each prints wall seconds and peak RSS (getrusage of the
-# child), and the two folded outputs must be byte-identical.
+# runs alternate (old, new, old, new...), each prints wall seconds and peak RSS (/usr/bin/time's %M),
+# and the two folded outputs must be byte-identical.
 # Usage: bench/report_compare.sh OLD_AIFLAME NEW_AIFLAME [RUNS=3] [SECONDS...=20 60 300]
 #   (the synthetic profiles are written by NEW_AIFLAME's directory's aiflame_synth_profile)
 set -euo pipefail

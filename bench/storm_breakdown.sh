@@ -42,14 +42,15 @@ for ((r = 0; r < rounds; r++)); do
   done
 done
 
-median() { sort -n "$1" | awk '{a[NR]=$1} END {if (NR==0) print 0; else if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
-plain=$(median "$out/v0.loop")
+# shellcheck source=bench/stats.sh
+source "$(dirname "$0")/stats.sh"
+plain=$(median <"$out/v0.loop")
 echo "storm, $n launches, $rounds rounds; median loop seconds"
 echo "| variant | loop s | ratio | added us per launch | runs |"
 echo "|---|---|---|---|---|"
 for i in "${!variants[@]}"; do
   IFS='|' read -r name _ _ <<<"${variants[$i]}"
-  m=$(median "$out/v$i.loop")
+  m=$(median <"$out/v$i.loop")
   awk -v name="$name" -v m="$m" -v p="$plain" -v n="$n" -v runs="$(tr '\n' ' ' <"$out/v$i.loop")" \
     'BEGIN {printf "| %s | %.3f | %.3f | %.2f | %s|\n", name, m, m / p, (m - p) * 1e6 / n, runs}'
 done

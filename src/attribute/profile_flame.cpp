@@ -14,11 +14,7 @@ namespace aiflame {
 
 Result<AttributionStats> stream_attribution_stats(const std::string& path, const Profile& p) {
   Attributor attributor(p);
-  std::vector<AttributedSample> samples;  // one batch's, reused
-  Status st = for_each_batch(path, [&](const PcBatchRecord& b) {
-    samples.clear();
-    attributor.add_batch(b, samples);
-  });
+  Status st = attribute_batches(path, attributor, [](uint32_t, const std::vector<AttributedSample>&) {}, 1);
   if (!st) return Error{st.error()};
   return attributor.stats();
 }
