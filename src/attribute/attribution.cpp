@@ -41,14 +41,13 @@ struct Weights {
 };
 
 // Shares in stack order, as a map by stack gave them (the order the samples come out in).
-std::vector<Share> normalise(Weights& w) {
+void normalise(Weights& w, std::vector<Share>& out) {
   std::sort(w.by_stack.begin(), w.by_stack.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   double total = 0;
   for (const auto& [k, v] : w) total += v.first;
-  std::vector<Share> out;
-  if (total <= 0) return out;
+  out.clear();
+  if (total <= 0) return;
   for (const auto& [k, v] : w) out.push_back({k, v.first / total, static_cast<uint64_t>(v.second / v.first)});
-  return out;
 }
 
 struct FunctionRuns {
@@ -147,7 +146,16 @@ struct Attributor::State {
   std::unordered_map<uint32_t, std::vector<int32_t>> reason_kind;
   // A batch's "_not_issued" counts, and its functions' shares (and whether inside the window).
   std::unordered_map<NotIssuedKey, uint64_t, NotIssuedHash> not_issued;
-  std::unordered_map<uint32_t, std::pair<std::vector<Share>, bool>> split;
+  // Per function, kept across batches so that no batch allocates them again (a long profile has
+  // tens of thousands of batches of tens of functions each): valid for the batch numbered `batch`.
+  struct Split {
+    uint64_t batch = 0;
+    std::vector<Share> shares;
+    bool in_window = false;
+  };
+  std::unordered_map<uint32_t, Split> split;
+  uint64_t batches = 0;
+  Weights weights;  // scratch
 };
 
 namespace {
@@ -196,7 +204,7 @@ Attributor::Attributor(const Profile& p, uint64_t lag_ns) : p_(p), lag_ns_(lag_n
       w[e.stack_id].first += d;
       w[e.stack_id].second += d * (static_cast<double>(e.start) + span / 2);
     }
-    fr.whole_run = normalise(w);
+    normalise(w, fr.whole_run);
   }
 }
 
@@ -240,7 +248,7 @@ void Attributor::add_batch(const PcBatchRecord& b, std::vector<AttributedSample>
   auto& not_issued = s_->not_issued;
   auto& split = s_->split;
   not_issued.clear();
-  split.clear();
+  const uint64_t batch = ++s_->batches;
   for (const auto& s : b.samples)
     if (int32_t k = kind_of(s.stall_reason); k >= 0)
       not_issued[{s.function, s.cubin_crc, s.pc_offset, static_cast<uint32_t>(k), s.correlation_id}] += s.count;
@@ -279,14 +287,16 @@ void Attributor::add_batch(const PcBatchRecord& b, std::vector<AttributedSample>
       out.push_back(a);
       continue;
     }
-    auto sp = split.find(s.function);
-    if (sp == split.end()) {
-      std::vector<Share> shares;
-      bool in_window = false;
+    State::Split& sp = split[s.function];
+    if (sp.batch != batch) {
+      sp.batch = batch;
+      sp.shares.clear();
+      sp.in_window = false;
       auto rit = s_->runs.find(uint64_t{b.device} << 32 | s.function);
       if (rit != s_->runs.end()) {
         const FunctionRuns& fr = rit->second;
-        Weights w;
+        Weights& w = s_->weights;
+        w.by_stack.clear();
         uint64_t from = lo > fr.max_duration ? lo - fr.max_duration : 0;
         auto it = std::lower_bound(fr.runs.begin(), fr.runs.end(), from,
                                    [](const Execution& e, uint64_t t) { return e.start < t; });
@@ -298,13 +308,13 @@ void Attributor::add_batch(const PcBatchRecord& b, std::vector<AttributedSample>
             w[it->stack_id].second += d * (static_cast<double>(a) + span / 2);
           }
         }
-        shares = normalise(w);
-        in_window = !shares.empty();
-        if (!in_window) shares = fr.whole_run;
+        normalise(w, sp.shares);
+        sp.in_window = !sp.shares.empty();
+        if (!sp.in_window) sp.shares = fr.whole_run;
       }
-      sp = split.emplace(s.function, std::make_pair(std::move(shares), in_window)).first;
     }
-    const auto& [shares, in_window] = sp->second;
+    const auto& shares = sp.shares;
+    const bool in_window = sp.in_window;
     AttributedSample a{0, s.function, s.cubin_crc, s.pc_offset, s.stall_reason, b.device, 0, 0, lo / 2 + hi / 2};
     uint64_t idle = 0;
     if (!not_issued.empty())

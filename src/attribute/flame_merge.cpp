@@ -81,6 +81,14 @@ void merge_flame_summed(FlameData& into, FlameData from, StackIndex& index) {
   from.stacks.clear();
   auto base = static_cast<uint32_t>(into.processes.size());
   merge_flame(into, std::move(from));  // everything but the stacks
+  if (into.stacks.empty()) {
+    for (WeightedStack& s : stacks)
+      if (s.process != kNoProcess) s.process += base;
+    into.stacks = std::move(stacks);
+    return;
+  }
+  for (; index.indexed < into.stacks.size(); index.indexed++)
+    index.by_hash[hash_of(into.stacks[index.indexed].frames)].push_back(static_cast<uint32_t>(index.indexed));
   for (WeightedStack& s : stacks) {
     if (s.process != kNoProcess) s.process += base;
     auto& slots = index.by_hash[hash_of(s.frames)];
@@ -96,6 +104,7 @@ void merge_flame_summed(FlameData& into, FlameData from, StackIndex& index) {
     if (summed) continue;
     slots.push_back(static_cast<uint32_t>(into.stacks.size()));
     into.stacks.push_back(std::move(s));
+    index.indexed = into.stacks.size();
   }
 }
 

@@ -70,6 +70,8 @@ class FrameBuilder {
   const std::vector<Frame>& instruction_frames(const AttributedSample& a);
   struct Aggregation;  // frame_aggregation.cpp: the interned lists being summed between add and finish
   uint32_t list_of(const AttributedSample& a, uint32_t gpu_id, bool with_stall);
+  // Adds weight to the sample pair's list `which` (0: without the stall leaf, 1: with it).
+  void add_to(uint32_t sample_id, int which, const AttributedSample& a, double weight);
   const Profile& p_;
   Symbolizer& sym_;
   FrameOptions opt_;

@@ -85,6 +85,9 @@ class FrameList {
   friend size_t shared_head(const FrameList& a, const FrameList& b) {
     return a.head_ && a.head_ == b.head_ ? a.head_size_ : 0;
   }
+  // The shared runs themselves (null where absent), for writers that work once per run, not per line.
+  const std::vector<Frame>* head_run() const { return head_.get(); }
+  const std::vector<Frame>* tail_run() const { return tail_.get(); }
   friend bool operator==(const FrameList& a, const FrameList& b);
   friend bool operator==(const FrameList& a, const std::vector<Frame>& b);
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <memory>
 #include <random>
 #include <sstream>
 
@@ -56,6 +57,40 @@ TEST(FoldedWriter, LineOrderEqualsTheSortedTextOfTheLines) {
       std::map<std::string, uint64_t> want;
       for (const auto& st : d.stacks)
         if (st.count) want[folded_stack(st.frames, plain)] += st.count;
+      std::string expected;
+      for (const auto& [line, count] : want) expected += line + " " + std::to_string(count) + "\n";
+      std::ostringstream out;
+      FoldedWriter(FoldedOptions{.plain = plain}).write(d, out);
+      ASSERT_EQ(out.str(), expected) << "round " << round << (plain ? " plain" : " annotated");
+    }
+  }
+}
+
+TEST(FoldedWriter, LinesOfSharedRunsSortAsTheirText) {
+  // The same property for lists made of shared runs (as a report builds them: a head run shared by
+  // the lines of one launch stack and kernel, a tail run by those of one instruction), with and without
+  // a tail, so that equal heads followed by different tails, by no tail, or by equal tails all occur.
+  const std::vector<std::string> names = {"a", "a!", "a;", "a:", "ab", "", "b", "a;b", "a b"};
+  std::mt19937 rng(11);
+  auto random_run = [&](size_t max_depth) {
+    std::vector<Frame> f;
+    size_t depth = 1 + rng() % max_depth;
+    for (size_t k = 0; k < depth; k++)
+      f.push_back({names[rng() % names.size()], k % 2 ? FrameKind::Python : FrameKind::GpuInstruction});
+    return std::make_shared<const std::vector<Frame>>(std::move(f));
+  };
+  for (int round = 0; round < 200; round++) {
+    std::vector<FrameList::Run> heads, tails;
+    for (int i = 0; i < 4; i++) heads.push_back(random_run(4));
+    for (int i = 0; i < 4; i++) tails.push_back(random_run(3));
+    tails.push_back(nullptr);
+    FlameData d;
+    int n = 1 + static_cast<int>(rng() % 30);
+    for (int i = 0; i < n; i++)
+      d.stacks.push_back({FrameList(heads[rng() % heads.size()], tails[rng() % tails.size()]), 1 + rng() % 3, 0});
+    for (bool plain : {true, false}) {
+      std::map<std::string, uint64_t> want;
+      for (const auto& st : d.stacks) want[folded_stack(st.frames, plain)] += st.count;
       std::string expected;
       for (const auto& [line, count] : want) expected += line + " " + std::to_string(count) + "\n";
       std::ostringstream out;
