@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -14,7 +15,7 @@
 namespace aiflame {
 
 // Called on the calling thread, once per batch, in file order.
-using AttributedBatchFn = std::function<void(uint32_t device, const std::vector<AttributedSample>& samples)>;
+using AttributedBatchFn = std::function<void(uint32_t device, std::span<const AttributedSample> samples)>;
 
 // Streams the batches of `path` through `attributor` and hands each batch's samples to `consume`.
 // With threads < 2 everything runs on the calling thread. An exception thrown on the worker (out of

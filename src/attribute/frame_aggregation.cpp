@@ -9,6 +9,7 @@
 
 #include "attribute/dense_index.h"
 #include "attribute/frame_builder.h"
+#include "attribute/pair_table.h"
 #include "attribute/process_row.h"
 #include "attribute/sample_aggregator.h"
 #include "symbolize/demangle.h"
@@ -45,29 +46,30 @@ uint64_t profile_start(const Profile& p) {
 struct FrameBuilder::Aggregation {
   Aggregation(uint64_t start_ns, uint64_t resolution_ns) : stacks(start_ns, resolution_ns) {}
   StackAggregator stacks;
-  // Samples are looked up in two steps, both dense: their GPU part (instruction, stall reason,
-  // device), whose id is remembered for the run of samples that one PC record was split into; then
-  // (stack, GPU part). Per distinct pair: its list without [0] and with [1] the stall leaf (made when
-  // first needed: a list that never gets weight must not become a zero stack).
+  // Samples are looked up in two steps: their GPU part (instruction, stall reason, device), numbered
+  // densely, whose id is remembered for the run of samples that one PC record was split into; then
+  // the pair (stack, GPU part) in a table whose slots are the entries (pair_table.h). Per distinct
+  // pair: its list without [0] and with [1] the stall leaf (made when first needed: a list that never
+  // gets weight must not become a zero stack).
   //
   // Nearly every list is fed by one pair only. While it is, the pair sums the list's weight in its own
   // entry, in the cache line its lookup has just read, instead of in the aggregator's weight of the
-  // list (a third cache miss per sample: a quarter of the report's time on a long profile). When a
+  // list (another cache miss per sample: a quarter of the report's time on a long profile). When a
   // second pair reaches the list (the same instruction of one kernel in two cubins, say), the first
   // pair's sum moves to the aggregator and both add there from then on: every list's weight is still
   // summed in sample order, so counts come out bit for bit as before.
-  DenseIndex gpu_ids, sample_ids;
+  DenseIndex gpu_ids;
   std::vector<GpuKey> gpu_keys;      // by GPU part id
   std::vector<bool> gpu_has_lines;   // by GPU part id: whether the PC has source lines
-  struct Sample {
-    uint64_t key;          // stack << 32 | GPU part id
-    uint32_t list[2];      // kNoList, or the list id, with kOwned while this pair alone feeds it
-    double weight[2];      // the list's weight so far, while owned
+  PairTable pairs;                   // key: stack << 32 | GPU part id
+  static constexpr uint32_t kOwned = 1u << 31;  // in PairTable::Entry::list
+  // By list id: the pair that alone feeds it and through which of its lists, or none, or shared.
+  struct Owner {
+    uint64_t key = 0;
+    uint8_t state = kNoOwner;
   };
-  std::vector<Sample> samples;       // by sample id: 32 bytes, two a cache line
-  static constexpr uint32_t kOwned = 1u << 31;
-  static constexpr uint32_t kNoOwner = ~0u, kShared = ~0u - 1;
-  std::vector<uint32_t> owner;       // by list id: sample id * 2 + which list, kNoOwner or kShared
+  enum : uint8_t { kNoOwner, kOwnedPlain, kOwnedStall, kShared };
+  std::vector<Owner> owner;
   GpuKey last_gpu{};
   uint32_t last_gpu_id = kNoList;
   // Interned frames, cached: CPU frames by stack, root frames by device, kernel by function,
@@ -152,9 +154,7 @@ void FrameBuilder::add(const AttributedSample& a) {
     g.last_gpu = gk;
     g.last_gpu_id = id;
   }
-  const uint64_t sk = uint64_t{a.stack_id} << 32 | g.last_gpu_id;
-  auto [sid, fresh] = g.sample_ids.find_or_add(dense_hash_mix(0, sk), [&](uint32_t i) { return g.samples[i].key == sk; });
-  if (fresh) g.samples.push_back({sk, {kNoList, kNoList}, {0.0, 0.0}});
+  PairTable::Entry& pair = g.pairs.find_or_add(uint64_t{a.stack_id} << 32 | g.last_gpu_id);
   g.gpu_weight += a.weight;
   if (!g.gpu_has_lines[g.last_gpu_id]) g.no_line_weight += a.weight;
   // One sample may feed two stacks: with and without its stall reason leaf (see StallLeaves).
@@ -163,31 +163,32 @@ void FrameBuilder::add(const AttributedSample& a) {
                 : opt_.stalls == StallLeaves::Issued    ? a.weight - not_issued
                 : opt_.stalls == StallLeaves::NotIssued ? not_issued
                                                         : 0.0;
-  if (a.weight - leaf > 0) add_to(sid, 0, a, a.weight - leaf);
-  if (leaf > 0 || opt_.stalls == StallLeaves::All) add_to(sid, 1, a, leaf);
+  if (a.weight - leaf > 0) add_to(pair, 0, a, a.weight - leaf);
+  if (leaf > 0 || opt_.stalls == StallLeaves::All) add_to(pair, 1, a, leaf);
 }
 
-void FrameBuilder::add_to(uint32_t sid, int which, const AttributedSample& a, double weight) {
+void FrameBuilder::add_to(PairTable::Entry& pair, int which, const AttributedSample& a, double weight) {
   Aggregation& g = *agg_;
-  uint32_t list = g.samples[sid].list[which];
+  uint32_t list = pair.list[which];
   if (list == kNoList) {
     list = list_of(a, g.last_gpu_id, which == 1);
-    if (list >= Aggregation::kShared / 2 || sid >= Aggregation::kShared / 2) throw std::length_error("more distinct stacks than a report can hold");
-    if (g.owner.size() <= list) g.owner.resize(list + 1, Aggregation::kNoOwner);
-    uint32_t& o = g.owner[list];
-    if (o == Aggregation::kNoOwner) {
-      o = sid * 2 + static_cast<uint32_t>(which);
+    if (list >= Aggregation::kOwned) throw std::length_error("more distinct stacks than a report can hold");
+    if (g.owner.size() <= list) g.owner.resize(list + 1);
+    Aggregation::Owner& o = g.owner[list];
+    if (o.state == Aggregation::kNoOwner) {
+      o = {pair.key, which ? Aggregation::kOwnedStall : Aggregation::kOwnedPlain};
       list |= Aggregation::kOwned;
-    } else if (o != Aggregation::kShared) {  // a second pair: the first one's sum moves to the aggregator
-      Aggregation::Sample& first = g.samples[o / 2];
-      g.stacks.add_weight(list, first.weight[o % 2]);
-      first.weight[o % 2] = 0;
-      first.list[o % 2] &= ~Aggregation::kOwned;
-      o = Aggregation::kShared;
+    } else if (o.state != Aggregation::kShared) {  // a second pair: the first one's sum moves to the aggregator
+      const int w = o.state == Aggregation::kOwnedStall;
+      PairTable::Entry* first = g.pairs.find(o.key);  // present: pairs are never removed
+      g.stacks.add_weight(list, first->weight[w]);
+      first->weight[w] = 0;
+      first->list[w] &= ~Aggregation::kOwned;
+      o.state = Aggregation::kShared;
     }
-    g.samples[sid].list[which] = list;
+    pair.list[which] = list;
   }
-  if (list & Aggregation::kOwned) g.samples[sid].weight[which] += weight;
+  if (list & Aggregation::kOwned) pair.weight[which] += weight;
   else g.stacks.add_weight(list, weight);
   g.stacks.add_time(list & ~Aggregation::kOwned, a.device, a.time_ns, weight);
 }
@@ -201,10 +202,11 @@ FlameData FrameBuilder::finish(const AttributionStats& stats) {
   if (!agg_) agg_ = std::make_unique<Aggregation>(profile_start(p_), opt_.times ? 1000000 : 0);
   FlameData out;
   // Owned lists' weights to the aggregator: each such list got no other weight (0 + sum is exact).
-  for (const auto& smp : agg_->samples)
+  agg_->pairs.for_each([&](const PairTable::Entry& e) {
     for (int w = 0; w < 2; w++)
-      if (smp.list[w] != kNoList && (smp.list[w] & Aggregation::kOwned))
-        agg_->stacks.add_weight(smp.list[w] & ~Aggregation::kOwned, smp.weight[w]);
+      if (e.list[w] != kNoList && (e.list[w] & Aggregation::kOwned))
+        agg_->stacks.add_weight(e.list[w] & ~Aggregation::kOwned, e.weight[w]);
+  });
   agg_->stacks.finish(out);
   for (auto& ws : out.stacks) ws.process = 0;  // the profile's one process: out.processes[0]
   gpu_stats_.samples += static_cast<uint64_t>(std::llround(agg_->gpu_weight));

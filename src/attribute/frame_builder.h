@@ -12,6 +12,7 @@
 
 #include "attribute/attribution.h"
 #include "attribute/launch_index.h"
+#include "attribute/pair_table.h"
 #include "output/flame_stack.h"
 #include "profile/profile.h"
 #include "symbolize/gpu_symbolizer.h"
@@ -71,7 +72,7 @@ class FrameBuilder {
   struct Aggregation;  // frame_aggregation.cpp: the interned lists being summed between add and finish
   uint32_t list_of(const AttributedSample& a, uint32_t gpu_id, bool with_stall);
   // Adds weight to the sample pair's list `which` (0: without the stall leaf, 1: with it).
-  void add_to(uint32_t sample_id, int which, const AttributedSample& a, double weight);
+  void add_to(PairTable::Entry& pair, int which, const AttributedSample& a, double weight);
   const Profile& p_;
   Symbolizer& sym_;
   FrameOptions opt_;

@@ -14,7 +14,7 @@ namespace aiflame {
 
 Result<AttributionStats> stream_attribution_stats(const std::string& path, const Profile& p) {
   Attributor attributor(p);
-  Status st = attribute_batches(path, attributor, [](uint32_t, const std::vector<AttributedSample>&) {}, 1);
+  Status st = attribute_batches(path, attributor, [](uint32_t, std::span<const AttributedSample>) {}, 1);
   if (!st) return Error{st.error()};
   return attributor.stats();
 }
@@ -76,7 +76,7 @@ Result<ProfileFlame> flame_from_profile_file(const std::string& path, FrameOptio
   uint32_t last_device = ~0u;
   Status st = attribute_batches(
       path, *attributor,
-      [&](uint32_t device, const std::vector<AttributedSample>& samples) {
+      [&](uint32_t device, std::span<const AttributedSample> samples) {
         if (device != last_device) out.batch_devices.insert(device), last_device = device;
         for (const auto& a : samples) fb.add(a);
       },

@@ -70,7 +70,7 @@ Seen run(const std::string& path, unsigned threads) {
   Seen seen;
   Status st = attribute_batches(
       path, attributor,
-      [&](uint32_t device, const std::vector<AttributedSample>& samples) {
+      [&](uint32_t device, std::span<const AttributedSample> samples) {
         seen.devices.push_back(device);
         seen.sizes.push_back(samples.size());
         seen.samples.insert(seen.samples.end(), samples.begin(), samples.end());
@@ -139,7 +139,7 @@ TEST(BatchPipelineErrors, AConsumerExceptionStopsTheWorkerAndReachesTheCaller) {
     int calls = 0;
     EXPECT_THROW(attribute_batches(
                      path, attributor,
-                     [&](uint32_t, const std::vector<AttributedSample>&) {
+                     [&](uint32_t, std::span<const AttributedSample>) {
                        if (++calls == 3) throw std::runtime_error("consumer failed");
                      },
                      threads),
@@ -156,7 +156,7 @@ TEST(BatchPipelineErrors, AnUnreadableFileIsAnErrorOnBothPaths) {
   for (unsigned threads : {1u, 2u}) {
     Attributor attributor(*p);
     Status st = attribute_batches(
-        fixture("no_such_profile.aiflame"), attributor, [](uint32_t, const std::vector<AttributedSample>&) {},
+        fixture("no_such_profile.aiflame"), attributor, [](uint32_t, std::span<const AttributedSample>) {},
         threads);
     EXPECT_FALSE(st.ok()) << threads << " threads";
   }
