@@ -33,6 +33,46 @@ uint64_t hash_of(const GpuKey& k) {
 
 constexpr uint32_t kNoList = std::numeric_limits<uint32_t>::max();
 
+// GPU parts numbered 0, 1, 2... as first seen, each key kept in its hash slot beside its id: one cache
+// line per lookup (a DenseIndex of ids with the keys in a vector of their own reads two, and a long
+// profile has 10^4-10^5 GPU parts, looked up once per PC record).
+class GpuPartIndex {
+ public:
+  std::pair<uint32_t, bool> find_or_add(const GpuKey& k) {
+    if ((size_ + 1) * 8 > slots_.size() * 7) grow();
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = hash_of(k) & mask;; i = (i + 1) & mask) {
+      Slot& s = slots_[i];
+      if (s.id == kFree) {
+        s = {k.cubin_crc, k.pc_offset, k.function, k.stall_reason, k.device, size_};
+        return {size_++, true};
+      }
+      if (s.key() == k) return {s.id, false};
+    }
+  }
+
+ private:
+  static constexpr uint32_t kFree = ~0u;
+  struct Slot {  // 32 bytes: GpuKey's fields without its padding, and the id
+    uint64_t cubin_crc = 0, pc_offset = 0;
+    uint32_t function = 0, stall_reason = 0, device = 0, id = kFree;
+    GpuKey key() const { return {cubin_crc, pc_offset, function, stall_reason, device}; }
+  };
+  void grow() {
+    std::vector<Slot> old(slots_.empty() ? 1024 : slots_.size() * 2);
+    old.swap(slots_);
+    const size_t mask = slots_.size() - 1;
+    for (const Slot& s : old) {
+      if (s.id == kFree) continue;
+      size_t i = hash_of(s.key()) & mask;
+      while (slots_[i].id != kFree) i = (i + 1) & mask;
+      slots_[i] = s;
+    }
+  }
+  std::vector<Slot> slots_;
+  uint32_t size_ = 0;
+};
+
 // Where the profile's times start: the process start, or its first kernel.
 uint64_t profile_start(const Profile& p) {
   uint64_t start = p.process ? p.process->start_timestamp : 0;
@@ -58,8 +98,7 @@ struct FrameBuilder::Aggregation {
   // second pair reaches the list (the same instruction of one kernel in two cubins, say), the first
   // pair's sum moves to the aggregator and both add there from then on: every list's weight is still
   // summed in sample order, so counts come out bit for bit as before.
-  DenseIndex gpu_ids;
-  std::vector<GpuKey> gpu_keys;      // by GPU part id
+  GpuPartIndex gpu_ids;
   std::vector<bool> gpu_has_lines;   // by GPU part id: whether the PC has source lines
   PairTable pairs;                   // key: stack << 32 | GPU part id
   static constexpr uint32_t kOwned = 1u << 31;  // in PairTable::Entry::list
@@ -143,10 +182,9 @@ void FrameBuilder::add(const AttributedSample& a) {
   Aggregation& g = *agg_;
   const GpuKey gk = gpu_key(a);
   if (g.last_gpu_id == kNoList || !(gk == g.last_gpu)) {
-    auto [id, fresh] = g.gpu_ids.find_or_add(hash_of(gk), [&](uint32_t i) { return g.gpu_keys[i] == gk; });
+    auto [id, fresh] = g.gpu_ids.find_or_add(gk);
     if (fresh) {
       instruction_frames(a);  // looks the PC's lines up
-      g.gpu_keys.push_back(gk);
       g.gpu_has_lines.push_back(has_lines_[{a.cubin_crc, a.function, a.pc_offset}]);
       g.plain_tails.push_back(kNoList);
       g.stall_tails.push_back(kNoList);
