@@ -49,9 +49,11 @@ void add_record_command(CLI::App& app, RecordArgs& a) {
       ->check(CLI::IsMember({"sampled", "always", "off"}))->capture_default_str();
   sub->add_flag("--no-python", a.no_python, "Do not read Python frames at launches");
   sub->add_flag("--no-cubins", a.no_cubins, "Do not keep GPU code objects (smaller file; no GPU source lines later)");
-  sub->add_flag("--no-pc-sampling", a.no_pc_sampling, "Record launches and kernel times only, no GPU samples");
+  sub->add_flag("--no-pc-sampling", a.no_pc_sampling, "Record launches and kernel times only, no GPU samples. For programs that launch short "
+                "kernels on several streams from several threads: CUPTI's PC sampling runs those one at "
+                "a time (bench/RESULTS.md)");
   sub->add_option("--pc-mode", a.pc_mode,
-                  "How GPU samples find their launch: 'continuous' (sampling always on, kernels run concurrently; "
+                  "How GPU samples find their launch: 'continuous' (sampling always on, no launch id in the samples; "
                   "samples split over a kernel's executions in each 10 ms window) or 'windows' (experimental, "
                   "refused unless AIFLAME_EXPERIMENTAL=1: short kernel-serialized windows whose samples carry their "
                   "launch's id; with CUPTI 13.0 it recorded no sample; see docs/attribution.md)")

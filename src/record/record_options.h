@@ -11,7 +11,8 @@ namespace aiflame {
 // while giving tens of thousands of samples per second on a busy GPU.
 inline constexpr uint32_t kDefaultPeriodLog2 = 22;
 
-// Continuous: sampling runs all the time, kernels run concurrently, samples carry no launch id.
+// Continuous: sampling runs all the time, samples carry no launch id (CUPTI promises concurrent
+// kernels; on the H100 kernels of concurrent streams still ran one at a time, bench/RESULTS.md).
 // Windows: kernel-serialized sampling in short windows at launch boundaries; exact launch ids.
 enum class PcMode : uint32_t { Continuous = 0, Windows = 1 };
 
