@@ -21,6 +21,7 @@
 #include "cli/finalize.h"
 #include "cli/process_table.h"
 #include "symbolize/nvdisasm.h"
+#include "cli/stream_hint.h"
 #include "cli/summary.h"
 #include "profile/profile_writer.h"
 
@@ -287,6 +288,9 @@ int run_record(const RecordArgs& a) {
     const AttributionStats& stats = *streamed;
     if (files.size() == 1) print_summary(*p, stats, f, std::cerr);
     else rows.push_back(process_row(*p, stats, f));
+    if (stats.samples > 0)  // PC sampling was on
+      if (auto shape = serialized_streams(*p))
+        std::cerr << "aiflame: " << (files.size() > 1 ? f + ": " : "") << serialized_streams_hint(*shape) << "\n";
   }
   if (!a.quiet && files.size() > 1) {
     // A launcher's tree (torchrun, mpirun, DataLoader workers): one line per CUDA process and a total.

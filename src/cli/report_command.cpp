@@ -15,6 +15,7 @@
 #include "output/flame_filter.h"
 #include <set>
 #include "cli/process_table.h"
+#include "cli/stream_hint.h"
 #include "cli/summary.h"
 #include "output/writer.h"
 #include "symbolize/nvdisasm.h"
@@ -153,6 +154,8 @@ int run_report(const ReportArgs& a) {
     if (!a.quiet && inputs->size() == 1) {
       print_summary(p, stats, input, std::cerr);
       print_gpu_summary(r->gpu, r->gpu_notes, std::cerr);
+      if (stats.samples > 0)
+        if (auto shape = serialized_streams(p)) std::cerr << "aiflame: " << serialized_streams_hint(*shape) << "\n";
     }
   }
   if (!a.quiet && data.processes.size() > 1) print_process_table(data.processes, std::cerr);
