@@ -208,7 +208,7 @@ void FrameBuilder::add(const AttributedSample& a) {
 void FrameBuilder::add_to(PairTable::Entry& pair, int which, const AttributedSample& a, double weight) {
   Aggregation& g = *agg_;
   uint32_t list = pair.list[which];
-  if (list == kNoList) {
+  if (list == PairTable::kNoList) {
     list = list_of(a, g.last_gpu_id, which == 1);
     if (list >= Aggregation::kOwned) throw std::length_error("more distinct stacks than a report can hold");
     if (g.owner.size() <= list) g.owner.resize(list + 1);
@@ -242,7 +242,7 @@ FlameData FrameBuilder::finish(const AttributionStats& stats) {
   // Owned lists' weights to the aggregator: each such list got no other weight (0 + sum is exact).
   agg_->pairs.for_each([&](const PairTable::Entry& e) {
     for (int w = 0; w < 2; w++)
-      if (e.list[w] != kNoList && (e.list[w] & Aggregation::kOwned))
+      if (e.list[w] != PairTable::kNoList && (e.list[w] & Aggregation::kOwned))
         agg_->stacks.add_weight(e.list[w] & ~Aggregation::kOwned, e.weight[w]);
   });
   agg_->stacks.finish(out);

@@ -30,16 +30,12 @@ class StackAggregator {
   // The id of the frame list head + tail (two part ids), added with weight 0 if new. Two different
   // pairs must not spell the same frames: the caller splits every list at the same kind of frame.
   uint32_t list(uint32_t head, uint32_t tail);
-  void add(uint32_t list, uint32_t device, uint64_t time_ns, double weight) {
-    add_weight(list, weight);
-    add_time(list, device, time_ns, weight);
-  }
-  // The two halves of add, for a caller that sums a list's weight itself while it alone feeds it.
+  // A sample's weight for a list, in sample order (a caller that sums a list's weights itself while
+  // one key alone feeds it adds the sum once), and for the list's time series on `device`.
   void add_weight(uint32_t list, double weight) { weights_[list] += weight; }
   void add_time(uint32_t list, uint32_t device, uint64_t time_ns, double weight) {
     if (resolution_ns_) add_timed(list, device, time_ns, weight);
   }
-  uint32_t list_count() const { return static_cast<uint32_t>(lists_.size()); }
   // Appends to out.stacks the lists sorted by their frames' (name, kind), counts rounded by the largest
   // remainder so that they sum to the rounded total, and to out.timeline their time series sorted by
   // (stack, device, time).

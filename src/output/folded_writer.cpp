@@ -68,9 +68,7 @@ class FoldedLines {
     rank_frames();
   }
 
-  size_t size() const { return lines_.size(); }
-
-  // The stacks' indexes in the order of their lines' text.
+  // The lines (positions in the constructor's order) sorted by their text.
   std::vector<uint32_t> sorted() const {
     std::vector<uint32_t> order(lines_.size());
     for (uint32_t i = 0; i < order.size(); i++) order[i] = i;
@@ -92,6 +90,7 @@ class FoldedLines {
   }
 
   uint32_t stack(uint32_t line) const { return index_[line]; }
+  size_t frames(uint32_t line) const { return lines_[line].size; }
   bool same_head(uint32_t a, uint32_t b) const { return lines_[a].head && lines_[a].head == lines_[b].head; }
   size_t head_size(uint32_t line) const { return lines_[line].head ? lines_[line].head->frames.size() : 0; }
   const std::string& text(uint32_t line, size_t i) const { return text_[frame(lines_[line], i)]; }
@@ -198,8 +197,7 @@ void FoldedWriter::write(const FlameData& data, std::ostream& out) const {
     }
     prev = line;
     prev_head = lines.head_size(line);
-    const size_t n = data.stacks[lines.stack(line)].frames.size();
-    for (; f < n; f++) {
+    for (const size_t n = lines.frames(line); f < n; f++) {
       if (f) text += ';';
       text += lines.text(line, f);
       if (f + 1 == prev_head) prev_bytes = text.size();
