@@ -4,7 +4,10 @@
 # round-robin (every round runs each variant once), so drifts of the machine hit all of them.
 #
 # Usage: bench/storm_breakdown.sh [ROUNDS=3] [LAUNCHES=300000]
-# Env:   AIFLAME_BIN (default .dist), OUT (default /tmp/storm)
+# Env:   AIFLAME_BIN (default .dist), OUT (default /tmp/storm),
+#        CMD (another program that prints "loop_s X", e.g. "env STEPS=100 python3
+#        bench/workloads/gpt_train.py"; LAUNCHES is then the number of launches in its loop, used only
+#        for the per-launch column, 0 to leave it out), CORE=1 (only the first six variants, up to the callback alone).
 # Prints, per variant, the median loop seconds, its ratio to plain, and the added microseconds per
 # launch.
 set -u
@@ -13,6 +16,8 @@ n=${2:-300000}
 bin=${AIFLAME_BIN:-.dist}
 out=${OUT:-/tmp/storm}
 mkdir -p "$out"
+rm -f "$out"/v*.loop
+read -r -a prog <<<"${CMD:-$bin/aiflame_bench_kernels storm $n}"
 
 # name | environment | record options ("-" runs the program plain)
 variants=(
@@ -21,36 +26,39 @@ variants=(
   "no kernel records|AIFLAME_ACTIVITY=0|"
   "no PC sampling||--no-pc-sampling"
   "callback + capture only|AIFLAME_ACTIVITY=0|--no-pc-sampling"
-  "CUPTI callback + timestamp|AIFLAME_ACTIVITY=0 AIFLAME_SKIP_LAUNCHES=2|--no-pc-sampling"
   "CUPTI callback alone|AIFLAME_ACTIVITY=0 AIFLAME_SKIP_LAUNCHES=1|--no-pc-sampling"
+  "CUPTI callback + timestamp|AIFLAME_ACTIVITY=0 AIFLAME_SKIP_LAUNCHES=2|--no-pc-sampling"
   "zeroed activity buffers|AIFLAME_ACTIVITY_ZEROED=1|"
   "no periodic activity flush|AIFLAME_ACTIVITY_FLUSH_EVERY=0|"
 )
+[ "${CORE:-0}" = 1 ] && variants=("${variants[@]:0:6}")
 
 for ((r = 0; r < rounds; r++)); do
   for i in "${!variants[@]}"; do
     IFS='|' read -r name envs opts <<<"${variants[$i]}"
     log=$out/v${i}_r$r.log
     if [ "$envs" = - ]; then
-      "$bin/aiflame_bench_kernels" storm "$n" >"$log" 2>&1
+      "${prog[@]}" >"$log" 2>&1
     else
       # shellcheck disable=SC2086
       env $envs "$bin/aiflame" record --force -q --sass-timeout 0 $opts -o "$out/p$i.aiflame" -- \
-        "$bin/aiflame_bench_kernels" storm "$n" >"$log" 2>&1
+        "${prog[@]}" >"$log" 2>&1
     fi
     grep -o 'loop_s [0-9.]*' "$log" | awk '{print $2}' >>"$out/v$i.loop"
+    echo "round $((r + 1)) $name: $(tail -1 "$out/v$i.loop")" >&2  # a cut-short run keeps what it measured
   done
 done
 
 # shellcheck source=bench/stats.sh
 source "$(dirname "$0")/stats.sh"
 plain=$(median <"$out/v0.loop")
-echo "storm, $n launches, $rounds rounds; median loop seconds"
+echo "${prog[*]}, $n launches, $rounds rounds; median loop seconds"
 echo "| variant | loop s | ratio | added us per launch | runs |"
 echo "|---|---|---|---|---|"
 for i in "${!variants[@]}"; do
   IFS='|' read -r name _ _ <<<"${variants[$i]}"
   m=$(median <"$out/v$i.loop")
   awk -v name="$name" -v m="$m" -v p="$plain" -v n="$n" -v runs="$(tr '\n' ' ' <"$out/v$i.loop")" \
-    'BEGIN {printf "| %s | %.3f | %.3f | %.2f | %s|\n", name, m, m / p, (m - p) * 1e6 / n, runs}'
+    'BEGIN {us = n > 0 ? sprintf("%.2f", (m - p) * 1e6 / n) : "-"
+            printf "| %s | %.3f | %.3f | %s | %s|\n", name, m, m / p, us, runs}'
 done
