@@ -12,6 +12,7 @@
 #include "attribute/pair_table.h"
 #include "attribute/process_row.h"
 #include "attribute/sample_aggregator.h"
+#include "attribute/slot_table.h"
 #include "symbolize/demangle.h"
 
 namespace aiflame {
@@ -39,16 +40,11 @@ constexpr uint32_t kNoList = std::numeric_limits<uint32_t>::max();
 class GpuPartIndex {
  public:
   std::pair<uint32_t, bool> find_or_add(const GpuKey& k) {
-    if ((size_ + 1) * 8 > slots_.size() * 7) grow();
-    const size_t mask = slots_.size() - 1;
-    for (size_t i = hash_of(k) & mask;; i = (i + 1) & mask) {
-      Slot& s = slots_[i];
-      if (s.id == kFree) {
-        s = {k.cubin_crc, k.pc_offset, k.function, k.stall_reason, k.device, size_};
-        return {size_++, true};
-      }
-      if (s.key() == k) return {s.id, false};
-    }
+    const uint32_t next = static_cast<uint32_t>(slots_.size());
+    auto [s, fresh] = slots_.find_or_add(
+        hash_of(k), [&k](const Slot& s) { return s.key() == k; },
+        [&] { return Slot{k.cubin_crc, k.pc_offset, k.function, k.stall_reason, k.device, next}; });
+    return {s.id, fresh};
   }
 
  private:
@@ -57,20 +53,10 @@ class GpuPartIndex {
     uint64_t cubin_crc = 0, pc_offset = 0;
     uint32_t function = 0, stall_reason = 0, device = 0, id = kFree;
     GpuKey key() const { return {cubin_crc, pc_offset, function, stall_reason, device}; }
+    bool free() const { return id == kFree; }
+    uint64_t hash() const { return hash_of(key()); }
   };
-  void grow() {
-    std::vector<Slot> old(slots_.empty() ? 1024 : slots_.size() * 2);
-    old.swap(slots_);
-    const size_t mask = slots_.size() - 1;
-    for (const Slot& s : old) {
-      if (s.id == kFree) continue;
-      size_t i = hash_of(s.key()) & mask;
-      while (slots_[i].id != kFree) i = (i + 1) & mask;
-      slots_[i] = s;
-    }
-  }
-  std::vector<Slot> slots_;
-  uint32_t size_ = 0;
+  SlotTable<Slot> slots_;
 };
 
 // Where the profile's times start: the process start, or its first kernel.
