@@ -28,7 +28,7 @@ struct StreamShape {
 // kernel by kernel: the GPU works through one stream's queue for a while, then another's.)
 std::optional<StreamShape> serialized_streams(const Profile& p);
 
-// The line `record` prints for it (no trailing newline).
+// The line `record` and `report` print for it (no trailing newline).
 std::string serialized_streams_hint(const StreamShape& s);
 
 }  // namespace aiflame

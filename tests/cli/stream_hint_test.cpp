@@ -10,17 +10,23 @@
 namespace aiflame {
 namespace {
 
-// n kernels of `duration` ns, round-robin over `streams` streams, one starting every `every` ns.
-Profile kernels(size_t n, uint32_t streams, uint64_t duration, uint64_t every) {
+// n kernels of `duration` ns, kernel i starting at 1 ms + start(i) on stream stream(i).
+template <class Start, class Stream>
+Profile kernels_at(size_t n, uint64_t duration, Start start, Stream stream) {
   Profile p;
   for (size_t i = 0; i < n; i++) {
     KernelRow k;
-    k.start = 1'000'000 + i * every;
+    k.start = 1'000'000 + start(i);
     k.end = k.start + duration;
-    k.stream = static_cast<uint32_t>(7 + i % streams);
+    k.stream = static_cast<uint32_t>(stream(i));
     p.kernels.push_back(k);
   }
   return p;
+}
+
+// n kernels of `duration` ns, round-robin over `streams` streams, one starting every `every` ns.
+Profile kernels(size_t n, uint32_t streams, uint64_t duration, uint64_t every) {
+  return kernels_at(n, duration, [&](size_t i) { return i * every; }, [&](size_t i) { return 7 + i % streams; });
 }
 
 TEST(StreamHint, ShortKernelsOfStreamsTakingTurnsOnAnIdleGpu) {
@@ -46,38 +52,17 @@ TEST(StreamHint, QuietOtherwise) {
   // Serialized as recorded on the H100 (t.aiflame of `threads 8 20000`): each stream's queue is worked
   // through in runs of about 30 kernels, so kernels rarely follow another stream's, yet every
   // millisecond holds several streams.
-  Profile serialized;
-  for (size_t i = 0; i < 16000; i++) {
-    KernelRow k;
-    k.start = 1'000'000 + i * 12000;
-    k.end = k.start + 1800;
-    k.stream = static_cast<uint32_t>(i / 30 % 8);
-    serialized.kernels.push_back(k);
-  }
+  Profile serialized = kernels_at(16000, 1800, [](size_t i) { return i * 12000; }, [](size_t i) { return i / 30 % 8; });
   auto s = serialized_streams(serialized);
   ASSERT_TRUE(s.has_value());
   EXPECT_GT(s->shared_windows, 0.9);
   // Kernels of two streams running side by side (as without sampling): concurrency works, no hint,
   // though everything else matches (short kernels, an idle GPU, both streams in every millisecond).
-  Profile overlapping;
-  for (size_t i = 0; i < 16000; i++) {
-    KernelRow k;
-    k.start = 1'000'000 + i / 2 * 24000;
-    k.end = k.start + 1800;
-    k.stream = static_cast<uint32_t>(i % 2);
-    overlapping.kernels.push_back(k);
-  }
-  EXPECT_FALSE(serialized_streams(overlapping));
+  EXPECT_FALSE(serialized_streams(kernels_at(16000, 1800, [](size_t i) { return i / 2 * 24000; },
+                                            [](size_t i) { return i % 2; })));
   // Two streams, but in long runs of one stream each: not launched side by side.
-  Profile runs;
-  for (size_t i = 0; i < 4000; i++) {
-    KernelRow k;
-    k.start = 1'000'000 + i * 12000;
-    k.end = k.start + 1800;
-    k.stream = i < 2000 ? 1 : 2;
-    runs.kernels.push_back(k);
-  }
-  EXPECT_FALSE(serialized_streams(runs));
+  EXPECT_FALSE(serialized_streams(kernels_at(4000, 1800, [](size_t i) { return i * 12000; },
+                                            [](size_t i) { return i < 2000 ? 1 : 2; })));
   EXPECT_FALSE(serialized_streams(Profile{}));
 }
 
