@@ -21,16 +21,18 @@ export PYTHONUNBUFFERED=1
 # shellcheck source=bench/stats.sh
 source "$(dirname "$0")/stats.sh"
 
-# run MODE -> "seconds" (loop_s when the program prints it, else wall)
+declare -A dir=([a]=$dir_a [b]=$dir_b)
+
+# run MODE (plain, a or b) -> "seconds" (loop_s when the program prints it, else wall)
 run() {
   local mode=$1 log=$out/$1.log t0 t1 loop
   t0=$(date +%s.%N)
-  # shellcheck disable=SC2086  # RECORD_OPTS holds several options
-  case $mode in
-    plain) "${cmd[@]}" >"$log" 2>&1 ;;
-    a) "$dir_a/aiflame" record -q --force ${RECORD_OPTS:-} -o "$out/a.aiflame" -- "${cmd[@]}" >"$log" 2>&1 ;;
-    b) "$dir_b/aiflame" record -q --force ${RECORD_OPTS:-} -o "$out/b.aiflame" -- "${cmd[@]}" >"$log" 2>&1 ;;
-  esac
+  if [ "$mode" = plain ]; then
+    "${cmd[@]}" >"$log" 2>&1
+  else
+    # shellcheck disable=SC2086  # RECORD_OPTS holds several options
+    "${dir[$mode]}/aiflame" record -q --force ${RECORD_OPTS:-} -o "$out/$mode.aiflame" -- "${cmd[@]}" >"$log" 2>&1
+  fi
   t1=$(date +%s.%N)
   loop=$(grep -o 'loop_s [0-9.]*' "$log" | tail -1 | cut -d' ' -f2)
   if [ -n "$loop" ]; then echo "$loop"; else awk "BEGIN{print $t1 - $t0}"; fi
@@ -51,7 +53,6 @@ for i in $(seq "$rounds"); do
   awk "BEGIN{print ${t[b]} / ${t[plain]}}" >>"$out/rb"
   awk "BEGIN{print ${t[a]} / ${t[b]}}" >>"$out/rab"
 done
-st() { printf '%.3f [%.3f, %.3f]' "$(median <"$1")" "$(sort -n "$1" | head -1)" "$(sort -n "$1" | tail -1)"; }
 echo "| plain s (median) | A / plain | B / plain | A / B |"
 echo "|---|---|---|---|"
-printf '| %.3f | %s | %s | %s |\n' "$(median <"$out/tp")" "$(st "$out/ra")" "$(st "$out/rb")" "$(st "$out/rab")"
+printf '| %.3f | %s | %s | %s |\n' "$(median <"$out/tp")" "$(stats "$out/ra")" "$(stats "$out/rb")" "$(stats "$out/rab")"

@@ -28,7 +28,6 @@ now() { date +%s.%N; }
 calc() { awk "BEGIN{print $1}"; }
 # shellcheck source=bench/stats.sh
 source "$(dirname "$0")/stats.sh"
-stats() { printf '%.3f [%.3f, %.3f]' "$(median <"$1")" "$(sort -n "$1" | head -1)" "$(sort -n "$1" | tail -1)"; }
 field() { grep -o "$1" "$2" | tail -1 | grep -o '[0-9.]*' | head -"${3:-1}" | tail -1; }
 
 command_of() {

@@ -7,7 +7,8 @@
 # Env:   AIFLAME_BIN (default .dist), OUT (default /tmp/storm),
 #        CMD (another program that prints "loop_s X", e.g. "env STEPS=100 python3
 #        bench/workloads/gpt_train.py"; LAUNCHES is then the number of launches in its loop, used only
-#        for the per-launch column, 0 to leave it out), CORE=1 (only the first six variants, up to the callback alone).
+#        for the per-launch column, 0 to leave it out),
+#        CORE=1 (only the first six variants, up to the callback alone).
 # Prints, per variant, the median loop seconds, its ratio to plain, and the added microseconds per
 # launch.
 set -u
@@ -44,8 +45,9 @@ for ((r = 0; r < rounds; r++)); do
       env $envs "$bin/aiflame" record --force -q --sass-timeout 0 $opts -o "$out/p$i.aiflame" -- \
         "${prog[@]}" >"$log" 2>&1
     fi
-    grep -o 'loop_s [0-9.]*' "$log" | awk '{print $2}' >>"$out/v$i.loop"
-    echo "round $((r + 1)) $name: $(tail -1 "$out/v$i.loop")" >&2  # a cut-short run keeps what it measured
+    loop=$(grep -o 'loop_s [0-9.]*' "$log" | awk '{print $2}')
+    [ -n "$loop" ] && echo "$loop" >>"$out/v$i.loop"
+    echo "round $((r + 1)) $name: ${loop:-no loop_s (see $log)}" >&2  # a cut-short call keeps what it measured
   done
 done
 
