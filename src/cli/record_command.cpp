@@ -57,7 +57,7 @@ void add_record_command(CLI::App& app, RecordArgs& a) {
                   "How GPU samples find their launch: 'continuous' (sampling always on, no launch id in the samples; "
                   "samples split over a kernel's executions in each 10 ms window) or 'windows' (experimental, "
                   "refused unless AIFLAME_EXPERIMENTAL=1: short kernel-serialized windows whose samples carry their "
-                  "launch's id; with CUPTI 13.0 it recorded no sample; see docs/attribution.md)")
+                  "launch's id; see docs/attribution.md)")
       ->check(CLI::IsMember({"continuous", "windows"}))->capture_default_str();
   sub->add_option("--windows-per-sec", a.windows_per_s, "Windows mode: mean number of sampling windows a second")
       ->check(CLI::Range(1u, 10000u))->capture_default_str();
@@ -173,11 +173,11 @@ int run_record(const RecordArgs& a) {
       return 2;
     }
   }
-  // Windows mode does not work with CUPTI 13.0 on the H100 (kernel-serialized sampling delivered no
-  // sample, and start/stop from a second thread deadlocked a launch; bench/RESULTS.md).
+  // Windows mode delivers exact samples on the H100 since 2026-11-24, but its windows hold too few
+  // launches on training loops for a representative picture (docs/attribution.md).
   if (a.pc_mode == "windows" && !std::getenv("AIFLAME_EXPERIMENTAL")) {
-    std::cerr << "aiflame: --pc-mode windows is experimental: with CUPTI 13.0 it recorded no GPU sample and could hang "
-                 "the program (bench/RESULTS.md); use the default continuous mode, or set AIFLAME_EXPERIMENTAL=1 to try it\n";
+    std::cerr << "aiflame: --pc-mode windows is experimental: its windows hold few launches on training loops "
+                 "(docs/attribution.md); use the default continuous mode, or set AIFLAME_EXPERIMENTAL=1 to try it\n";
     return 2;
   }
   if (!a.nvdisasm.empty() && find_nvdisasm(a.nvdisasm).empty()) {

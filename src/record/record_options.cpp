@@ -38,8 +38,11 @@ RecordOptions record_options_from_env() {
   o.python = env_flag("AIFLAME_PYTHON", true);
   o.pc_sampling = env_flag("AIFLAME_PC_SAMPLING", true);
   if (const char* m = std::getenv("AIFLAME_PC_MODE"); m && std::strcmp(m, "windows") == 0) o.pc_mode = PcMode::Windows;
+  // Windows mode has a period of its own (record_options.h).
+  if (o.pc_mode == PcMode::Windows && !(p && *p)) o.period_log2 = kWindowsPeriodLog2;
   o.windows_per_s = env_uint("AIFLAME_WINDOWS_PER_S", 100, 1, 10000);
-  o.window_us = env_uint("AIFLAME_WINDOW_US", 1000, 10, 1000000);
+  o.window_us = env_uint("AIFLAME_WINDOW_US", 1000, 10, 10000000);
+  o.window_budget_permille = env_uint("AIFLAME_WINDOW_BUDGET_PERMILLE", o.window_budget_permille, 0, 1000);
   o.kernel_activity = env_flag("AIFLAME_ACTIVITY", true);
   o.keep_cubins = env_flag("AIFLAME_CUBINS", true);
   o.quiet = env_flag("AIFLAME_QUIET", false);
@@ -48,6 +51,9 @@ RecordOptions record_options_from_env() {
   o.activity_zeroed = env_flag("AIFLAME_ACTIVITY_ZEROED", false);
   o.activity_flush_every = env_uint("AIFLAME_ACTIVITY_FLUSH_EVERY", o.activity_flush_every, 0, 1u << 20);
   o.skip_launches = env_uint("AIFLAME_SKIP_LAUNCHES", 0, 0, 2);
+  o.win_toggle_callbacks = env_flag("AIFLAME_WIN_TOGGLE_CB", false);
+  o.win_toggle_activity = env_flag("AIFLAME_WIN_TOGGLE_ACT", false);
+  o.win_disable_between = env_flag("AIFLAME_WIN_DISABLE_BETWEEN", false);
   return o;
 }
 

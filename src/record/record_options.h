@@ -10,6 +10,11 @@ namespace aiflame {
 // Chosen by measurement on an H100 (bench/RESULTS.md): 2^22 cycles keeps gpt_train.py within budget
 // while giving tens of thousands of samples per second on a busy GPU.
 inline constexpr uint32_t kDefaultPeriodLog2 = 22;
+// Windows mode samples only inside short windows, so it samples densely there. CUPTI's own period in
+// kernel-serialized mode gave 1,046,000 samples for 40 short kernels and slowed them ~500x (one
+// 0.4-ms kernel held a window open 276 ms); 2^19 gave 4,631 (bench/probes/serialized_where.cu, H100,
+// 2026-11-24). 2^18 gives about 3.5 million samples a second of busy GPU inside a window.
+inline constexpr uint32_t kWindowsPeriodLog2 = 18;
 
 // Continuous: sampling runs all the time, samples carry no launch id (CUPTI promises concurrent
 // kernels; on the H100 kernels of concurrent streams still ran one at a time, bench/RESULTS.md).
@@ -27,6 +32,7 @@ struct RecordOptions {
   PcMode pc_mode = PcMode::Continuous;
   uint32_t windows_per_s = 100;
   uint32_t window_us = 1000;
+  uint32_t window_budget_permille = 20;  // windows mode: the share of the run windows may take (20: 2%)
   bool kernel_activity = true;
   bool keep_cubins = true;
   bool quiet = false;
@@ -39,6 +45,11 @@ struct RecordOptions {
   bool activity_zeroed = false;
   uint32_t activity_flush_every = 10;
   uint32_t skip_launches = 0;
+  // Windows mode experiments (bench/windows_eval.sh): launch callbacks and kernel records switched on
+  // only while a window is open or due, and PC sampling disabled (not just stopped) between windows.
+  bool win_toggle_callbacks = false;
+  bool win_toggle_activity = false;
+  bool win_disable_between = false;
 };
 
 // AIFLAME_OUTPUT, AIFLAME_PERIOD, AIFLAME_INTERVAL_MS, AIFLAME_UNWIND=sampled|always|off, AIFLAME_UNSTABLE_SAMPLE=N,

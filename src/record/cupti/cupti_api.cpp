@@ -86,6 +86,7 @@ bool load_cupti(CuptiApi* api, std::string* error) {
   }
   api->cuptiGetGraphNodeId = reinterpret_cast<decltype(&::cuptiGetGraphNodeId)>(dlsym(h, "cuptiGetGraphNodeId"));
   api->cuptiGetGraphId = reinterpret_cast<decltype(&::cuptiGetGraphId)>(dlsym(h, "cuptiGetGraphId"));
+  api->cuptiActivityDisable = reinterpret_cast<decltype(&::cuptiActivityDisable)>(dlsym(h, "cuptiActivityDisable"));
   api->cuptiActivitySetAttribute =
       reinterpret_cast<decltype(&::cuptiActivitySetAttribute)>(dlsym(h, "cuptiActivitySetAttribute"));
   if (api->cuptiGetVersion(&api->version) != CUPTI_SUCCESS) {

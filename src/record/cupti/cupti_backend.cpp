@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -105,11 +106,13 @@ bool CuptiBackend::start() {
     check(api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED),
           "cuptiEnableCallback(GRAPHNODE_CLONED)");
   }
-  for (CUpti_CallbackId id : kLaunchCallbacks)
-    check(api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id), "cuptiEnableCallback(launch)");
-  if (rec_.options().kernel_activity) {
+  const RecordOptions& o = rec_.options();
+  const bool windows = o.pc_sampling && o.pc_mode == PcMode::Windows;
+  set_launch_callbacks(!(windows && o.win_toggle_callbacks));
+  if (o.kernel_activity) {
     tune_activity_buffers();
-    if (check(api_.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks"))
+    if (check(api_.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks") &&
+        !(windows && o.win_toggle_activity && api_.cuptiActivityDisable))
       check(api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable(CONCURRENT_KERNEL)");
   }
   return true;
@@ -139,6 +142,7 @@ void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbi
     auto* cb = static_cast<const CUpti_CallbackData*>(data);
     if (cb->callbackSite != CUPTI_API_ENTER) {
       rec_.on_launch_exit();
+      if (rec_.options().pc_mode == PcMode::Windows) window_exit(cb->context);
       return;
     }
     // RecordOptions::skip_launches (bench/storm_breakdown.sh): 1 measures CUPTI's callback alone, 2
@@ -152,6 +156,7 @@ void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbi
       asm volatile("" ::"r"(c), "r"(ts));
       return;
     }
+    if (c && c->windows) window_enter(*c, ts);
     rec_.on_launch(cbid, cb->correlationId, reinterpret_cast<uint64_t>(cb->symbolName), ts, c ? c->device : kNoDevice);
     return;
   }
@@ -263,6 +268,12 @@ void CuptiBackend::on_activity_buffer(uint8_t* buffer, size_t valid) {
   }
 }
 
+void CuptiBackend::set_launch_callbacks(bool on) {
+  for (CUpti_CallbackId id : kLaunchCallbacks)
+    check(api_.cuptiEnableCallback(on ? 1 : 0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id), "cuptiEnableCallback(launch)");
+  launch_callbacks_on_.store(on, std::memory_order_release);
+}
+
 void CuptiBackend::stop() {
   debug("stopping: final drain, disable, activity flush");
   window_thread_stop_.store(true);
@@ -275,6 +286,10 @@ void CuptiBackend::stop() {
   for (Context* c : all) disable(*c);
   if (rec_.options().kernel_activity) api_.cuptiActivityFlushAll(1);
   stopped_.store(true);
+  if (rec_.options().pc_mode == PcMode::Windows && !rec_.options().quiet)
+    std::fprintf(stderr, "aiflame: windows: %llu windows, %.1f ms open, %.1f ms in cuCtxSynchronize, %llu launches inside windows\n",
+          (unsigned long long)rec_.windows.load(), rec_.window_ns.load() / 1e6, sync_ns_.load() / 1e6,
+          (unsigned long long)window_launches_.load());
   size_t dropped = 0;
   if (api_.cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) rec_.dropped_records += dropped;
   // CUPTI's function-name strings are the user's to free, but they may also back activity records

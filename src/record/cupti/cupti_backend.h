@@ -63,12 +63,23 @@ class CuptiBackend {
     uint64_t last_drain = 0;
     bool enabled = false;
     std::unique_ptr<SamplingWindows> windows;  // windows mode only
+    // Windows mode: a window is open (read without the lock on every launch exit).
+    std::atomic<bool> window_open{false};
+    bool configured = false;  // PC sampling enabled and configured (win_disable_between re-enables per window)
   };
   void context_created(CUcontext ctx);
   void context_destroying(CUcontext ctx);
   void module_loaded(const CUpti_ModuleResourceData* m, CUcontext ctx);
   void graph_node(const CUpti_GraphData* g, bool cloned);
   bool enable_sampling(Context& c);
+  bool configure_sampling(Context& c);
+  // Windows mode, on the launching thread: opens a window at a launch's entry when one is due, and at
+  // a launch's exit fetches the window's samples and closes it when its time is up.
+  void window_enter(Context& c, uint64_t now);
+  void window_exit(CUcontext ctx);
+  bool open_window_locked(Context& c, uint64_t now);
+  void set_launch_callbacks(bool on);
+  void synchronize(Context& c);
   bool claim_device(uint32_t device);
   void drain(Context& c);
   void drain_locked(Context& c);
@@ -94,6 +105,8 @@ class CuptiBackend {
   NodeTypeFn node_type_ = nullptr;  // libcuda's cuGraphNodeGetType, when the program loaded libcuda
   unsigned drains_ = 0;
   std::map<uint32_t, std::unique_ptr<DeviceClaim>> claims_;  // per device ordinal, under contexts_mu_
+  std::atomic<bool> launch_callbacks_on_{true};
+  std::atomic<uint64_t> sync_ns_{0}, window_launches_{0};
   std::thread window_thread_;
   std::atomic<bool> window_thread_stop_{false};
   std::vector<std::unique_ptr<Context>> retired_;  // replaced contexts, never freed while running
