@@ -49,7 +49,7 @@ bool CuptiBackend::claim_device(uint32_t device) {
               " (CUPTI samples a GPU for one process at a time); this process records its launches and kernel "
               "times without GPU samples there");
     claims_[device] = nullptr;
-    rec_.sampling_declined = true;
+    rec_.note_sampling_declined();
     return false;
   }
   claims_[device] = std::move(claim);
@@ -86,7 +86,7 @@ bool CuptiBackend::enable_sampling(Context& c) {
     sr.reasons.emplace_back(idx[i], std::string(names[i].data()));
     if (sr.reasons.back().second.ends_with("_not_issued")) c.duplicate_reasons.insert(idx[i]);
   }
-  rec_.writer().add(sr);
+  rec_.add_stall_reasons(sr);
 
   bool windows = rec_.options().pc_mode == PcMode::Windows;
   c.buf.init(kPcBufferEntries, n);
@@ -106,8 +106,8 @@ bool CuptiBackend::enable_sampling(Context& c) {
   // million launches of gpt_train.py, three times in three runs; with the sleep span alone (10 ms) it
   // crashed once after 1.66 million launches (and ran 2.6 million cleanly once); with both at CUPTI's
   // defaults 4.8 million launches ran cleanly (bench/RESULTS.md). AIFLAME_STALL_CONFIG=1 and
-  // AIFLAME_SLEEP_SPAN_MS=N set them for experiments.
-  if (std::getenv("AIFLAME_STALL_CONFIG"))
+  // AIFLAME_SLEEP_SPAN_MS=N set them for experiments (MeasurementSwitches).
+  if (measure_.stall_config)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON).attributeData.stallReasonData = {n, idx.data()};
   add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER)
       .attributeData.samplingDataBufferData.samplingDataBuffer = windows ? &c.range->data : &c.buf.data;
@@ -116,9 +116,7 @@ bool CuptiBackend::enable_sampling(Context& c) {
   if (windows)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL)
         .attributeData.enableStartStopControlData.enableStartStopControl = 1;
-  const char* span = std::getenv("AIFLAME_SLEEP_SPAN_MS");
-  uint32_t span_ms = span ? static_cast<uint32_t>(std::atoi(span)) : 0;
-  if (span_ms)
+  if (const uint32_t span_ms = measure_.sleep_span_ms)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN)
         .attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan = span_ms;
   if (rec_.options().period_log2)
@@ -153,8 +151,9 @@ void CuptiBackend::PcBuffer::init(size_t entries, size_t stall_reasons) {
   data.pPcData = pcs.data();
 }
 
-// Converts what the sampling buffer holds into one batch record and returns the buffer to CUPTI.
-PcBatchRecord CuptiBackend::take_batch(Context& c, CUpti_PCSamplingData& d, uint64_t now) {
+// Converts what the sampling buffer holds into one batch record for the Recorder and returns the
+// buffer to CUPTI.
+void CuptiBackend::take_batch(Context& c, CUpti_PCSamplingData& d, uint64_t now) {
   PcBatchRecord b;
   b.timestamp = now;
   b.prev_timestamp = c.last_drain;
@@ -164,6 +163,7 @@ PcBatchRecord CuptiBackend::take_batch(Context& c, CUpti_PCSamplingData& d, uint
   b.dropped_samples = d.droppedSamples;
   b.hardware_buffer_full = d.hardwareBufferFull != 0;
   bool has_correlation = api_.version >= kCuptiApiWithPcCorrelation;
+  uint64_t counted = 0;
   for (size_t i = 0; i < d.totalNumPcs; i++) {
     CUpti_PCSamplingPCData& pc = d.pPcData[i];
     uint32_t fn = rec_.intern(pc.functionName ? pc.functionName : "[unknown kernel]");
@@ -181,14 +181,12 @@ PcBatchRecord CuptiBackend::take_batch(Context& c, CUpti_PCSamplingData& d, uint
       s.stall_reason = pc.stallReason[k].pcSamplingStallReasonIndex;
       s.count = pc.stallReason[k].samples;
       s.correlation_id = has_correlation ? pc.correlationId : 0;
-      if (!c.duplicate_reasons.count(s.stall_reason)) rec_.samples += s.count;
+      if (!c.duplicate_reasons.count(s.stall_reason)) counted += s.count;
       b.samples.push_back(s);
     }
   }
-  rec_.pc_records += d.totalNumPcs;
-  rec_.dropped_samples += d.droppedSamples;
+  rec_.add_sample_batch(b, counted, d.totalNumPcs);
   d.totalNumPcs = 0;
-  return b;
 }
 
 void CuptiBackend::drain(Context& c) {
@@ -222,7 +220,7 @@ void CuptiBackend::drain_locked(Context& c) {
     size_t remaining = d.remainingNumPcs;
     debug("GetData ctx %u: %zu PCs, %zu remaining, %llu samples, %llu dropped", c.context_id, d.totalNumPcs, remaining,
           (unsigned long long)d.totalSamples, (unsigned long long)d.droppedSamples);
-    if (d.totalNumPcs > 0 || d.droppedSamples > 0) rec_.writer().add(take_batch(c, d, now));
+    if (d.totalNumPcs > 0 || d.droppedSamples > 0) take_batch(c, d, now);
     if (remaining == 0) {
       c.last_drain = now;
       break;
@@ -238,7 +236,7 @@ void CuptiBackend::drain_all() {
   }
   for (Context* c : all) drain(*c);
   // Kernel records otherwise wait for a full 4 MB buffer; a run cut short would lose them.
-  const uint32_t every = rec_.options().activity_flush_every;
+  const uint32_t every = measure_.activity_flush_every;
   if (rec_.options().kernel_activity && every && ++drains_ % every == 0) api_.cuptiActivityFlushAll(0);
 }
 
@@ -262,7 +260,7 @@ void CuptiBackend::disable(Context& c) {
   if (configured.totalNumPcs > 0) {  // disabling flushes what CUPTI still held into the configured buffer
     uint64_t now = 0;
     api_.cuptiGetTimestamp(&now);
-    rec_.writer().add(take_batch(c, configured, now));
+    take_batch(c, configured, now);
   }
 }
 
@@ -271,8 +269,7 @@ void CuptiBackend::close_window_locked(Context& c, uint64_t now) {
   CUpti_PCSamplingStopParams sp = {CUpti_PCSamplingStopParamsSize};
   sp.ctx = c.ctx;
   bool stopped = check(api_.cuptiPCSamplingStop(&sp), "cuptiPCSamplingStop");
-  rec_.windows++;
-  rec_.window_ns += now - c.windows->opened_at();
+  rec_.add_window(now - c.windows->opened_at());
   c.last_drain = c.windows->opened_at();
   if (!stopped) return;
   size_t before = c.range->data.totalNumPcs;
