@@ -13,7 +13,7 @@
 #include "attribute/attribution.h"
 #include "attribute/launch_index.h"
 #include "attribute/pair_table.h"
-#include "output/flame_stack.h"
+#include "flame/flame_data.h"
 #include "profile/profile.h"
 #include "symbolize/gpu_symbolizer.h"
 #include "symbolize/symbolizer.h"

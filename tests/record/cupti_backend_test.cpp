@@ -131,7 +131,7 @@ struct Harness {
   Recorder rec;
   explicit Harness(RecordOptions o = {}) {
     fake = FakeCupti{};
-    setenv("AIFLAME_FREE_NAMES", "1", 1);  // the fake's strdup'd names are freed at stop (leak checks)
+    o.measure.free_names = true;  // the fake's strdup'd names are freed at stop (leak checks)
     o.output = path;
     o.quiet = true;
     ProcessRecord p;
@@ -203,7 +203,7 @@ TEST(CuptiBackend, DrainTurnsTheSamplingBufferIntoOneBatch) {
   b.drain_all();
   b.stop();
   EXPECT_EQ(fake.disables, 1);
-  EXPECT_EQ(h.rec.samples.load(), 10u);  // 2 PCs x 5 issued samples; the not-issued 3s are a subset
+  EXPECT_EQ(h.rec.counters().samples.load(), 10u);  // 2 PCs x 5 issued samples; the not-issued 3s are a subset
   Profile p = h.finish();
   ASSERT_EQ(p.batches.size(), 1u);
   const PcBatchRecord& batch = p.batches[0];
@@ -232,38 +232,10 @@ TEST(CuptiBackend, ContinuousModeNeverStartsOrStopsAndLaunchesCarryTheirDevice) 
   EXPECT_EQ(fake.starts + fake.stops, 0);
 }
 
-// The measurement switches of bench/storm_breakdown.sh: read from the environment like the options,
-// out-of-range values keep the defaults, and the launch callback's switch leaves launches unrecorded.
-TEST(RecordOptions, MeasurementSwitchesFromTheEnvironment) {
-  RecordOptions d = record_options_from_env();
-  EXPECT_EQ(d.activity_buffer_mb, 4u);
-  EXPECT_EQ(d.activity_flush_every, 10u);
-  EXPECT_EQ(d.skip_launches, 0u);
-  setenv("AIFLAME_ACTIVITY_BUFFER_MB", "32", 1);
-  setenv("AIFLAME_DEVICE_BUFFER_MB", "64", 1);
-  setenv("AIFLAME_ACTIVITY_ZEROED", "1", 1);
-  setenv("AIFLAME_ACTIVITY_FLUSH_EVERY", "0", 1);
-  setenv("AIFLAME_SKIP_LAUNCHES", "2", 1);
-  RecordOptions o = record_options_from_env();
-  EXPECT_EQ(o.activity_buffer_mb, 32u);
-  EXPECT_EQ(o.device_buffer_mb, 64u);
-  EXPECT_TRUE(o.activity_zeroed);
-  EXPECT_EQ(o.activity_flush_every, 0u);
-  EXPECT_EQ(o.skip_launches, 2u);
-  setenv("AIFLAME_ACTIVITY_BUFFER_MB", "0", 1);  // out of range: the defaults
-  setenv("AIFLAME_SKIP_LAUNCHES", "3", 1);
-  RecordOptions bad = record_options_from_env();
-  EXPECT_EQ(bad.activity_buffer_mb, 4u);
-  EXPECT_EQ(bad.skip_launches, 0u);
-  for (const char* v : {"AIFLAME_ACTIVITY_BUFFER_MB", "AIFLAME_DEVICE_BUFFER_MB", "AIFLAME_ACTIVITY_ZEROED",
-                        "AIFLAME_ACTIVITY_FLUSH_EVERY", "AIFLAME_SKIP_LAUNCHES"})
-    unsetenv(v);
-}
-
 TEST(CuptiBackend, SkipLaunchesSwitchRecordsNoLaunch) {
   for (uint32_t skip : {1u, 2u}) {
     RecordOptions o;
-    o.skip_launches = skip;
+    o.measure.skip_launches = skip;
     Harness h(o);
     CuptiBackend b(h.rec, fake_api());
     ASSERT_TRUE(b.start());

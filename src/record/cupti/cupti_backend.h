@@ -13,6 +13,7 @@
 
 #include "record/cupti/cupti_api.h"
 #include "record/device_claim.h"
+#include "record/gpu_backend.h"
 #include "record/recorder.h"
 #include "record/sampling_windows.h"
 
@@ -21,20 +22,39 @@ namespace aiflame {
 // A function of the loaded libcuda by name, or null (not loaded, or a test without it).
 void* cuda_driver_symbol(const char* name);
 
-class CuptiBackend {
+// The CUPTI backend for `rec`: loads libcupti (opt.cupti_path, or the search of load_cupti) and checks
+// its version. Null with *why when it cannot be used.
+std::unique_ptr<GpuBackend> make_cupti_backend(Recorder& rec, const RecordOptions& opt, std::string* why);
+
+class CuptiBackend final : public GpuBackend, public SamplingWindowControl {
  public:
-  CuptiBackend(Recorder& rec, CuptiApi api) : rec_(rec), api_(std::move(api)) {}
+  // The measurement switches are copied here, once: the launch callback reads no options.
+  CuptiBackend(Recorder& rec, CuptiApi api)
+      : rec_(rec), api_(std::move(api)), measure_(rec.options().measure) {}
+  const char* name() const override { return "cupti"; }
+  uint32_t version() const override { return api_.version; }
+  std::span<const char* const> runtime_libraries() const override {
+    static constexpr const char* kLibraries[] = {"libcupti.so", "libcuda.so"};
+    return kLibraries;
+  }
+  uint64_t timestamp() const override {
+    uint64_t ts = 0;
+    if (api_.cuptiGetTimestamp) api_.cuptiGetTimestamp(&ts);
+    return ts;
+  }
   // Subscribes and enables callbacks and activity. False when nothing can be recorded (warned).
-  bool start();
+  bool start() override;
+  void drain() override { drain_all(); }
   // Collector thread: drains the PC sampling buffers of every context.
   void drain_all();
   // At exit: final drain, disable sampling, flush activity.
-  void stop();
+  void stop() override;
+  SamplingWindowControl* sampling_windows() override { return this; }
   // Windows mode: opens and closes sampling windows on every context whose time has come; returns
   // the nanoseconds until the next window event. Called by the window thread (and by tests).
-  uint64_t tick_windows();
+  uint64_t tick_windows() override;
   // Windows mode: starts the thread that calls tick_windows(); stop() ends it.
-  void start_window_thread();
+  void start_window_thread() override;
 
   // Entry points for CUPTI (static trampolines route here).
   void on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
@@ -88,10 +108,11 @@ class CuptiBackend {
   void disable(Context& c);
   bool check(CUptiResult r, const char* call, const std::string& fix = {});
   void tune_activity_buffers();
-  PcBatchRecord take_batch(Context& c, CUpti_PCSamplingData& d, uint64_t now);
+  void take_batch(Context& c, CUpti_PCSamplingData& d, uint64_t now);
 
   Recorder& rec_;
   CuptiApi api_;
+  const MeasurementSwitches measure_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::mutex contexts_mu_;
   std::map<CUcontext, std::unique_ptr<Context>> contexts_;

@@ -49,7 +49,7 @@ bool CuptiBackend::claim_device(uint32_t device) {
               " (CUPTI samples a GPU for one process at a time); this process records its launches and kernel "
               "times without GPU samples there");
     claims_[device] = nullptr;
-    rec_.sampling_declined = true;
+    rec_.note_sampling_declined();
     return false;
   }
   claims_[device] = std::move(claim);
@@ -86,7 +86,7 @@ bool CuptiBackend::enable_sampling(Context& c) {
     sr.reasons.emplace_back(idx[i], std::string(names[i].data()));
     if (sr.reasons.back().second.ends_with("_not_issued")) c.duplicate_reasons.insert(idx[i]);
   }
-  rec_.writer().add(sr);
+  rec_.add_stall_reasons(sr);
 
   bool windows = rec_.options().pc_mode == PcMode::Windows;
   c.buf.init(kPcBufferEntries, n);
@@ -99,7 +99,7 @@ bool CuptiBackend::enable_sampling(Context& c) {
     c.windows = std::make_unique<SamplingWindows>(rec_.options().windows_per_s, rec_.options().window_us,
                                                   reinterpret_cast<uintptr_t>(c.ctx) ^ static_cast<uint64_t>(getpid()),
                                                   rec_.options().window_budget_permille / 1000.0);
-  if (windows && rec_.options().win_disable_between) {
+  if (windows && measure_.win_disable_between) {
     CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize};
     dp.ctx = c.ctx;
     check(api_.cuptiPCSamplingDisable(&dp), "cuptiPCSamplingDisable");
@@ -123,10 +123,10 @@ bool CuptiBackend::configure_sampling(Context& c) {
   // million launches of gpt_train.py, three times in three runs; with the sleep span alone (10 ms) it
   // crashed once after 1.66 million launches (and ran 2.6 million cleanly once); with both at CUPTI's
   // defaults 4.8 million launches ran cleanly (bench/RESULTS.md). AIFLAME_STALL_CONFIG=1 and
-  // AIFLAME_SLEEP_SPAN_MS=N set them for experiments.
+  // AIFLAME_SLEEP_SPAN_MS=N set them for experiments (MeasurementSwitches).
   // Windows mode sets it, as NVIDIA's start/stop sample and Parca's library do (kernel-serialized
-  // sampling with start/stop delivered samples that way on the H100, shared/reference).
-  if (windows || std::getenv("AIFLAME_STALL_CONFIG"))
+  // sampling with start/stop delivered samples that way on the H100, bench/probes/serialized_where.cu).
+  if (windows || measure_.stall_config)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON).attributeData.stallReasonData = {n, idx.data()};
   add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER)
       .attributeData.samplingDataBufferData.samplingDataBuffer = windows ? &c.range->data : &c.buf.data;
@@ -135,9 +135,7 @@ bool CuptiBackend::configure_sampling(Context& c) {
   if (windows)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL)
         .attributeData.enableStartStopControlData.enableStartStopControl = 1;
-  const char* span = std::getenv("AIFLAME_SLEEP_SPAN_MS");
-  uint32_t span_ms = span ? static_cast<uint32_t>(std::atoi(span)) : 0;
-  if (span_ms)
+  if (const uint32_t span_ms = measure_.sleep_span_ms)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN)
         .attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan = span_ms;
   if (rec_.options().period_log2)
@@ -170,8 +168,9 @@ void CuptiBackend::PcBuffer::init(size_t entries, size_t stall_reasons) {
   data.pPcData = pcs.data();
 }
 
-// Converts what the sampling buffer holds into one batch record and returns the buffer to CUPTI.
-PcBatchRecord CuptiBackend::take_batch(Context& c, CUpti_PCSamplingData& d, uint64_t now) {
+// Converts what the sampling buffer holds into one batch record for the Recorder and returns the
+// buffer to CUPTI.
+void CuptiBackend::take_batch(Context& c, CUpti_PCSamplingData& d, uint64_t now) {
   PcBatchRecord b;
   b.timestamp = now;
   b.prev_timestamp = c.last_drain;
@@ -181,6 +180,7 @@ PcBatchRecord CuptiBackend::take_batch(Context& c, CUpti_PCSamplingData& d, uint
   b.dropped_samples = d.droppedSamples;
   b.hardware_buffer_full = d.hardwareBufferFull != 0;
   bool has_correlation = api_.version >= kCuptiApiWithPcCorrelation;
+  uint64_t counted = 0;
   for (size_t i = 0; i < d.totalNumPcs; i++) {
     CUpti_PCSamplingPCData& pc = d.pPcData[i];
     uint32_t fn = rec_.intern(pc.functionName ? pc.functionName : "[unknown kernel]");
@@ -198,14 +198,12 @@ PcBatchRecord CuptiBackend::take_batch(Context& c, CUpti_PCSamplingData& d, uint
       s.stall_reason = pc.stallReason[k].pcSamplingStallReasonIndex;
       s.count = pc.stallReason[k].samples;
       s.correlation_id = has_correlation ? pc.correlationId : 0;
-      if (!c.duplicate_reasons.count(s.stall_reason)) rec_.samples += s.count;
+      if (!c.duplicate_reasons.count(s.stall_reason)) counted += s.count;
       b.samples.push_back(s);
     }
   }
-  rec_.pc_records += d.totalNumPcs;
-  rec_.dropped_samples += d.droppedSamples;
+  rec_.add_sample_batch(b, counted, d.totalNumPcs);
   d.totalNumPcs = 0;
-  return b;
 }
 
 void CuptiBackend::drain(Context& c) {
@@ -239,7 +237,7 @@ void CuptiBackend::drain_locked(Context& c) {
     size_t remaining = d.remainingNumPcs;
     debug("GetData ctx %u: %zu PCs, %zu remaining, %llu samples, %llu dropped", c.context_id, d.totalNumPcs, remaining,
           (unsigned long long)d.totalSamples, (unsigned long long)d.droppedSamples);
-    if (d.totalNumPcs > 0 || d.droppedSamples > 0) rec_.writer().add(take_batch(c, d, now));
+    if (d.totalNumPcs > 0 || d.droppedSamples > 0) take_batch(c, d, now);
     if (remaining == 0) {
       c.last_drain = now;
       break;
@@ -255,11 +253,10 @@ void CuptiBackend::drain_all() {
   }
   for (Context* c : all) drain(*c);
   // Kernel records otherwise wait for a full 4 MB buffer; a run cut short would lose them.
-  const uint32_t every = rec_.options().activity_flush_every;
+  const uint32_t every = measure_.activity_flush_every;
   bool window_open = false;
   for (Context* c : all) window_open |= c->window_open.load();
-  // Not while a window is open: another thread's CUPTI calls during kernel-serialized sampling are
-  // what the probe could not rule out as the cause of a launch that hung until the window closed.
+  // Not while a window is open: kernel-serialized sampling is kept to the launching thread's calls.
   if (rec_.options().kernel_activity && every && ++drains_ % every == 0 && !window_open) api_.cuptiActivityFlushAll(0);
 }
 
@@ -284,7 +281,7 @@ void CuptiBackend::disable(Context& c) {
   if (configured.totalNumPcs > 0) {  // disabling flushes what CUPTI still held into the configured buffer
     uint64_t now = 0;
     api_.cuptiGetTimestamp(&now);
-    rec_.writer().add(take_batch(c, configured, now));
+    take_batch(c, configured, now);
   }
 }
 
@@ -295,20 +292,19 @@ void CuptiBackend::close_window_locked(Context& c, uint64_t now) {
   sp.ctx = c.ctx;
   bool stopped = check(api_.cuptiPCSamplingStop(&sp), "cuptiPCSamplingStop");
   c.window_open.store(false, std::memory_order_release);
-  rec_.windows++;
-  rec_.window_ns += now - c.windows->opened_at();
+  rec_.add_window(now - c.windows->opened_at());
   c.last_drain = c.windows->opened_at();
   const RecordOptions& o = rec_.options();
-  if (o.kernel_activity && o.win_toggle_activity && api_.cuptiActivityDisable)
+  if (o.kernel_activity && measure_.win_toggle_activity && api_.cuptiActivityDisable)
     check(api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable(CONCURRENT_KERNEL)");
-  if (o.win_toggle_callbacks) set_launch_callbacks(false);
+  if (measure_.win_toggle_callbacks) set_launch_callbacks(false);
   if (!stopped) return;
   size_t before = c.range->data.totalNumPcs;
   drain_locked(c);  // moves the range's records from the configured buffer into c.buf
   if (c.windows->windows() <= 3)
     debug("window %llu stopped: configured buffer %zu PCs before GetData, %zu after",
           (unsigned long long)c.windows->windows(), before, c.range->data.totalNumPcs);
-  if (o.win_disable_between) {
+  if (measure_.win_disable_between) {
     CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize};
     dp.ctx = c.ctx;
     check(api_.cuptiPCSamplingDisable(&dp), "cuptiPCSamplingDisable");
@@ -364,7 +360,7 @@ bool CuptiBackend::open_window_locked(Context& c, uint64_t now) {
     api_.cuptiPCSamplingDisable(&dp);
     return false;
   }
-  if (o.kernel_activity && o.win_toggle_activity && api_.cuptiActivityDisable)
+  if (o.kernel_activity && measure_.win_toggle_activity && api_.cuptiActivityDisable)
     check(api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable(CONCURRENT_KERNEL)");
   (void)now;
   c.window_open.store(true, std::memory_order_release);
@@ -435,7 +431,7 @@ uint64_t CuptiBackend::tick_windows() {
     if (now >= at) due = true;
     else next = std::min(next, at - now);
   }
-  if (due && rec_.options().win_toggle_callbacks && !launch_callbacks_on_.load()) set_launch_callbacks(true);
+  if (due && measure_.win_toggle_callbacks && !launch_callbacks_on_.load()) set_launch_callbacks(true);
   return next;
 }
 

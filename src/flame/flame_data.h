@@ -7,9 +7,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "output/frame.h"
-#include "output/frame_list.h"
-#include "output/process_totals.h"
+#include "flame/frame.h"
+#include "flame/frame_list.h"
+#include "flame/process_totals.h"
 
 namespace aiflame {
 

@@ -14,7 +14,7 @@
 #include <memory>
 #include <vector>
 
-#include "output/frame.h"
+#include "flame/frame.h"
 
 namespace aiflame {
 

@@ -1,4 +1,4 @@
-#include "output/frame_name.h"
+#include "flame/frame_name.h"
 
 #include <deque>
 #include <mutex>

@@ -1,4 +1,4 @@
-#include "output/flame_stack.h"
+#include "flame/flame_data.h"
 
 namespace aiflame {
 

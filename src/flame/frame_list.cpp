@@ -1,4 +1,4 @@
-#include "output/frame_list.h"
+#include "flame/frame_list.h"
 
 #include <algorithm>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "output/frame_name.h"
+#include "flame/frame_name.h"
 
 #include <algorithm>
 #include <string>
@@ -6,7 +6,7 @@
 
 #include <gtest/gtest.h>
 
-#include "output/flame_stack.h"
+#include "flame/flame_data.h"
 
 namespace aiflame {
 namespace {

@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "output/frame_name.h"
+#include "flame/frame_name.h"
 
 namespace aiflame {
 

@@ -1,4 +1,4 @@
-#include "output/flame_filter.h"
+#include "flame/flame_filter.h"
 
 #include <sstream>
 

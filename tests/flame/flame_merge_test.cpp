@@ -1,4 +1,4 @@
-#include "attribute/flame_merge.h"
+#include "flame/flame_merge.h"
 
 #include <gtest/gtest.h>
 

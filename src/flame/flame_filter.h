@@ -9,7 +9,7 @@
 #include <set>
 #include <string>
 
-#include "output/flame_stack.h"
+#include "flame/flame_data.h"
 #include "util/result.h"
 
 namespace aiflame {

@@ -1,4 +1,4 @@
-#include "output/process_totals.h"
+#include "flame/process_totals.h"
 
 #include <fmt/format.h>
 
