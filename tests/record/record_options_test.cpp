@@ -123,7 +123,9 @@ TEST(RecordOptions, SchemaEntriesAreUniqueAndFlagValuesParse) {
     EXPECT_TRUE(names.insert(s.name).second) << s.name;
     EXPECT_TRUE(envs.insert(s.env).second) << s.env;
     EXPECT_TRUE(std::string(s.env).starts_with("AIFLAME_")) << s.env;
-    if (s.cli) EXPECT_TRUE(flags.insert(s.cli).second) << s.cli;
+    if (s.cli) {
+      EXPECT_TRUE(flags.insert(s.cli).second) << s.cli;
+    }
     if (s.flag_value) {
       RecordOptions o;
       EXPECT_TRUE(s.parse(o, s.flag_value)) << s.name;
