@@ -1,0 +1,219 @@
+// The native unwinder (src/record/unwind/) against libunwind, the reference, on live contexts of this
+// program: a chain through libraries without frame pointers, with them, and without CFI (calls
+// through PLT stubs), from a signal handler (through glibc's signal frame), and from asynchronous
+// signals that land anywhere in a running loop (prologues, epilogues, PLT stubs). Then corrupt
+// stacks, which must end the walk without a fault.
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+
+#include <gtest/gtest.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "record/unwind/object_table.h"
+#include "record/unwind/unwinder.h"
+
+extern "C" {
+typedef int (*chain_cb)(void*);
+int chain_nofp(int depth, chain_cb cb, void* arg);
+int chain_spin(void* flag);
+}
+
+namespace aiflame::unwind {
+namespace {
+
+struct Both {
+  std::vector<uint64_t> ours, ref;
+  WalkStatus status;
+};
+
+// libunwind's frames from its caller: ips of the frames above capture_both's.
+__attribute__((noinline)) void reference(std::vector<uint64_t>* out) {
+  unw_context_t ctx;
+  unw_cursor_t cur;
+  unw_getcontext(&ctx);
+  unw_init_local(&cur, &ctx);
+  if (unw_step(&cur) <= 0) return;  // reference's own frame
+  while (out->size() < 256) {
+    unw_word_t ip = 0;
+    unw_get_reg(&cur, UNW_REG_IP, &ip);
+    if (!ip) break;
+    out->push_back(ip);
+    if (unw_step(&cur) <= 0) break;
+  }
+}
+
+// Both unwinders from one frame: out[0] of each is the return address into capture_both's caller.
+__attribute__((noinline)) void capture_both(Both* b) {
+  std::vector<uint64_t> ref;
+  ref.reserve(256);
+  reference(&ref);  // ref[0]: the return address into capture_both; the rest its callers
+  uint64_t frames[256];
+  int n = unwind_here(frames, 256, &b->status);  // frames[0]: into capture_both, too
+  b->ours.assign(frames + (n ? 1 : 0), frames + n);
+  if (!ref.empty()) b->ref.assign(ref.begin() + 1, ref.end());
+  asm volatile("" ::: "memory");
+}
+
+std::string show(const std::vector<uint64_t>& v) {
+  std::string s;
+  for (uint64_t a : v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, " %lx", static_cast<unsigned long>(a));
+    s += buf;
+  }
+  return s;
+}
+
+class Unwinder : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { ObjectTable::instance().build_all_now(); }
+};
+
+int bottom(void* arg) {
+  capture_both(static_cast<Both*>(arg));
+  return 0;
+}
+
+// Twelve links: four of each library, the callers below them gtest's and libc's.
+TEST_F(Unwinder, ThroughLibrariesWithAndWithoutFramePointersEqualsLibunwind) {
+  Both b;
+  chain_nofp(11, bottom, &b);
+  EXPECT_FALSE(b.status.needs_fallback());
+  EXPECT_GT(b.ours.size(), 20u);
+  EXPECT_EQ(b.ours, b.ref) << "ours:" << show(b.ours) << "\nref: " << show(b.ref);
+  EXPECT_GT(b.status.fp_frames, 0);  // chain_nocfi has no CFI: its frames were stepped by frame pointer
+}
+
+Both g_in_handler;
+void on_sigusr1(int, siginfo_t*, void*) { capture_both(&g_in_handler); }
+
+int raise_signal(void*) {
+  raise(SIGUSR1);
+  return 0;
+}
+
+// From a signal handler: through __restore_rt (its CIE says 'S') into raise() and the chain.
+TEST_F(Unwinder, ThroughASignalFrameEqualsLibunwind) {
+  struct sigaction sa {}, old{};
+  sa.sa_sigaction = on_sigusr1;
+  sa.sa_flags = SA_SIGINFO;
+  sigaction(SIGUSR1, &sa, &old);
+  chain_nofp(5, raise_signal, nullptr);
+  sigaction(SIGUSR1, &old, nullptr);
+  const Both& b = g_in_handler;
+  EXPECT_FALSE(b.status.needs_fallback());
+  EXPECT_GT(b.ours.size(), 10u);
+  EXPECT_EQ(b.ours, b.ref) << "ours:" << show(b.ours) << "\nref: " << show(b.ref);
+}
+
+// Asynchronous signals into a thread that loops calling a function of another library through the
+// PLT: the interrupted pc is anywhere, and each walk must equal libunwind's.
+std::atomic<int> g_async_done{0};
+constexpr int kShots = 300;
+Both g_shots[kShots];
+std::atomic<int> g_shot{0};
+void on_sigusr2(int, siginfo_t*, void*) {
+  int i = g_shot.load();
+  if (i < kShots) capture_both(&g_shots[i]);
+  g_shot.store(i + 1);
+}
+int spin(void* flag) { return chain_spin(flag); }
+
+TEST_F(Unwinder, AtAsynchronousSignalsEqualsLibunwind) {
+  struct sigaction sa {}, old{};
+  sa.sa_sigaction = on_sigusr2;
+  sa.sa_flags = SA_SIGINFO;
+  sigaction(SIGUSR2, &sa, &old);
+  int stop = 0;
+  std::atomic<bool> running{false};
+  std::thread t([&] {
+    running = true;
+    chain_nofp(4, spin, &stop);
+  });
+  while (!running) std::this_thread::yield();
+  for (int i = 0; i < kShots; i++) {
+    int before = g_shot.load();
+    pthread_kill(t.native_handle(), SIGUSR2);
+    while (g_shot.load() == before) std::this_thread::yield();
+  }
+  *static_cast<volatile int*>(&stop) = 1;
+  t.join();
+  sigaction(SIGUSR2, &old, nullptr);
+  int equal = 0;
+  for (int i = 0; i < kShots; i++) {
+    const Both& b = g_shots[i];
+    EXPECT_FALSE(b.status.needs_fallback()) << i;
+    if (b.ours == b.ref) equal++;
+    else ADD_FAILURE() << "shot " << i << "\nours:" << show(b.ours) << "\nref: " << show(b.ref);
+  }
+  EXPECT_EQ(equal, kShots);
+}
+
+// Random words as a stack, with real return addresses sprinkled in: the walk ends (BadFrame or
+// Outermost), never reads outside the buffer, and returns only addresses of loaded objects.
+TEST_F(Unwinder, CorruptStacksEndTheWalkWithoutAFault) {
+  const Snapshot* snap = ObjectTable::instance().snapshot();
+  std::vector<uint64_t> text_pcs;
+  for (const auto& r : snap->ranges)
+    for (uint64_t a = r.lo; a < r.hi && text_pcs.size() < 4096; a += (r.hi - r.lo) / 64 + 1) text_pcs.push_back(a);
+  std::mt19937_64 rng(42);
+  std::vector<uint64_t> stack(512);
+  int ended_bad = 0;
+  for (int trial = 0; trial < 20000; trial++) {
+    for (auto& w : stack) {
+      switch (rng() % 4) {
+        case 0: w = text_pcs[rng() % text_pcs.size()] + rng() % 64; break;
+        case 1: w = reinterpret_cast<uint64_t>(&stack[rng() % stack.size()]); break;
+        case 2: w = 0; break;
+        default: w = rng(); break;
+      }
+    }
+    uint64_t lo = reinterpret_cast<uint64_t>(stack.data()), hi = lo + stack.size() * 8;
+    Regs r;
+    r.pc = text_pcs[rng() % text_pcs.size()] + rng() % 4096;
+    r.sp = lo + (rng() % 64) * 8;
+    r.fp = rng() % 2 ? stack[rng() % stack.size()] : lo + (rng() % 512) * 8;
+    uint64_t out[64];
+    WalkStatus st;
+    int n = walk(r, hi, out, 64, &st);
+    ASSERT_LE(n, 64);
+    for (int i = 0; i < n; i++) ASSERT_NE(snap->find(out[i] - 1), nullptr) << "trial " << trial << " frame " << i;
+    ended_bad += st.end == WalkEnd::BadFrame;
+  }
+  EXPECT_GT(ended_bad, 10000);  // garbage mostly ends as a bad frame, not as a clean outermost frame
+}
+
+// Every object's rows: sorted, one per location, and the chain libraries' code covered.
+TEST_F(Unwinder, RowsOfLoadedObjectsAreSortedAndCoverTheirCode) {
+  const Snapshot* snap = ObjectTable::instance().snapshot();
+  int with_rows = 0;
+  for (const auto& o : snap->objects) {
+    const auto* rows = o->rows.load();
+    ASSERT_NE(rows, nullptr) << o->path;
+    for (size_t i = 1; i < rows->size(); i++) ASSERT_LT((*rows)[i - 1].loc, (*rows)[i].loc) << o->path;
+    with_rows += !rows->empty();
+    EXPECT_EQ(o->stats.bad_entries, 0u) << o->path;
+  }
+  EXPECT_GE(with_rows, 4);
+  for (void* fn : {reinterpret_cast<void*>(&chain_nofp), reinterpret_cast<void*>(&chain_spin)}) {
+    const TextRange* r = snap->find(reinterpret_cast<uint64_t>(fn));
+    ASSERT_NE(r, nullptr);
+    const auto* rows = r->object->rows.load();
+    const FrameRow* row = find_row(rows->data(), rows->size(), static_cast<uint32_t>(reinterpret_cast<uint64_t>(fn) - r->object->bias));
+    ASSERT_NE(row, nullptr);
+    EXPECT_EQ(row->rule(), kCfaSp);  // at a function's entry: CFA = rsp + 8
+    EXPECT_EQ(row->cfa_off(), 8);
+  }
+}
+
+}  // namespace
+}  // namespace aiflame::unwind
