@@ -120,8 +120,11 @@ int StackCapture::unwind(uint64_t* out, int max) {
     n = backtrace(bt, std::min(max, kMaxNative));
     for (int i = 0; i < n; i++) frames[i] = reinterpret_cast<uint64_t>(bt[i]);
   }
-  int first = 0;
-  // Drop the leaf frames that belong to aiflame, CUPTI and the driver: the launch is the first frame after them.
+  // frames[0] is the return address into this function from one unwinder or the other: dropped, so
+  // that a fallback and a walk give the same stack. (backtrace() stops at code without CFI, where the
+  // walk goes on by frame pointers: stacks through such code differ while rows are being built.)
+  // Then drop the leaf frames of aiflame, CUPTI and the driver: the launch is the first one after them.
+  int first = 1;
   while (first < n) {
     uint64_t a = frames[first];
     bool skip = false;

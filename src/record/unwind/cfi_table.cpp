@@ -231,6 +231,20 @@ void cfa_expression(Reader& r, uint64_t len, State* s) {
   }
 }
 
+// A factored offset (operand times the CIE's data alignment); one that overflows is not modelled.
+RegRule offset_rule(int64_t v, int64_t factor) {
+  int64_t off;
+  if (__builtin_mul_overflow(v, factor, &off)) return {Rule::Unsupported};
+  return {Rule::Offset, off};
+}
+int64_t cfa_offset(int64_t v, int64_t factor, State* s) {
+  int64_t off;
+  if (!__builtin_mul_overflow(v, factor, &off)) return off;
+  s->cfa = kCfaUnsupported;
+  return 0;
+}
+int64_t as_signed(uint64_t v) { return v > INT64_MAX ? INT64_MIN : static_cast<int64_t>(v); }
+
 void set_reg(State* s, uint64_t reg, uint64_t ra_reg, RegRule rule) {
   if (reg == 6) s->fp = rule;
   else if (reg == ra_reg) s->ra = rule;
@@ -261,7 +275,7 @@ struct Builder {
       uint8_t low = op & 0x3f;
       switch (op >> 6) {
         case 1: advance(loc + low * cie.code_align); continue;
-        case 2: set_reg(s, low, cie.ra_reg, {Rule::Offset, static_cast<int64_t>(r.uleb()) * cie.data_align}); continue;
+        case 2: set_reg(s, low, cie.ra_reg, offset_rule(as_signed(r.uleb()), cie.data_align)); continue;
         case 3: set_reg(s, low, cie.ra_reg, low == 6 ? init.fp : init.ra); continue;
         default: break;
       }
@@ -273,7 +287,7 @@ struct Builder {
         case 0x04: advance(loc + r.get<uint32_t>() * cie.code_align); break;
         case 0x05: {  // offset_extended
           uint64_t reg = r.uleb();
-          set_reg(s, reg, cie.ra_reg, {Rule::Offset, static_cast<int64_t>(r.uleb()) * cie.data_align});
+          set_reg(s, reg, cie.ra_reg, offset_rule(as_signed(r.uleb()), cie.data_align));
           break;
         }
         case 0x06: {  // restore_extended
@@ -300,7 +314,7 @@ struct Builder {
         case 0x0c: {  // def_cfa
           uint64_t reg = r.uleb();
           s->cfa = reg == 6 ? kCfaFp : reg == 7 ? kCfaSp : kCfaUnsupported;
-          s->cfa_off = static_cast<int64_t>(r.uleb());
+          s->cfa_off = as_signed(r.uleb());
           break;
         }
         case 0x0d: {  // def_cfa_register
@@ -308,7 +322,7 @@ struct Builder {
           s->cfa = reg == 6 ? kCfaFp : reg == 7 ? kCfaSp : kCfaUnsupported;
           break;
         }
-        case 0x0e: s->cfa_off = static_cast<int64_t>(r.uleb()); break;
+        case 0x0e: s->cfa_off = as_signed(r.uleb()); break;
         case 0x0f: cfa_expression(r, r.uleb(), s); break;
         case 0x10: {  // expression
           uint64_t reg = r.uleb();
@@ -318,16 +332,16 @@ struct Builder {
         }
         case 0x11: {  // offset_extended_sf
           uint64_t reg = r.uleb();
-          set_reg(s, reg, cie.ra_reg, {Rule::Offset, r.sleb() * cie.data_align});
+          set_reg(s, reg, cie.ra_reg, offset_rule(r.sleb(), cie.data_align));
           break;
         }
         case 0x12: {  // def_cfa_sf
           uint64_t reg = r.uleb();
           s->cfa = reg == 6 ? kCfaFp : reg == 7 ? kCfaSp : kCfaUnsupported;
-          s->cfa_off = r.sleb() * cie.data_align;
+          s->cfa_off = cfa_offset(r.sleb(), cie.data_align, s);
           break;
         }
-        case 0x13: s->cfa_off = r.sleb() * cie.data_align; break;
+        case 0x13: s->cfa_off = cfa_offset(r.sleb(), cie.data_align, s); break;
         case 0x14: case 0x15: {  // val_offset(_sf): a value rule, not a saved slot
           uint64_t reg = r.uleb();
           if (op == 0x14) r.uleb();
@@ -344,7 +358,8 @@ struct Builder {
         case 0x2e: r.uleb(); break;  // GNU_args_size
         case 0x2f: {                 // GNU_negative_offset_extended
           uint64_t reg = r.uleb();
-          set_reg(s, reg, cie.ra_reg, {Rule::Offset, -static_cast<int64_t>(r.uleb()) * cie.data_align});
+          int64_t v = as_signed(r.uleb());
+          set_reg(s, reg, cie.ra_reg, v == INT64_MIN ? RegRule{Rule::Unsupported} : offset_rule(-v, cie.data_align));
           break;
         }
         default: return false;  // an unknown opcode: its operands cannot be skipped
