@@ -12,7 +12,7 @@ struct RecordArgs {
   bool force = false;
   std::string period = "";  // "" = built-in default, "default" = CUPTI's, or N (2^N cycles)
   unsigned interval_ms = 10;
-  std::string unwind = "sampled";
+  std::string unwind = "always";
   bool no_python = false;
   bool no_cubins = false;
   bool no_pc_sampling = false;

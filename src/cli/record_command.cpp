@@ -45,8 +45,8 @@ void add_record_command(CLI::App& app, RecordArgs& a) {
   sub->add_option("--interval", a.interval_ms, "Milliseconds between drains of the GPU sample buffer")
       ->check(CLI::Range(1u, 10000u))->capture_default_str();
   sub->add_option("--unwind", a.unwind,
-                  "Native stack unwinding at launches: 'sampled' (unwind new launch sites and re-check them), "
-                  "'always' (every launch, slow), 'off' (Python frames only)")
+                  "Native stack unwinding at launches: 'always' (every launch, ~0.4 us: CFI tables and frame "
+                  "pointers), 'sampled' (the same as always; kept for old scripts), 'off' (Python frames only)")
       ->check(CLI::IsMember({"sampled", "always", "off"}))->capture_default_str();
   sub->add_flag("--no-python", a.no_python, "Do not read Python frames at launches");
   sub->add_flag("--no-cubins", a.no_cubins, "Do not keep GPU code objects (smaller file; no GPU source lines later)");
