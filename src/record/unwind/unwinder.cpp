@@ -72,20 +72,30 @@ bool stale_object(const Snapshot& snap, uint64_t pc) {
 
 }  // namespace
 
-uint64_t thread_stack_top() {
-  thread_local uint64_t top = [] {
+namespace {
+struct StackBounds {
+  uint64_t lo = 0, hi = 0;
+};
+StackBounds thread_stack() {
+  thread_local StackBounds bounds = [] {
+    StackBounds b;
     pthread_attr_t attr;
-    uint64_t hi = 0;
     if (pthread_getattr_np(pthread_self(), &attr) == 0) {
       void* addr = nullptr;
       size_t size = 0;
-      if (pthread_attr_getstack(&attr, &addr, &size) == 0) hi = reinterpret_cast<uint64_t>(addr) + size;
+      if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
+        b.lo = reinterpret_cast<uint64_t>(addr);
+        b.hi = b.lo + size;
+      }
       pthread_attr_destroy(&attr);
     }
-    return hi;
+    return b;
   }();
-  return top;
+  return bounds;
 }
+}  // namespace
+
+uint64_t thread_stack_top() { return thread_stack().hi; }
 
 int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatus* status) {
   ObjectTable& table = ObjectTable::instance();
@@ -197,12 +207,15 @@ __attribute__((noinline)) int unwind_here(uint64_t* out, int max, WalkStatus* st
   Regs r;
   // pc, sp and fp of one instruction of this function: its CFI row describes exactly this state.
   asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(r.pc), "=r"(r.sp), "=r"(r.fp));
-  uint64_t top = thread_stack_top();
-  if (!top || top <= r.sp) {
-    status->end = WalkEnd::NotReady;  // no known stack bounds: let the caller take the slow path
+  // Reads are bounded to [sp, top of the thread's stack): only if sp is on that stack is all of it
+  // mapped. On another stack (a signal's alternate stack, a coroutine's) or without known bounds,
+  // the caller takes the slow path.
+  StackBounds b = thread_stack();
+  if (!b.hi || r.sp < b.lo || r.sp >= b.hi) {
+    status->end = WalkEnd::OffStack;
     return 0;
   }
-  return walk(r, top, out, max, status);
+  return walk(r, b.hi, out, max, status);
 }
 
 }  // namespace aiflame::unwind

@@ -19,21 +19,21 @@ enum class WalkEnd : uint8_t {
   BadFrame,     // a read out of bounds, a stack pointer that did not grow, a return address in no object
   NotReady,     // an object's rows are being built (queued): fall back for this walk
   Stale,        // a return address in an object loaded after the snapshot (refresh queued): fall back
+  OffStack,     // sp is not on the thread's own stack (an alternate signal stack, a coroutine's): fall back
 };
 
 struct WalkStatus {
   WalkEnd end = WalkEnd::Outermost;
   uint16_t fp_frames = 0;  // frames stepped by frame pointer
-  bool needs_fallback() const { return end == WalkEnd::NotReady || end == WalkEnd::Stale; }
+  bool needs_fallback() const { return end == WalkEnd::NotReady || end == WalkEnd::Stale || end == WalkEnd::OffStack; }
 };
 
 // Walks from `start` (pc: the exact instruction, as in a signal context) with stack reads bounded to
 // [start.sp, stack_hi). Writes the return addresses of the frames above `start` (not start.pc).
 int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatus* status);
 
-// The calling function's stack: out[0] is the return address into the caller of unwind_here's caller
-// frame... precisely, like glibc's backtrace() called from the same place: out[0] is the return
-// address of unwind_here into its caller.
+// The caller's stack, like glibc's backtrace() called from the same place: out[0] is the return
+// address of unwind_here into its caller, then that caller's return address, and so on.
 int unwind_here(uint64_t* out, int max, WalkStatus* status);
 
 // Top (highest address) of the calling thread's stack, 0 if unknown.

@@ -5,7 +5,9 @@
 // stacks, which must end the walk without a fault.
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
+#include <zlib.h>
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <link.h>
 #include <pthread.h>
@@ -287,6 +289,82 @@ TEST_F(Unwinder, RowBuilderOnRealAndDamagedSections) {
   }
   EXPECT_GT(damaged_builds, 0);
   EXPECT_GT(fewer_rows, 0);  // damage is detected and the entry dropped, not read on blindly
+}
+
+
+// On an alternate signal stack the walk does not start (its reads are bounded to the thread's own
+// stack): the caller falls back to backtrace().
+WalkStatus g_altstack_status;
+int g_altstack_frames = -1;
+void on_sigurg(int) {
+  uint64_t out[64];
+  g_altstack_frames = unwind_here(out, 64, &g_altstack_status);
+}
+
+TEST_F(Unwinder, OnAnAlternateSignalStackTheCallerFallsBack) {
+  std::vector<char> alt(1 << 16);
+  stack_t ss{}, old_ss{};
+  ss.ss_sp = alt.data();
+  ss.ss_size = alt.size();
+  ASSERT_EQ(sigaltstack(&ss, &old_ss), 0);
+  struct sigaction sa {}, old{};
+  sa.sa_handler = on_sigurg;
+  sa.sa_flags = SA_ONSTACK;
+  sigaction(SIGURG, &sa, &old);
+  raise(SIGURG);
+  sigaction(SIGURG, &old, nullptr);
+  sigaltstack(&old_ss, nullptr);
+  EXPECT_EQ(g_altstack_frames, 0);
+  EXPECT_EQ(g_altstack_status.end, WalkEnd::OffStack);
+  EXPECT_TRUE(g_altstack_status.needs_fallback());
+}
+
+// A library loaded after the snapshot (zlib, dlopen'ed here, calling back into this program from
+// deflateInit): the first walks through it fall back (stale snapshot, then rows being built), then
+// the walk equals libunwind's. After dlclose the background thread drops it from the snapshot.
+Both g_in_zalloc;
+void* zalloc_capture(void*, unsigned items, unsigned size) {
+  capture_both(&g_in_zalloc);
+  return calloc(items, size);
+}
+void zfree(void*, void* p) { free(p); }
+
+TEST_F(Unwinder, ALibraryLoadedLaterIsWalkedOnceItsRowsAreBuiltAndDroppedAfterDlclose) {
+  if (dlopen("libz.so.1", RTLD_NOW | RTLD_NOLOAD)) GTEST_SKIP() << "libz is already loaded";
+  void* z = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(z, nullptr);
+  // What the deflateInit macro calls, looked up in the dlopen'ed copy (zlib.h gives the layout).
+  using DeflateInit = int (*)(z_stream*, int, const char*, int);
+  using DeflateEnd = int (*)(z_stream*);
+  auto init = reinterpret_cast<DeflateInit>(dlsym(z, "deflateInit_"));
+  auto end = reinterpret_cast<DeflateEnd>(dlsym(z, "deflateEnd"));
+  ASSERT_TRUE(init && end);
+  uint64_t zlib_pc = reinterpret_cast<uint64_t>(init);
+  EXPECT_EQ(ObjectTable::instance().snapshot()->find(zlib_pc), nullptr);
+  int fallbacks = 0;
+  for (int i = 0; i < 400; i++) {
+    z_stream s{};
+    s.zalloc = zalloc_capture;
+    s.zfree = zfree;
+    g_in_zalloc = Both{};
+    ASSERT_EQ(init(&s, 6, ZLIB_VERSION, static_cast<int>(sizeof s)), Z_OK);
+    end(&s);
+    if (!g_in_zalloc.status.needs_fallback()) break;
+    fallbacks++;
+    usleep(5000);
+  }
+  EXPECT_GT(fallbacks, 0);  // the first walk met an object the snapshot did not have
+  ASSERT_FALSE(g_in_zalloc.status.needs_fallback());
+  EXPECT_EQ(g_in_zalloc.ours, g_in_zalloc.ref) << "ours:" << show(g_in_zalloc.ours) << "\nref: " << show(g_in_zalloc.ref);
+  ASSERT_NE(ObjectTable::instance().snapshot()->find(zlib_pc), nullptr);
+  dlclose(z);
+  if (dlopen("libz.so.1", RTLD_NOW | RTLD_NOLOAD)) GTEST_SKIP() << "libz stayed loaded";
+  bool dropped = false;
+  for (int i = 0; i < 100 && !dropped; i++) {
+    usleep(10000);
+    dropped = ObjectTable::instance().snapshot()->find(zlib_pc) == nullptr;
+  }
+  EXPECT_TRUE(dropped);  // the builder thread saw the loader's dlclose counter move
 }
 
 }  // namespace
