@@ -104,7 +104,10 @@ void StackCapture::init(UnwindPolicy policy, bool python, uint32_t) {
   use_python_ = python;
   if (python) python_.init();
   // The first snapshot of the loaded objects now, not at the first launch.
-  if (policy != UnwindPolicy::Off) unwind::ObjectTable::instance().snapshot();
+  if (policy != UnwindPolicy::Off) {
+    unwind::ObjectTable::instance().snapshot();
+    unwind::ObjectTable::instance().start_builder();
+  }
 }
 
 int StackCapture::unwind(uint64_t* out, int max) {

@@ -43,7 +43,7 @@ ObjectTable& ObjectTable::instance() {
 }
 
 const Snapshot* ObjectTable::refresh_now() {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(work_mu_);
   const Snapshot* old = current_.load(std::memory_order_acquire);
   Counters c = loader_counters();
   if (old && old->adds == c.adds && old->subs == c.subs) return old;
@@ -90,7 +90,7 @@ const Snapshot* ObjectTable::refresh_now() {
 
 void ObjectTable::build_now(Object* o) {
   if (o->state.load(std::memory_order_acquire) == Object::kBuilt) return;
-  std::lock_guard<std::mutex> lock(mu_);
+  std::lock_guard<std::mutex> lock(work_mu_);
   if (o->state.load() == Object::kBuilt) return;
   auto rows = std::make_unique<std::vector<FrameRow>>();
   struct Find {

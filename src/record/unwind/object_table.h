@@ -74,6 +74,11 @@ class ObjectTable {
   // Builds one object's rows on this thread (a no-op when built).
   void build_now(Object* o);
   uint64_t builds() const { return builds_.load(); }
+  // Starts the builder thread now (the recorder's start) rather than at the first request.
+  void start_builder() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ensure_thread();
+  }
 
  private:
   ObjectTable() = default;
@@ -81,7 +86,11 @@ class ObjectTable {
   void builder_loop();
 
   std::atomic<const Snapshot*> current_{nullptr};
-  std::mutex mu_;  // snapshot replacement, the queue and building; never taken by a walk that needs nothing
+  // Two locks, so that a walk under the loader's lock (a launch from a library's constructor during
+  // dlopen) cannot deadlock with the builder: work_mu_ (taking snapshots, building rows, retired_)
+  // is held while calling into the loader; mu_ (the queue, which a walk's request takes) never is.
+  std::mutex work_mu_;
+  std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Object*> queue_;
   bool refresh_requested_ = false;
