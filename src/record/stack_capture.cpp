@@ -105,8 +105,16 @@ void StackCapture::init(UnwindPolicy policy, bool python, uint32_t) {
   if (python) python_.init();
   // The first snapshot of the loaded objects now, not at the first launch.
   if (policy != UnwindPolicy::Off) {
-    unwind::ObjectTable::instance().snapshot();
-    unwind::ObjectTable::instance().start_builder();
+    auto& objects = unwind::ObjectTable::instance();
+    objects.snapshot();
+    objects.start_builder();
+    // The recorder starts inside the program's first CUDA call, below the frames its launches will
+    // have (the framework's libraries, the interpreter): build those objects' rows now.
+    void* bt[kMaxNative];
+    uint64_t pcs[kMaxNative];
+    int n = backtrace(bt, kMaxNative);
+    for (int i = 0; i < n; i++) pcs[i] = reinterpret_cast<uint64_t>(bt[i]);
+    objects.request_builds_for(pcs, n);
   }
 }
 
@@ -122,6 +130,7 @@ int StackCapture::unwind(uint64_t* out, int max) {
     void* bt[kMaxNative];
     n = backtrace(bt, std::min(max, kMaxNative));
     for (int i = 0; i < n; i++) frames[i] = reinterpret_cast<uint64_t>(bt[i]);
+    unwind::ObjectTable::instance().request_builds_for(frames, n);
   }
   // frames[0] is the return address into this function from one unwinder or the other: dropped, so
   // that a fallback and a walk give the same stack. (backtrace() stops at code without CFI, where the

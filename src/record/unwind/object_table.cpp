@@ -137,6 +137,12 @@ void ObjectTable::request_build(Object* o) {
   cv_.notify_one();
 }
 
+void ObjectTable::request_builds_for(const uint64_t* pcs, int n) {
+  const Snapshot* s = snapshot();
+  for (int i = 0; i < n; i++)
+    if (const TextRange* r = s->find(pcs[i] - 1); r && r->object->hdr_addr) request_build(r->object);
+}
+
 void ObjectTable::request_refresh() {
   {
     std::lock_guard<std::mutex> lock(mu_);

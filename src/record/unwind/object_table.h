@@ -65,6 +65,9 @@ class ObjectTable {
   }
   // The walk met an object whose rows are not built: queue it for the builder thread (once).
   void request_build(Object* o);
+  // Queues the objects of these return addresses (a fallback's frames, the stack at the recorder's
+  // start): all of a stack's objects are built in one round instead of one per walk.
+  void request_builds_for(const uint64_t* pcs, int n);
   // The walk met a return address that the loader knows and the snapshot does not.
   void request_refresh();
   // Takes a fresh snapshot now (if the loader's counters moved, or none exists yet).
