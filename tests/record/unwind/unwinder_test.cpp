@@ -367,5 +367,48 @@ TEST_F(Unwinder, ALibraryLoadedLaterIsWalkedOnceItsRowsAreBuiltAndDroppedAfterDl
   EXPECT_TRUE(dropped);  // the builder thread saw the loader's dlclose counter move
 }
 
+
+// A context stopped inside a PLT stub (recorded by hand: pc at the stub's first jump, at its push,
+// and past the push): the row built from the .plt's CFA expression gives the same caller as libunwind.
+__attribute__((noinline)) uint64_t some_return_address(int which) {
+  return which ? reinterpret_cast<uint64_t>(&capture_both) + 5 : reinterpret_cast<uint64_t>(&reference) + 7;
+}
+
+TEST_F(Unwinder, InsideAPltStubEqualsLibunwind) {
+  const Snapshot* snap = ObjectTable::instance().snapshot();
+  const TextRange* r = snap->find(reinterpret_cast<uint64_t>(&chain_nofp));
+  ASSERT_NE(r, nullptr);
+  const auto* rows = r->object->rows.load();
+  const FrameRow* plt = nullptr;
+  for (const auto& row : *rows)
+    if (row.rule() == kCfaPlt && !plt) plt = &row;
+  ASSERT_NE(plt, nullptr) << "no .plt row in chain_nofp (is the PLT built with -z ibtplt?)";
+  uint64_t entry = r->object->bias + plt->loc;  // the first entry after PLT0
+  std::vector<uint64_t> stack = {some_return_address(0), some_return_address(1), 0, 0, 0, 0, 0, 0};
+  uint64_t lo = reinterpret_cast<uint64_t>(stack.data()), hi = lo + stack.size() * 8;
+  for (uint64_t at : {uint64_t{0}, uint64_t{6}, uint64_t{11}}) {
+    Regs regs;
+    regs.pc = entry + at;
+    regs.sp = lo;
+    regs.fp = lo + 48;
+    uint64_t out[8];
+    WalkStatus st;
+    int n = walk(regs, hi, out, 8, &st);
+    ASSERT_GE(n, 1) << at;
+    unw_context_t ctx;
+    unw_getcontext(&ctx);
+    ctx.uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(regs.pc);
+    ctx.uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(regs.sp);
+    ctx.uc_mcontext.gregs[REG_RBP] = static_cast<greg_t>(regs.fp);
+    unw_cursor_t cur;
+    ASSERT_EQ(unw_init_local2(&cur, &ctx, UNW_INIT_SIGNAL_FRAME), 0);
+    ASSERT_GT(unw_step(&cur), 0);
+    unw_word_t ip = 0;
+    unw_get_reg(&cur, UNW_REG_IP, &ip);
+    EXPECT_EQ(out[0], ip) << "pc at PLT entry + " << at;
+    EXPECT_EQ(out[0], at < 11 ? stack[0] : stack[1]) << "pc at PLT entry + " << at;
+  }
+}
+
 }  // namespace
 }  // namespace aiflame::unwind
