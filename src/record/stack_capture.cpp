@@ -182,10 +182,12 @@ StackCapture::Result StackCapture::capture(uint64_t) {
   // Left uninitialised: clearing 256 frames (4 KB) was a quarter of the cost of a cached launch.
   union Frames {
     RawPyFrame at[kMaxPython];
-    uint64_t words[kMaxContent];
     Frames() {}
-  };
-  Frames frames, content;
+  } frames;
+  union Content {
+    uint64_t words[kMaxContent];
+    Content() {}
+  } content;
   RawPyFrame* py = frames.at;
   int np = 0;
   if (use_python_) {
