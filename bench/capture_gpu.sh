@@ -38,8 +38,11 @@ for w in $workloads; do
   : >"$out/$w.costs"
   for r in $(seq 1 "$runs"); do
     log=$out/${w}_$r.log
+    # The first run traces (AIFLAME_DEBUG=1) which objects' rows were built, how long they took, and
+    # how many launches fell back to backtrace() meanwhile; printed after the table.
     # shellcheck disable=SC2086
-    ${STEPS:+env STEPS=$STEPS} "$bin/aiflame" record --force ${RECORD_OPTS:-} -o "$out/$w.aiflame" -- python3 "$script" >"$log" 2>&1
+    env ${STEPS:+STEPS=$STEPS} $([ "$r" = 1 ] && echo AIFLAME_DEBUG=1) \
+      "$bin/aiflame" record --force ${RECORD_OPTS:-} -o "$out/$w.aiflame" -- python3 "$script" >"$log" 2>&1
     rc=$?
     cost=$(num 'stack capture cost [0-9.]*' "$log")
     launches=$(num '[0-9]* launches ([0-9]* unwound)' "$log" 1)
@@ -50,6 +53,13 @@ for w in $workloads; do
       "${stacks:-n/a}" "${loop:-n/a}" "$([ "$rc" = 0 ] || echo "  (exit $rc, see $log)")"
     [ -n "$cost" ] && echo "$cost" >>"$out/$w.costs"
   done
+done
+echo
+for w in $workloads; do
+  log=$out/${w}_1.log
+  echo "$w, run 1: rows built (largest 5 by CPU time), and the last count of launches that fell back:"
+  grep -o 'unwind rows of .*' "$log" | awk '{print $(NF-2), $0}' | sort -g -r | head -5 | cut -d' ' -f2- | sed 's/^/  /'
+  grep -o 'launch stack from backtrace(), [0-9]* so far.*' "$log" | tail -1 | sed 's/^/  /'
 done
 echo
 for w in $workloads; do

@@ -1,6 +1,7 @@
 #include "record/stack_capture.h"
 
 #include "record/crash_report.h"
+#include "record/debug_log.h"
 #include "record/unwind/object_table.h"
 #include "record/unwind/unwinder.h"
 
@@ -126,7 +127,12 @@ int StackCapture::unwind(uint64_t* out, int max) {
   if (status.needs_fallback()) {
     // An object on this stack has no rows yet (they are being built) or was loaded after the
     // snapshot: this once, the slow and complete unwinder.
-    fallbacks_.fetch_add(1, std::memory_order_relaxed);
+    uint64_t k = fallbacks_.fetch_add(1, std::memory_order_relaxed) + 1;
+    if (!(k & (k - 1)))
+      debug("launch stack from backtrace(), %llu so far (the walk ended: %s)", static_cast<unsigned long long>(k),
+            status.end == unwind::WalkEnd::NotReady ? "rows being built"
+            : status.end == unwind::WalkEnd::Stale  ? "object loaded after the snapshot"
+                                                    : "not on the thread's stack");
     void* bt[kMaxNative];
     n = backtrace(bt, std::min(max, kMaxNative));
     for (int i = 0; i < n; i++) frames[i] = reinterpret_cast<uint64_t>(bt[i]);

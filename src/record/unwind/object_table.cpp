@@ -1,10 +1,13 @@
 #include "record/unwind/object_table.h"
 
 #include <link.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
 #include <map>
+
+#include "record/debug_log.h"
 
 namespace aiflame::unwind {
 namespace {
@@ -92,6 +95,8 @@ void ObjectTable::build_now(Object* o) {
   if (o->state.load(std::memory_order_acquire) == Object::kBuilt) return;
   std::lock_guard<std::mutex> lock(work_mu_);
   if (o->state.load() == Object::kBuilt) return;
+  timespec t0{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
   auto rows = std::make_unique<std::vector<FrameRow>>();
   struct Find {
     Object* o;
@@ -115,6 +120,11 @@ void ObjectTable::build_now(Object* o) {
         },
         &find);
   o->stats = find.stats;
+  timespec t1{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+  debug("unwind rows of %s: %zu rows (%u FDEs, %u rejected) in %.1f ms CPU", o->path.empty() ? "(main program)" : o->path.c_str(),
+        rows->size(), find.stats.fdes, find.stats.bad_entries,
+        static_cast<double>(t1.tv_sec - t0.tv_sec) * 1e3 + static_cast<double>(t1.tv_nsec - t0.tv_nsec) / 1e6);
   o->rows.store(rows.release(), std::memory_order_release);
   o->state.store(Object::kBuilt, std::memory_order_release);
   builds_++;
