@@ -55,7 +55,7 @@ struct RecordOptions {
   std::string output = "aiflame.data";  // the library writes OUTPUT.<pid>
   uint32_t period_log2 = kDefaultPeriodLog2;  // 0: CUPTI's own default period (windows mode: kWindowsPeriodLog2 unless set)
   uint32_t interval_ms = 10;
-  UnwindPolicy unwind = UnwindPolicy::Sampled;
+  UnwindPolicy unwind = UnwindPolicy::Always;
   uint32_t unstable_sample = 1;  // sites still unstable after refining: unwind one launch in N
   bool python = true;
   bool pc_sampling = true;

@@ -25,13 +25,17 @@ libs=($out/libcore_fuzz.a -ldw -lelf -lzstd -lz)
 for name in profile folded iaprof; do
   $CXX "${flags[@]}" tests/fuzz/${name}_reader_fuzz.cpp "${libs[@]}" -o $out/${name}_reader_fuzz &
 done
+# The native unwinder's CFI row builder (the injection library's: no report-side code).
+$CXX "${flags[@]}" tests/fuzz/cfi_table_fuzz.cpp src/record/unwind/cfi_table.cpp -o $out/cfi_table_fuzz &
 wait
 run() {  # run NAME SEEDS...
   local name=$1
   shift
   mkdir -p "$out/corpus_$name"
   cp tests/fuzz/corpus/"$name"/* "$@" "$out/corpus_$name/" 2>/dev/null || true
-  (cd $out && ASAN_OPTIONS=detect_leaks=1 ./${name}_reader_fuzz -max_total_time="$secs" -max_len=65536 -timeout=10 \
+  local bin=${name}_reader_fuzz
+  [ -x "$out/${name}_fuzz" ] && bin=${name}_fuzz
+  (cd $out && ASAN_OPTIONS=detect_leaks=1 ./$bin -max_total_time="$secs" -max_len=65536 -timeout=10 \
      -rss_limit_mb=2048 -print_final_stats=1 "corpus_$name" 2>"$name.log") || { tail -40 "$out/$name.log"; return 1; }
   grep -E "stat::number_of_executed_units" "$out/$name.log" | sed "s/^/$name: /"
 }
@@ -39,5 +43,6 @@ fail=0
 run profile tests/data/demo_matmul.aiflame || fail=$((fail + 1))
 run folded || fail=$((fail + 1))
 run iaprof tests/data/iaprof_current.txt tests/data/iaprof_interval.txt || fail=$((fail + 1))
-echo "fuzzers: $((3 - fail)) passed, $fail failed"
+run cfi_table || fail=$((fail + 1))
+echo "fuzzers: $((4 - fail)) passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -96,7 +96,7 @@ TEST(RecordOptions, BadValueKeepsTheDefaultAndNamesTheOptionAndTheValue) {
   RecordOptions o = parse({{"AIFLAME_PERIOD", "fast"}, {"AIFLAME_UNWIND", "sometimes"}, {"AIFLAME_INTERVAL_MS", "5ms"}},
                           &warnings);
   EXPECT_EQ(o.period_log2, kDefaultPeriodLog2);
-  EXPECT_EQ(o.unwind, UnwindPolicy::Sampled);
+  EXPECT_EQ(o.unwind, UnwindPolicy::Always);
   EXPECT_EQ(o.interval_ms, 10u);
   ASSERT_EQ(warnings.size(), 3u);
   std::set<std::string> got(warnings.begin(), warnings.end());
