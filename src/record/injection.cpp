@@ -139,6 +139,7 @@ int initialize() {
   skip_frames_of(rec->stacks(), "libaiflame_cupti");
   skip_frames_of(rec->stacks(), "libcupti.so");
   skip_frames_of(rec->stacks(), "libcuda.so");
+  rec->autograd().init(opt.python, [rec](const std::string& note) { rec->warn(note); });
   rec->write_modules_if_changed();
   g_recorder = rec;
   g_pid = getpid();
