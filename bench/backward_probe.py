@@ -60,8 +60,11 @@ def hook_on(node):
         ptr = out[0]
         raw_seq = ctypes.c_uint64.from_address(ptr + 24).value if ptr else None
         raw_tid = ctypes.c_uint64.from_address(ptr + 48).value if ptr else None
-        checks.append((node.name(), node._sequence_nr(), raw_seq, raw_tid, fns["graph_task_id"](),
-                       threading.current_thread().name, ptr != 0))
+        try:
+            comm = open("/proc/self/task/%d/comm" % threading.get_native_id()).read().strip()
+        except OSError:
+            comm = "?"
+        checks.append((node.name(), node._sequence_nr(), raw_seq, raw_tid, fns["graph_task_id"](), comm, ptr != 0))
     node.register_prehook(pre)
 
 
