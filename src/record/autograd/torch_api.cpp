@@ -72,9 +72,10 @@ bool node_layout_known(const std::string& version) {
   int major = 0, minor = 0;
   if (std::sscanf(version.c_str(), "%d.%d", &major, &minor) != 2) return false;
   // The members read (sequence_nr_, thread_id_ after topological_nr_ and has_parent_) sit at 24 and
-  // 48 in the torch 1.13.1 headers (Debian's libtorch-dev) and in the 2.x function.h; thread_id_ is
-  // set in every Node constructor only since 2.0 (before, only while the profiler ran), and
-  // get_current_node() exists since 2.0. Versions after the last one checked are not trusted.
+  // 48, and every Node constructor sets thread_id_, in the torch 1.13.1 headers (Debian's
+  // libtorch-dev) and in the 2.x function.h (the newest stored source); torch 1.x has no
+  // get_current_node() and so no forward part anyway. Versions after the last one checked (2.11, on
+  // the GPU machine with bench/backward_check.sh --probe) are not trusted.
   return major == 2 && minor >= 0 && minor <= 11;
 }
 
