@@ -181,6 +181,10 @@ bool AutogradTracker::probe(uint64_t seq, uint64_t tid, bool found) {
   for (size_t i = 0; plausible && i < 8; i++)
     if (seen_tid_[i].load(std::memory_order_relaxed) == tid) plausible = seq <= seen_max_[i].load() + 4096;
   if (found) probe_hits_.fetch_add(1);
+  if (k < 4) debug("autograd: node %d: sequence_nr %llu, thread_id %llu, forward launch %s", k,
+                   static_cast<unsigned long long>(seq), static_cast<unsigned long long>(tid), found ? "found" : "not found");
+  if (plausible && k == kProbe - 1 && probe_hits_.load() > 0)
+    debug("autograd: node layout probe passed (%d of %d nodes found their forward launch)", probe_hits_.load(), kProbe);
   char detail[160];
   if (!plausible) {
     std::snprintf(detail, sizeof detail, "autograd node layout check failed (node %d: sequence_nr %llu, thread_id %llu)",
