@@ -4,7 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <cstddef>
+#include <functional>
+#include <mutex>
 #include <thread>
 
 #include "profile/profile.h"
@@ -80,15 +83,43 @@ struct Harness {
   }
 };
 
-// Runs fn on an "engine thread" inside graph task 5 with the given node current (nullptr: none).
+// Autograd's engine thread: one thread that lives as long as the test program, as engine threads live
+// as long as the process (the profile writer keeps a scratch buffer per writing thread, freed never).
+class EngineThread {
+ public:
+  EngineThread() { std::thread([this] { loop(); }).detach(); }
+  void run(const std::function<void()>& fn) {
+    std::unique_lock<std::mutex> lock(mu_);
+    task_ = &fn;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return task_ == nullptr; });
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [this] { return task_ != nullptr; });
+      (*task_)();
+      task_ = nullptr;
+      cv_.notify_all();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  const std::function<void()>* task_ = nullptr;
+};
+
+// Runs fn on the engine thread inside graph task 5 with the given node current (nullptr: none).
 template <class F>
 void on_engine(const FakeNode* node, F fn) {
-  std::thread([&] {
+  static auto* engine = new EngineThread;
+  engine->run([&] {
     fake::graph_task = 5;
     if (node) fake::current = std::make_shared<FakeNode>(*node);
     fn();
     fake::current.reset();
-  }).join();
+  });
 }
 
 TEST(AutogradTracker, BackwardLaunchesNameTheForwardLaunchOfTheirNode) {
