@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "profile/profile_writer.h"
+#include "record/autograd/autograd_tracker.h"
 #include "record/module_map.h"
 #include "record/python_frames.h"
 #include "record/stack_capture.h"
@@ -221,6 +223,130 @@ void BM_LaunchCallback(benchmark::State& state) {
 }
 BENCHMARK(BM_LaunchCallback);
 
+// The autograd tracking (issue 23) in the same callback, against a fake libtorch whose functions
+// behave like torch 2.x's (thread-local sequence number and graph task, a current node): the added
+// cost per launch of a forward launch, a backward launch, and of none when torch is not loaded.
+namespace fake_torch {
+struct Node {
+  void* vptr = nullptr;
+  void* weak[2] = {nullptr, nullptr};
+  uint64_t sequence_nr = 0, topological_nr = 0;
+  bool has_parent = false;
+  uint64_t thread_id = 1;
+};
+thread_local uint64_t sequence = 0;
+thread_local int graph_task = -1;
+thread_local std::shared_ptr<Node> current;
+uint64_t peek() { return sequence; }
+uint64_t thread_id() { return 1; }
+int graph_task_id() { return graph_task; }
+std::shared_ptr<void> current_node() { return current; }
+TorchApi api() {
+  TorchApi a;
+  a.peek = peek;
+  a.thread_id = thread_id;
+  a.graph_task_id = graph_task_id;
+  a.current_node = current_node;
+  a.node_layout = true;
+  a.version = "2.11.0";
+  a.library = "fake";
+  return a;
+}
+}  // namespace fake_torch
+
+enum class Pass { Forward, Backward };
+
+// What Recorder::on_launch does with the tracker: capture, ask the tracker, write the launch record.
+void launch_callback_loop(benchmark::State& state, AutogradTracker* tracker, Pass pass) {
+  Capturer c(UnwindPolicy::Sampled);
+  uint64_t n = 0;
+  auto node = std::make_shared<fake_torch::Node>();
+  // The nodes of the last 4,000 forward launches (the caller made 4,096 before the loop).
+  const uint64_t first = fake_torch::sequence >= 4096 ? fake_torch::sequence - 4096 : 0;
+  node->sequence_nr = first;
+  if (pass == Pass::Backward) {
+    fake_torch::graph_task = 1;
+    fake_torch::current = node;
+  }
+  for (auto _ : state) {
+    n++;
+    if (pass == Pass::Forward) {
+      fake_torch::sequence++;  // every launch from an op of its own: each one is remembered
+    } else {
+      // A backward call every 1000 launches (a new caller scan), 20 launches per node.
+      if (n % 1000 == 0) fake_torch::graph_task++;
+      if (n % 20 == 0) node->sequence_nr = first + (node->sequence_nr - first + 37) % 4000;
+    }
+    StackCapture::Result st = launch(c, 0x1000);
+    LaunchRecord rec;
+    rec.correlation_id = static_cast<uint32_t>(n);
+    rec.tid = 1;
+    rec.timestamp = n * 1000;
+    rec.stack_id = tracker ? tracker->on_launch(st.stack_id) : st.stack_id;
+    rec.api = 211;
+    rec.native_unwound = st.unwound;
+    c.writer.add(rec);
+    if (n % 65536 == 0) {
+      state.PauseTiming();
+      c.writer.flush();
+      state.ResumeTiming();
+    }
+  }
+  fake_torch::graph_task = -1;
+  fake_torch::current.reset();
+  if (tracker) {
+    AutogradSummaryRecord s = tracker->summary();
+    state.counters["backward"] = static_cast<double>(s.backward_launches);
+    state.counters["with_caller_pct"] = s.backward_launches ? 100.0 * s.with_caller / s.backward_launches : 0;
+    state.counters["with_forward_pct"] = s.with_node ? 100.0 * s.with_forward / s.with_node : 0;
+  }
+  report_shape(state);
+}
+
+// Today's callback in the same loop, without the tracker: the baseline of the three below.
+void BM_LaunchAutogradBaseline(benchmark::State& state) { launch_callback_loop(state, nullptr, Pass::Forward); }
+BENCHMARK(BM_LaunchAutogradBaseline);
+
+void BM_LaunchAutogradNoTorch(benchmark::State& state) {
+  ProfileWriter w;
+  StringTable strings{w};
+  AutogradTracker tracker(w, strings);
+  tracker.init(/*python=*/true, [](const std::string&) {});  // finds no libtorch_cpu.so: inactive
+  launch_callback_loop(state, &tracker, Pass::Forward);
+}
+BENCHMARK(BM_LaunchAutogradNoTorch);
+
+void BM_LaunchAutogradForward(benchmark::State& state) {
+  ProfileWriter w;
+  std::string error;
+  w.open_fd(::open("/dev/null", O_WRONLY | O_CLOEXEC), &error);
+  StringTable strings{w};
+  AutogradTracker tracker(w, strings);
+  tracker.init_with(fake_torch::api(), /*python=*/true, [](const std::string&) {});
+  launch_callback_loop(state, &tracker, Pass::Forward);
+}
+BENCHMARK(BM_LaunchAutogradForward);
+
+// Backward launches while a Python thread sits in a fake torch/autograd/graph.py's
+// _engine_run_backward (capture_bench.py parks one there): its stack is found once per backward call.
+void BM_LaunchAutogradBackward(benchmark::State& state) {
+  ProfileWriter w;
+  std::string error;
+  w.open_fd(::open("/dev/null", O_WRONLY | O_CLOEXEC), &error);
+  StringTable strings{w};
+  AutogradTracker tracker(w, strings);
+  tracker.init_with(fake_torch::api(), /*python=*/true, [](const std::string&) {});
+  {  // forward launches first, so that the nodes' forward stacks are there
+    Capturer c(UnwindPolicy::Sampled);
+    for (int i = 0; i < 4096; i++) {
+      fake_torch::sequence++;
+      tracker.on_launch(launch(c, 0x1000).stack_id);
+    }
+  }
+  launch_callback_loop(state, &tracker, Pass::Backward);
+}
+BENCHMARK(BM_LaunchAutogradBackward);
+
 double percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
   size_t k = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
@@ -263,3 +389,15 @@ extern "C" int aiflame_bench_run(int argc, char** argv, int native_depth) {
   chain_nofp(native_depth - 1, aiflame::run_benchmarks, nullptr);
   return 0;
 }
+
+// The caller thread of a backward call: parked outside the interpreter with the GIL released.
+namespace {
+std::atomic<int> g_parked{0}, g_release{0};
+}
+extern "C" int aiflame_bench_park() {
+  g_parked = 1;
+  while (!g_release) usleep(1000);
+  return 0;
+}
+extern "C" int aiflame_bench_parked() { return g_parked.load(); }
+extern "C" void aiflame_bench_unpark() { g_release = 1; }

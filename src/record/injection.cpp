@@ -137,6 +137,7 @@ int initialize() {
   rec->stacks().init(opt.unwind, opt.python, opt.unwind == UnwindPolicy::Sampled ? opt.unstable_sample : 1);
   skip_frames_of(rec->stacks(), "libaiflame_cupti");
   for (const char* lib : backend->runtime_libraries()) skip_frames_of(rec->stacks(), lib);
+  rec->autograd().init(opt.python, [rec](const std::string& note) { rec->warn(note); });
   rec->write_modules_if_changed();
   g_recorder = rec;
   g_pid = getpid();

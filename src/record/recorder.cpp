@@ -47,9 +47,9 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
   static thread_local uint32_t tid = static_cast<uint32_t>(gettid());
   rec.tid = tid;
   rec.timestamp = timestamp;
-  rec.stack_id = st.stack_id;
+  rec.stack_id = autograd_.on_launch(st.stack_id);
   t_in_launch = true;
-  t_launch_stack = st.stack_id;
+  t_launch_stack = rec.stack_id;
   rec.api = api;
   rec.native_unwound = st.unwound;
   rec.device = device;
@@ -110,7 +110,10 @@ void Recorder::start_collector(std::function<void()> drain) {
       if (stop_.load()) break;
       drain();
       // The module list rarely changes; look every 100 ticks (and at exit).
-      if (ticks++ % 100 == 0) write_modules_if_changed();
+      if (ticks++ % 100 == 0) {
+        write_modules_if_changed();
+        autograd_.poll();  // torch imported after CUDA started
+      }
       std::lock_guard<std::mutex> lock(collector_mu_);
       writer_.flush();
       timespec ts{};
@@ -128,6 +131,7 @@ void Recorder::stop_collector() {
 void Recorder::finish(uint64_t end_timestamp) {
   if (!started_) return;
   write_modules_if_changed();
+  autograd_.finish();
   EndRecord end;
   end.timestamp = end_timestamp;
   end.launches = counters_.launches;

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "profile/profile_writer.h"
+#include "record/autograd/autograd_tracker.h"
 #include "record/record_options.h"
 #include "record/stack_capture.h"
 #include "record/string_table.h"
@@ -19,7 +20,7 @@ namespace aiflame {
 
 class Recorder {
  public:
-  Recorder() : strings_(writer_), stacks_(writer_, strings_) {}
+  Recorder() : strings_(writer_), stacks_(writer_, strings_), autograd_(writer_, strings_) {}
 
   // Opens OUTPUT.<pid> and writes the process record. False (with *error) when the file cannot be made.
   bool start(const RecordOptions& opt, const ProcessRecord& process, std::string* error);
@@ -65,6 +66,7 @@ class Recorder {
   uint32_t intern(std::string_view s) { return strings_.intern(s); }
   ProfileWriter& writer() { return writer_; }
   StackCapture& stacks() { return stacks_; }
+  AutogradTracker& autograd() { return autograd_; }
   void write_modules_if_changed();
 
   // Writes the End record and closes the file; the counters below go into it.
@@ -83,6 +85,7 @@ class Recorder {
   ProfileWriter writer_;
   StringTable strings_;
   StackCapture stacks_;
+  AutogradTracker autograd_;  // backward kernels under the Python that caused them (PyTorch)
   RecordOptions opt_;
   bool started_ = false;
   std::mutex warn_mu_;
