@@ -5,7 +5,11 @@
 #include <map>
 #include <ostream>
 #include <set>
+#include <tuple>
 #include <unordered_map>
+#include <unordered_set>
+
+#include <fmt/format.h>
 
 #include "output/html_assets.h"
 #include "output/svg_writer.h"
@@ -45,6 +49,69 @@ nlohmann::json process_table_data(const std::vector<ProcessRow>& rows) {
   json j = {{"rows", list}, {"line", process_totals_line(rows)}};
   if (auto b = busy_imbalance(rows)) j["imbalance"] = {b->least, b->most};
   return j;
+}
+
+HtmlTimeline html_timeline(const FlameData& data, size_t max_entries) {
+  // The heatmap's cells are the finest time the page uses (it bins by the collection interval, and a
+  // dragged range is whole cells): samples of one stack and device in one cell are one entry. A
+  // 300-s profile had 10 million entries at 1 ms, 410 MB of the page's 416 MB.
+  const uint64_t cell_ms = std::clamp<uint64_t>(data.summary.interval_ms ? data.summary.interval_ms : 10, 1, 1000);
+  struct Entry {
+    uint32_t stack, device;
+    uint64_t cell;
+    bool operator==(const Entry&) const = default;
+  };
+  struct Hash {
+    size_t operator()(const Entry& e) const {
+      uint64_t h = (uint64_t{e.stack} * 0x9e3779b97f4a7c15ull) ^ (uint64_t{e.device} << 40) ^ (e.cell * 0xc2b2ae3d27d4eb4full);
+      return static_cast<size_t>(h ^ (h >> 29));
+    }
+  };
+  std::unordered_map<Entry, double, Hash> cells;
+  for (const auto& t : data.timeline)
+    if (t.weight > 0) cells[{t.stack, t.device, t.time_ns / 1000000 / cell_ms}] += t.weight;
+  std::vector<std::pair<Entry, double>> entries(cells.begin(), cells.end());
+  cells = {};
+  HtmlTimeline out;
+  if (entries.size() > max_entries) {
+    // Still too many: the thinnest stacks (by their weight in the timeline) leave the timeline until
+    // the rest fits, as the SVG leaves out frames under its minimum width. The whole-run picture and
+    // the tables come from the stacks' counts and keep them.
+    std::unordered_map<uint32_t, std::pair<double, size_t>> by_stack;  // weight, entries
+    double total = 0;
+    for (const auto& [e, w] : entries) {
+      auto& s = by_stack[e.stack];
+      s.first += w;
+      s.second++;
+      total += w;
+    }
+    std::vector<std::pair<double, uint32_t>> order;
+    for (const auto& [stack, s] : by_stack) order.push_back({s.first, stack});
+    std::sort(order.begin(), order.end());
+    std::unordered_set<uint32_t> dropped;
+    size_t left = entries.size();
+    double dropped_weight = 0;
+    for (const auto& [w, stack] : order) {
+      if (left <= max_entries) break;
+      dropped.insert(stack);
+      left -= by_stack[stack].second;
+      dropped_weight += w;
+    }
+    std::erase_if(entries, [&](const auto& e) { return dropped.count(e.first.stack) > 0; });
+    out.left_out_stacks = dropped.size();
+    out.left_out_share = total > 0 ? dropped_weight / total : 0;
+  }
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.first.cell, a.first.stack, a.first.device) < std::tie(b.first.cell, b.first.stack, b.first.device);
+  });
+  out.quadruples.reserve(entries.size() * 4);
+  for (const auto& [e, w] : entries) {
+    out.quadruples.push_back(e.stack);
+    out.quadruples.push_back(e.device);
+    out.quadruples.push_back(static_cast<double>(e.cell * cell_ms));
+    out.quadruples.push_back(std::round(w * 1000) / 1000);
+  }
+  return out;
 }
 
 nlohmann::json html_report_data(const FlameData& data) {
@@ -101,16 +168,13 @@ nlohmann::json html_report_data(const FlameData& data) {
   j["stack_len"] = pack_numbers(stack_len);
   j["stack_frames"] = pack_numbers(stack_frames);
   j["stack_count"] = stack_count;  // by stack index
-  // Timeline as flat quadruples (stack, device, ms since start, weight).
-  std::vector<double> timeline;
-  timeline.reserve(data.timeline.size() * 4);
-  for (const auto& t : data.timeline) {
-    if (t.weight <= 0) continue;
-    timeline.push_back(t.stack);
-    timeline.push_back(t.device);
-    timeline.push_back(static_cast<double>(t.time_ns / 1000000));
-    timeline.push_back(std::round(t.weight * 1000) / 1000);
-  }
+  // Timeline as flat quadruples (stack, device, ms since start, weight), bounded (html_timeline).
+  HtmlTimeline bounded = html_timeline(data);
+  std::vector<double>& timeline = bounded.quadruples;
+  if (bounded.left_out_stacks)
+    j["subtitle"] = data.subtitle + "  |  time ranges leave out the " + std::to_string(bounded.left_out_stacks) +
+                    " thinnest stacks (" + fmt::format("{:.2g}", bounded.left_out_share * 100) +
+                    "% of the samples) to bound the page; the whole run shows them all";
   j["timeline"] = timeline;
   // Kernels: GPU time (ms) and launches per kernel name, process and device, so that the page can sum
   // those of the processes and devices selected: name -> flat quadruples (process, device, ms, launches).
@@ -153,7 +217,10 @@ nlohmann::json html_report_data(const FlameData& data) {
 void HtmlWriter::write(const FlameData& data, std::ostream& out) const {
   // ensure_ascii keeps the block pure ASCII (invalid UTF-8 replaced); "</" is escaped so that no
   // name can close the script element.
-  std::string json = html_report_data(data).dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+  nlohmann::json report = html_report_data(data);
+  const std::string subtitle = report["subtitle"].get<std::string>();  // with the timeline's note, if any
+  std::string json = report.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
+  report = nullptr;
   std::string safe;
   safe.reserve(json.size() + 64);
   for (size_t i = 0; i < json.size(); i++) {
@@ -165,7 +232,7 @@ void HtmlWriter::write(const FlameData& data, std::ostream& out) const {
       << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; script-src 'unsafe-inline'; "
          "style-src 'unsafe-inline'\">\n<style>"
       << kReportCss << "</style></head>\n<body>\n"
-      << "<h1>" << title << "</h1>\n<div id=\"subtitle\">" << html_escape(data.subtitle) << "</div>\n"
+      << "<h1>" << title << "</h1>\n<div id=\"subtitle\">" << html_escape(subtitle) << "</div>\n"
       << "<table id=\"summary\"></table>\n"
       << "<div id=\"procs\" style=\"display:none\"><h2>Processes</h2><table id=\"t-procs\"></table>"
          "<div id=\"imbalance\"></div></div>\n"

@@ -20,6 +20,18 @@ class HtmlWriter : public Writer {
   void write(const FlameData& data, std::ostream& out) const override;
 };
 
+// The page's timeline: flat quadruples (stack, device, ms since the start, weight), one per stack,
+// device and heatmap cell (the collection interval), at most max_entries of them (about 20 bytes
+// each in the page): past that the thinnest stacks are left out of the timeline (not of the
+// picture), and how many and what share of the samples is said.
+inline constexpr size_t kMaxHtmlTimelineEntries = 1'000'000;
+struct HtmlTimeline {
+  std::vector<double> quadruples;
+  size_t left_out_stacks = 0;
+  double left_out_share = 0;
+};
+HtmlTimeline html_timeline(const FlameData& data, size_t max_entries = kMaxHtmlTimelineEntries);
+
 // The data block the page's script reads (public for the tests).
 nlohmann::json html_report_data(const FlameData& data);
 // The per-process table: {"rows": [{rank, pid, name, host, devices, samples, kernels, launches,
