@@ -40,7 +40,7 @@ TEST(HtmlBound, SamplesOfOneCellAreOneEntry) {
 
 TEST(HtmlBound, ThinnestStacksLeaveTheTimelineFirst) {
   FlameData d = many_cells(10, 1);  // 10 stacks x 100 cells = 1000 entries
-  HtmlTimeline t = html_timeline(d, 450);
+  HtmlTimeline t = html_timeline(d, {}, 450);
   EXPECT_LE(t.quadruples.size() / 4, 450u);
   EXPECT_EQ(t.left_out_stacks, 6u);  // stacks 0..5 (100 entries each) leave: 400 are left
   for (size_t i = 0; i < t.quadruples.size(); i += 4) EXPECT_GE(t.quadruples[i], 6);
@@ -67,6 +67,29 @@ TEST(HtmlBound, PageSizeFollowsCellsNotSamples) {
   std::ostringstream out;
   HtmlWriter().write(d, out);
   EXPECT_LT(out.str().size(), size_t{8} << 20);  // was about 80 MB
+}
+
+// Frames under the minimum share merge into their parent, as the SVG draws them: A;B;D and A;E are
+// thin below B and A; A;B;C is not, and A;B;C;F ends at a node (C) where a stack ends.
+TEST(HtmlBound, ThinFramesMergeIntoTheirParent) {
+  //                                     A  B  C      A  B  D     A  E     A  B  C  F
+  std::vector<std::vector<uint32_t>> ids = {{0, 1, 2}, {0, 1, 3}, {0, 4}, {0, 1, 2, 5}};
+  std::vector<uint64_t> counts = {100000, 1, 1, 2};
+  std::vector<uint32_t> order = {0, 3, 1, 2};  // sorted by ids
+  ThinStacks t = merge_thin_stacks(ids, order, counts, 1e-3);
+  ASSERT_EQ(t.of.size(), 4u);
+  EXPECT_EQ(t.of[0], 0u);
+  EXPECT_EQ(t.of[3], 0u);  // F is thin: cut after C, where stack 0 ends
+  ASSERT_EQ(t.added.size(), 2u);
+  EXPECT_EQ(t.added[0], (std::vector<uint32_t>{0, 1}));  // D is thin: cut after B
+  EXPECT_EQ(t.of[1], 4u);
+  EXPECT_EQ(t.added[1], (std::vector<uint32_t>{0}));  // E is thin: cut after A
+  EXPECT_EQ(t.of[2], 5u);
+  EXPECT_EQ(t.added_from, (std::vector<uint32_t>{1, 2}));
+  // Nothing thin at a share of 0: every stack is its own.
+  ThinStacks all = merge_thin_stacks(ids, order, counts, 0);
+  EXPECT_EQ(all.of, (std::vector<uint32_t>{0, 1, 2, 3}));
+  EXPECT_TRUE(all.added.empty());
 }
 
 }  // namespace
