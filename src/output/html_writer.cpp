@@ -146,25 +146,19 @@ uint64_t cell_ms_of(const FlameData& data) {
 // The heatmap's cells are the finest time the page uses (it bins by the collection interval, and a
 // dragged range is whole cells): samples of one stack and device in one cell are one entry. A
 // 300-s profile had 10 million entries at 1 ms, 410 MB of the page's 416 MB.
-std::vector<CellEntry> cell_entries(const FlameData& data) {
+// stack_of maps a stack to its timeline stack (empty: itself).
+std::vector<CellEntry> cell_entries(const FlameData& data, const std::vector<uint32_t>& stack_of) {
   const uint64_t cell_ms = cell_ms_of(data);
   std::vector<CellEntry> entries;
   for (const auto& t : data.timeline) {
     if (t.weight <= 0) continue;
-    CellEntry e{t.time_ns / 1000000 / cell_ms, t.stack, t.device, t.weight};
+    CellEntry e{t.time_ns / 1000000 / cell_ms, t.stack < stack_of.size() ? stack_of[t.stack] : t.stack, t.device,
+                t.weight};
     if (!entries.empty() && entries.back().same(e)) entries.back().weight += e.weight;  // the pipeline's order
     else entries.push_back(e);
   }
   sort_and_sum(entries);
   return entries;
-}
-
-std::vector<CellEntry> remap(const std::vector<CellEntry>& cells, const std::vector<uint32_t>& stack_of) {
-  std::vector<CellEntry> out(cells);
-  for (auto& e : out)
-    if (e.stack < stack_of.size()) e.stack = stack_of[e.stack];
-  sort_and_sum(out);
-  return out;
 }
 
 HtmlTimeline finish_timeline(std::vector<CellEntry> entries, uint64_t cell_ms, size_t max_entries) {
@@ -210,20 +204,20 @@ HtmlTimeline finish_timeline(std::vector<CellEntry> entries, uint64_t cell_ms, s
 }  // namespace
 
 HtmlTimeline html_timeline(const FlameData& data, const std::vector<uint32_t>& stack_of, size_t max_entries) {
-  return finish_timeline(remap(cell_entries(data), stack_of), cell_ms_of(data), max_entries);
+  return finish_timeline(cell_entries(data, stack_of), cell_ms_of(data), max_entries);
 }
 
 HtmlTimeline bounded_html_timeline(const FlameData& data, const std::vector<std::vector<uint32_t>>& ids,
                                    const std::vector<uint32_t>& order, ThinStacks& thin, size_t max_entries) {
   std::vector<uint64_t> counts(data.stacks.size());
   for (size_t i = 0; i < counts.size(); i++) counts[i] = data.stacks[i].count;
-  const std::vector<CellEntry> cells = cell_entries(data);
   // The SVG's minimum width first; where the timeline is still too long (hundreds of stacks in every
   // cell of a long run), wider and wider frames merge, 4 times each step, up to 1/12 of the run.
   double share = kHtmlTimelineMinShare;
   while (true) {
     thin = merge_thin_stacks(ids, order, counts, share);
-    std::vector<CellEntry> entries = remap(cells, thin.of);
+    // From the timeline again each time rather than from a copy: one list of entries at a time.
+    std::vector<CellEntry> entries = cell_entries(data, thin.of);
     if (entries.size() <= max_entries || share * 4 > kHtmlTimelineMaxShare) {
       HtmlTimeline out = finish_timeline(std::move(entries), cell_ms_of(data), max_entries);
       out.min_share = share;
