@@ -56,7 +56,7 @@ struct DemoArgs {
 // one for a failure of its own once the program has run: the profile could not be written. env,
 // nohup and docker run use 125 the same way (126: not executable, 127: not found, as a shell).
 inline constexpr int kRecordOwnFailure = 125;
-// `report` and `diff`: 0 done, 1 bad input or a failed write, 2 bad usage, 3 the filters matched no
+// `report` and `diff`: 0 done, 1 bad input or a failed write, 2 bad usage; `report`: 3 the filters matched no
 // sample (the output is written, empty).
 inline constexpr int kReportNothingMatched = 3;
 

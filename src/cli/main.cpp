@@ -50,13 +50,14 @@ int main(int argc, char** argv) {
   aiflame::add_diff_command(app, diff);
   app.get_subcommand("record")->footer(
       "Exit status: the program's own (128+N when signal N ended it); 125: aiflame itself failed once the "
-      "program had run (its profile could not be written; the line before says why and gives the program's "
+      "program had run (its profile could not be written; one line says why and gives the program's "
       "status); 2: bad usage, nothing run; 126/127: the command could not be run / was not found.");
-  for (const char* name : {"report", "diff"})
-    app.get_subcommand(name)->footer(
-        "Exit status: 0 written; 1 bad input or the output could not be written; 2 bad usage; 3 the filters "
-        "(--kernels, --stalls, --devices, --pids...) matched no sample: a warning names them, the output is "
-        "written, empty.");
+  app.get_subcommand("report")->footer(
+      "Exit status: 0 written; 1 bad input or the output could not be written; 2 bad usage; 3 the filters "
+      "(--kernels, --stalls, --devices, --pids...) matched no sample: a warning names them, the output is "
+      "written, empty.");
+  app.get_subcommand("diff")->footer(
+      "Exit status: 0 written; 1 bad input or the output could not be written; 2 bad usage.");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

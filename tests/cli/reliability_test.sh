@@ -37,12 +37,24 @@ check "-o DIR -f: not replaced, status 125" '[ $rc -eq 125 ] && [ -f "$T/ddir/ke
 rc=$?
 check "--require-profile: not run, status 2, one line" '[ $rc -eq 2 ] && [ ! -s "$T/out" ] && [ "$(lines "$T/err")" -eq 1 ]'
 
+mkdir "$T/ro"
 if [ "$(id -u)" -ne 0 ]; then
-  mkdir "$T/ro" && chmod 555 "$T/ro"
+  chmod 555 "$T/ro"
   "$AIFLAME" record -o "$T/ro/p.data" -- true 2>"$T/err"
   rc=$?
   check "read-only dir: said, status 125" '[ $rc -eq 125 ] && head -1 "$T/err" | grep -q "cannot create files in"'
   chmod 755 "$T/ro"
+elif mount -t tmpfs -o size=512k,ro tmpfs "$T/ro" 2>/dev/null; then
+  # As root (permissions do not stop root): a read-only file system, then a full one.
+  "$AIFLAME" record -o "$T/ro/p.data" -- true 2>"$T/err"
+  rc=$?
+  check "read-only file system: said, status 125" '[ $rc -eq 125 ] && head -1 "$T/err" | grep -q "Read-only file system"'
+  umount "$T/ro"
+  mount -t tmpfs -o size=512k tmpfs "$T/ro" && head -c 600000 /dev/zero >"$T/ro/fill" 2>/dev/null
+  "$AIFLAME" record -o "$T/ro/p.data" -- sh -c 'echo ran' >"$T/out" 2>"$T/err"
+  rc=$?
+  check "full file system: said first, program ran, status 125" '[ $rc -eq 125 ] && head -1 "$T/err" | grep -q "no space left" && grep -qx ran "$T/out"'
+  umount "$T/ro"
 fi
 
 # A write failing at the end (the file size limit stands in for a full disk): one error line,
