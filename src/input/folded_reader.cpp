@@ -176,6 +176,11 @@ bool FoldedParser::add_line(std::string_view line, size_t number) {
   total_ += count;
   std::string_view stack = line.substr(0, blank);
   while (!stack.empty() && (stack.back() == ' ' || stack.back() == '\t')) stack.remove_suffix(1);
+  // The same stack as the line before (sorted or repeated input): no need to classify it again.
+  if (!d_.stacks.empty() && stack == last_stack_) {
+    d_.stacks[last_index_].count += count;
+    return true;
+  }
   std::vector<std::string_view> names;
   for (size_t p = 0;;) {
     size_t q = stack.find(';', p);
@@ -190,6 +195,8 @@ bool FoldedParser::add_line(std::string_view line, size_t number) {
     d_.stacks.pop_back();
     d_.stacks[*it].count += count;
   }
+  last_stack_.assign(stack);
+  last_index_ = *it;
   return true;
 }
 

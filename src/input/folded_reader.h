@@ -28,6 +28,8 @@ class FoldedParser {
   std::unique_ptr<Index> index_;  // identical stacks merge
   uint64_t total_ = 0;
   std::string error_;
+  std::string last_stack_;  // the previous line's stack text, and its stack's index
+  uint32_t last_index_ = 0;
 };
 
 // Parses a whole folded file. Blank lines and '#' comments are skipped; any other line without a
