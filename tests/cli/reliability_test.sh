@@ -35,7 +35,7 @@ check "-o DIR -f: not replaced, status 125" '[ $rc -eq 125 ] && [ -f "$T/ddir/ke
 
 "$AIFLAME" record --require-profile -o "$T/nodir/p.data" -- sh -c 'echo ran' >"$T/out" 2>"$T/err"
 rc=$?
-check "--require-profile: not run, status 2, one line" '[ $rc -eq 2 ] && [ ! -s "$T/out" ] && [ "$(lines "$T/err")" -eq 1 ]'
+check "--require-profile: not run, status 2, one line" '[ $rc -eq 2 ] && [ ! -s "$T/out" ] && [ "$(lines "$T/err")" -eq 1 ] && grep -q "was not started" "$T/err"'
 
 mkdir "$T/ro"
 if [ "$(id -u)" -ne 0 ]; then
