@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -13,6 +15,7 @@
 #include "output/diff_writer.h"
 #include "output/flamescope_writer.h"
 #include "output/pprof_writer.h"
+#include "output/profile.pb.h"
 #include "output/speedscope_writer.h"
 #include "output/trace_writer.h"
 #include "test_util.h"
@@ -41,71 +44,23 @@ std::string written(const Writer& w, const FlameData& d) {
   return out.str();
 }
 
-// A minimal protobuf reader for the test: (field, wire type, value or bytes) of one message.
-struct PbField {
-  uint32_t field = 0, wire = 0;
-  uint64_t v = 0;
-  std::string bytes;
-};
-bool read_varint(const std::string& s, size_t& p, uint64_t& v) {
-  v = 0;
-  for (int shift = 0; p < s.size() && shift < 64; shift += 7) {
-    auto b = static_cast<unsigned char>(s[p++]);
-    v |= uint64_t{b & 0x7fu} << shift;
-    if (!(b & 0x80)) return true;
-  }
-  return false;
-}
-std::vector<PbField> fields(const std::string& s) {
-  std::vector<PbField> out;
-  for (size_t p = 0; p < s.size();) {
-    uint64_t tag = 0;
-    EXPECT_TRUE(read_varint(s, p, tag));
-    PbField f{static_cast<uint32_t>(tag >> 3), static_cast<uint32_t>(tag & 7), 0, {}};
-    if (f.wire == 0) EXPECT_TRUE(read_varint(s, p, f.v));
-    else if (f.wire == 2) {
-      uint64_t n = 0;
-      EXPECT_TRUE(read_varint(s, p, n));
-      EXPECT_LE(p + n, s.size());
-      f.bytes = s.substr(p, n);
-      p += n;
-    } else {
-      ADD_FAILURE() << "unexpected wire type " << f.wire;
-      break;
-    }
-    out.push_back(std::move(f));
-  }
-  return out;
-}
-
 TEST(PprofWriter, SampleTotalsAndStallLabelsMatchTheFlameData) {
   for (const char* fixture : {"demo_matmul.aiflame", "gpt_train.aiflame", "iaprof_current.txt"}) {
     FlameData d = load(fixture);
-    std::string raw = pprof_profile_bytes(d);
-    std::vector<std::string> strings;
-    for (const auto& f : fields(raw))
-      if (f.field == 6) strings.push_back(f.bytes);
+    perftools::profiles::Profile p;
+    ASSERT_TRUE(p.ParseFromString(pprof_profile_bytes(d))) << fixture;
+    const auto& strings = p.string_table();
     ASSERT_FALSE(strings.empty());
     EXPECT_EQ(strings[0], "");
     uint64_t total = 0;
     std::map<std::string, uint64_t> by_stall, want_by_stall;
-    for (const auto& f : fields(raw)) {
-      if (f.field != 2) continue;
-      uint64_t samples = 0;
+    for (const auto& s : p.sample()) {
+      ASSERT_EQ(s.value_size(), p.sample_type_size());
       std::string stall;
-      for (const auto& sf : fields(f.bytes)) {
-        if (sf.field == 2) {  // packed values: the first is gpu_samples
-          size_t p = 0;
-          ASSERT_TRUE(read_varint(sf.bytes, p, samples));
-        }
-        if (sf.field == 3) {
-          uint64_t key = 0, str = 0;
-          for (const auto& lf : fields(sf.bytes)) (lf.field == 1 ? key : lf.field == 2 ? str : key) = lf.field <= 2 ? lf.v : key;
-          if (strings.at(key) == "stall_reason") stall = strings.at(str);
-        }
-      }
-      total += samples;
-      by_stall[stall] += samples;
+      for (const auto& l : s.label())
+        if (strings.at(l.key()) == "stall_reason") stall = strings.at(l.str());
+      total += s.value(0);
+      by_stall[stall] += s.value(0);
     }
     EXPECT_EQ(total, d.total()) << fixture;
     for (const auto& s : d.stacks) want_by_stall[s.frames.at(find_frame(s.frames, FrameKind::Stall)).name] += s.count;
@@ -113,6 +68,30 @@ TEST(PprofWriter, SampleTotalsAndStallLabelsMatchTheFlameData) {
     EXPECT_EQ(by_stall, want_by_stall) << fixture;
   }
   check_golden("demo_matmul.pb", pprof_profile_bytes(load("demo_matmul.aiflame")));
+}
+
+// pprof re-demangles a function whose system_name equals its name; names must be the display names,
+// every location in the one mapping, marked symbolized (else pprof looks for the binary).
+TEST(PprofWriter, DisplayNamesAndOneSymbolizedMapping) {
+  FlameData d = load("gpt_train.aiflame");
+  perftools::profiles::Profile p;
+  ASSERT_TRUE(p.ParseFromString(pprof_profile_bytes(d)));
+  std::set<std::string> names;
+  for (const auto& f : p.function()) {
+    EXPECT_EQ(f.system_name(), 0) << p.string_table(f.name());
+    names.insert(p.string_table(f.name()));
+  }
+  EXPECT_TRUE(names.count("<module>"));
+  bool templates = false;
+  for (const auto& n : names) templates |= n.find("vectorized_elementwise_kernel<") != std::string::npos;
+  EXPECT_TRUE(templates);
+  ASSERT_EQ(p.mapping_size(), 1);
+  EXPECT_TRUE(p.mapping(0).has_functions());
+  EXPECT_NE(p.string_table(p.mapping(0).filename()), "");
+  for (const auto& l : p.location()) {
+    EXPECT_EQ(l.mapping_id(), p.mapping(0).id());
+    EXPECT_LT(l.address(), p.mapping(0).memory_limit());
+  }
 }
 
 TEST(PprofWriter, OutputIsGzip) {
