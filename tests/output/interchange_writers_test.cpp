@@ -182,6 +182,32 @@ TEST(FlameScopeWriter, OneEventPerSampleInTimeOrder) {
   EXPECT_EQ(written(FlameScopeWriter(), folded).rfind("# aiflame: the input has no sample times", 0), 0u);
 }
 
+// FlameScope's perf parser (app/perf/flame_graph.py) cuts a frame name at its first '+' and splits it
+// at "->"; its frame regex is ^[\t ]*[0-9a-fA-F]+ (.+) \((.*?)\)$ and the module picks the type
+// (app/common/libtype.py). tests/interop/check_flamescope.py runs that parser itself.
+TEST(FlameScopeWriter, NamesReachFlameScopeWholeAndTyped) {
+  FlameData d;
+  d.stacks = {{{{"python3", FrameKind::Process}, {"454", FrameKind::Process}, {"[libstdc++.so.6+0xecdb3]", FrameKind::Runtime},
+                {"std::shared_ptr<T>::operator->", FrameKind::Native}, {"step (train.py:3)", FrameKind::Python},
+                {"-", FrameKind::Separator}, {"gemm", FrameKind::GpuKernel}, {"selected", FrameKind::Stall}}, 1}};
+  std::string s = written(FlameScopeWriter(), d);
+  std::vector<std::string> lines;
+  std::istringstream in(s);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] == '\t') lines.push_back(line);
+  ASSERT_EQ(lines.size(), 6u);  // leaf first
+  EXPECT_EQ(lines[0], "\t0 selected ([gpu])");
+  EXPECT_EQ(lines[1], "\t0 gemm ([gpu])");
+  EXPECT_EQ(lines[2], "\t0 - ()");
+  EXPECT_EQ(lines[3], "\t0 step (train.py:3) (/tmp/perf-454.map)");
+  EXPECT_EQ(lines[4], "\t0 std::shared_ptr<T>::operator-\xEF\xBC\x9E (native)");
+  EXPECT_EQ(lines[5], "\t0 [libstdc\xEF\xBC\x8B\xEF\xBC\x8B.so.6\xEF\xBC\x8B" "0xecdb3] (runtime)");
+  for (const auto& l : lines) {
+    EXPECT_EQ(l.find('+'), std::string::npos) << l;
+    EXPECT_EQ(l.find("->"), std::string::npos) << l;
+  }
+}
+
 TEST(DiffWriter, NormalizedByTotalsWithBothCounts) {
   FlameData before = load("iaprof_interval.txt"), after = load("iaprof_current.txt");
   DiffData diff = make_diff(before, after);
