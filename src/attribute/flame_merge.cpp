@@ -35,6 +35,7 @@ void merge_flame(FlameData& into, FlameData from) {
   }
   shift_processes(from, process_base);
   for (auto& r : from.processes) into.processes.push_back(std::move(r));
+  into.user_frames.insert(from.user_frames.begin(), from.user_frames.end());
   uint64_t start = std::min(into.start_ns, from.start_ns);
   uint64_t shift_into = into.start_ns - start, shift_from = from.start_ns - start;
   for (auto& t : into.timeline) t.time_ns += shift_into;

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "attribute/process_row.h"
+#include "attribute/user_code.h"
 #include "symbolize/demangle.h"
 
 namespace aiflame {
@@ -147,6 +148,8 @@ const std::vector<Frame>& FrameBuilder::cpu_frames(uint32_t stack_id) {
       native.push_back(&native_frames(a));
       const ModuleRecord* m = sym_.module_of(a - 1);
       interp.push_back(m && is_interpreter_module(basename_of(m->path)));
+      if (m && is_user_native_module(m->path, process_name()))
+        for (const Frame& f : *native.back()) user_frames_.insert(f.name);
     }
     // Python replaces the interpreter's part of the native stack: keep the native frames on the leaf
     // side of the leaf-most interpreter frame (the extension code the Python code called into).
@@ -159,6 +162,7 @@ const std::vector<Frame>& FrameBuilder::cpu_frames(uint32_t stack_id) {
         const PyFrame& pf = s.python[i];
         std::string name = p_.str(pf.function) + " (" + python_file_name(p_.str(pf.file)) + ":" +
                            std::to_string(pf.line) + ")";
+        if (is_user_python_file(p_.str(pf.file))) user_frames_.insert(name);
         frames.push_back({std::move(name), FrameKind::Python});
       }
     }

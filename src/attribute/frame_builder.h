@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "attribute/attribution.h"
@@ -79,6 +80,7 @@ class FrameBuilder {
   LaunchIndex launches_;  // same composite ids as attribution's (both number p.kernels in order)
   std::unordered_map<uint32_t, std::vector<Frame>> cache_;
   std::unordered_map<uint64_t, std::vector<Frame>> native_cache_;
+  std::unordered_set<FrameName> user_frames_;  // FlameData::user_frames
   std::unique_ptr<GpuSymbolizer> own_gpu_;
   std::map<GpuPc, std::vector<Frame>> instruction_cache_;
   std::map<GpuPc, bool> has_lines_;

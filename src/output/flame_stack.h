@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "output/frame.h"
@@ -97,6 +98,9 @@ struct FlameData {
   // The recorded processes behind the picture with their totals, one per profile; stacks and kernel
   // spans point into it. Empty for inputs that name no process of their own (folded, iaprof).
   std::vector<ProcessRow> processes;
+  // Names of the CPU frames that are the user's own code (attribute/user_code.h), for the HTML
+  // report's launch sites; empty where the input does not tell (folded, iaprof).
+  std::unordered_set<FrameName> user_frames;
   uint64_t total() const {
     uint64_t t = 0;
     for (const auto& s : stacks) t += s.count;
