@@ -13,6 +13,7 @@
 #include "cli/output_file.h"
 #include "cli/input_files.h"
 #include "output/flame_filter.h"
+#include "output/fold_runs.h"
 #include <set>
 #include "cli/process_table.h"
 #include "cli/stream_hint.h"
@@ -59,6 +60,9 @@ void add_report_command(CLI::App& app, ReportArgs& a) {
   sub->add_option("--nvdisasm", a.nvdisasm,
                   "nvdisasm for SASS names not stored in the profile (default: PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)");
   sub->add_flag("-f,--force", a.force, "Overwrite the output file if it exists");
+  sub->add_flag("--fold-runs,!--no-fold-runs", a.fold_runs,
+                "Fold each run of 3 or more unsymbolized frames of one library ([libcublasLt.so.13+0x...]) into one "
+                "frame [libcublasLt.so.13: N frames]. Default: on for svg, html and speedscope, off for the rest");
 }
 
 int run_report(const ReportArgs& a) {
@@ -165,6 +169,8 @@ int run_report(const ReportArgs& a) {
   if (!summary.processes) summary.samples = samples;
   data.summary = summary;
   apply_filter(*filter, data);
+  if (a.fold_runs > 0 || (a.fold_runs == 0 && (format == "svg" || format == "html" || format == "speedscope")))
+    fold_library_runs(data);
   data.title = a.title.empty() ? "AI Flame Graph: " + data.process : a.title;
   data.subtitle = command + "  |  " + std::to_string(samples) + " GPU samples, " + std::to_string(kernels) + " kernels";
   if (a.output.empty()) {
