@@ -39,7 +39,7 @@ void merge_flame(FlameData& into, FlameData from) {
   uint64_t start = std::min(into.start_ns, from.start_ns);
   uint64_t shift_into = into.start_ns - start, shift_from = from.start_ns - start;
   for (auto& t : into.timeline) t.time_ns += shift_into;
-  for (auto& k : into.kernels) { k.start_ns += shift_into; k.end_ns += shift_into; }
+  for (auto& k : into.kernels) { k.start_ns += shift_into; k.end_ns += shift_into; k.launch_ns += shift_into; }
   uint64_t end = std::max(into.start_ns + into.duration_ns, from.start_ns + from.duration_ns);
 
   auto stack_base = static_cast<uint32_t>(into.stacks.size());
@@ -54,6 +54,7 @@ void merge_flame(FlameData& into, FlameData from) {
   for (auto& k : from.kernels) {
     k.start_ns += shift_from;
     k.end_ns += shift_from;
+    k.launch_ns += shift_from;
     if (k.cpu_stack >= 0) k.cpu_stack += cpu_base;
     into.kernels.push_back(std::move(k));
   }

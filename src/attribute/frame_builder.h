@@ -42,6 +42,9 @@ struct FrameOptions {
   // Fill FlameData's timeline, kernel spans and launch stacks (the writers that show time or devices
   // need them; they grow with the length of the run, so a folded or SVG report leaves them out).
   bool times = true;
+  // Each kernel span's launching thread and launch time (KernelSpan::launch_tid): the trace output's
+  // CPU tracks. The launch records are read again for it (LaunchRow keeps neither).
+  bool launch_threads = false;
 };
 
 struct GpuFrameStats {

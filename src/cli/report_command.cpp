@@ -134,6 +134,7 @@ int run_report(const ReportArgs& a) {
     fo.stalls = *parse_stall_leaves(a.stall_reasons);
     // The time series is also what --devices filters by.
     fo.times = writer->uses_times() || !filter->devices.empty();
+    fo.launch_threads = format == "trace";
     auto r = flame_from_profile_file(input, fo, GpuSymbolizerOptions{true, nvdisasm});
     if (!r) {
       std::cerr << "aiflame: " << r.error() << "\n";

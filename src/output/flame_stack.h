@@ -68,6 +68,8 @@ struct KernelSpan {
   int32_t cpu_stack = -1;  // index into FlameData::cpu_stacks, -1 when the launch is unknown
   uint32_t correlation_id = 0;
   uint32_t process = kNoProcess;  // index into FlameData::processes
+  uint32_t launch_tid = 0;  // the thread that launched it (0: not known), FrameOptions::launch_threads
+  uint64_t launch_ns = 0;   // when, since FlameData::start_ns (valid where launch_tid is)
 };
 
 // What the report's header says about the run(s) behind a picture.

@@ -149,15 +149,55 @@ TEST(TraceWriter, KernelsOnDeviceStreamTracksWithTheirSamples) {
   auto j = nlohmann::json::parse(s);
   size_t kernels = 0;
   uint64_t samples = 0;
+  const auto& frames = j["stackFrames"];
   for (const auto& e : j["traceEvents"]) {
-    if (e["ph"] != "X") continue;
+    if (e["ph"] == "M") continue;
+    EXPECT_NE(e["pid"].get<uint64_t>(), 0u);  // Perfetto takes pid 0 for the kernel's idle task
+    if (e["ph"] != "X" || e["cat"] != "kernel") continue;
     kernels++;
     samples += e["args"]["samples"].get<uint64_t>();
-    EXPECT_FALSE(e["args"]["launch_stack"].empty());
+    EXPECT_FALSE(e["args"].contains("launch_stack"));  // interned: "sf" names the leaf
+    // The launch stack, leaf to root: the demo's kernels are launched from main.
+    std::vector<std::string> stack;
+    for (std::string k = std::to_string(e["sf"].get<uint64_t>()); frames.contains(k);) {
+      stack.push_back(frames[k]["name"]);
+      k = frames[k].contains("parent") ? std::to_string(frames[k]["parent"].get<uint64_t>()) : "";
+    }
+    ASSERT_GE(stack.size(), 3u);
+    EXPECT_EQ(stack.back(), "aiflame_demo_matmul");
+    EXPECT_NE(std::find(stack.begin(), stack.end(), "main"), stack.end());
     EXPECT_GE(e["dur"].get<double>(), 0);
   }
   EXPECT_EQ(kernels, d.kernels.size());
   EXPECT_EQ(samples, d.total());  // every demo sample is attributed to a launch
+}
+
+// Launch slices on the launching threads, joined to their kernels by flows.
+TEST(TraceWriter, LaunchSlicesOnTheirThreadsWithFlowsToTheKernels) {
+  FlameData d = load("demo_matmul.aiflame");
+  ASSERT_FALSE(d.kernels.empty());
+  for (auto& k : d.kernels) k.launch_tid = 4242, k.launch_ns = k.start_ns > 5000 ? k.start_ns - 5000 : 0;
+  auto j = nlohmann::json::parse(written(TraceWriter(), d));
+  std::map<uint64_t, std::vector<nlohmann::json>> flows;
+  size_t launches = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "s" || e["ph"] == "f") flows[e["id"].get<uint64_t>()].push_back(e);
+    if (e["ph"] == "X" && e["cat"] == "launch") {
+      launches++;
+      EXPECT_EQ(e["tid"], 4242);
+      EXPECT_TRUE(j["stackFrames"].contains(std::to_string(e["sf"].get<uint64_t>())));
+    }
+  }
+  EXPECT_EQ(launches, d.kernels.size());  // the demo launches each kernel on its own
+  EXPECT_EQ(flows.size(), d.kernels.size());
+  for (const auto& [id, ends] : flows) {
+    ASSERT_EQ(ends.size(), 2u) << id;
+    EXPECT_EQ(ends[0]["ph"], "s");
+    EXPECT_EQ(ends[0]["tid"], 4242);
+    EXPECT_EQ(ends[1]["ph"], "f");
+    EXPECT_EQ(ends[1]["bp"], "e");
+    EXPECT_GE(ends[1]["tid"].get<uint64_t>(), 1000000000u);  // a GPU track
+  }
 }
 
 TEST(FlameScopeWriter, OneEventPerSampleInTimeOrder) {
