@@ -16,7 +16,7 @@ importer:
 - with launch records, every kernel is joined to its launch by a flow; no kernel repeats its
   launch stack in its args (they are interned).
 
-Usage: check_trace.py AIFLAME SOURCE_DIR.
+Usage: check_trace.py AIFLAME SOURCE_DIR [PROFILE...] (default: every fixture of tests/data).
 """
 import glob
 import json
@@ -108,7 +108,7 @@ def check(name, trace, folded_lines):
 
 
 with tempfile.TemporaryDirectory() as tmp:
-    inputs = sorted(glob.glob(os.path.join(SRC, "tests/data/*.aiflame"))) + [os.path.join(SRC, "tests/data/ddp")]
+    inputs = sys.argv[3:] or sorted(glob.glob(os.path.join(SRC, "tests/data/*.aiflame"))) + [os.path.join(SRC, "tests/data/ddp")]
     for path in inputs:
         name = os.path.basename(path)
         base = os.path.join(tmp, name)
