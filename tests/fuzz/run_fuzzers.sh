@@ -16,12 +16,15 @@ flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
 mapfile -t sources < <(awk '/^add_library\(aiflame_(format|core) STATIC/{on=1; next} on && /\)/{on=0} on' src/CMakeLists.txt |
                        tr -d ' ' | grep '\.cpp$' | sed 's#^#src/#')
 cmake -DDIR=src/output/html -DOUT=$out/generated/output/html_assets.h -P src/output/html/embed.cmake
+# pprof's schema, compiled by protoc as the CMake build does (protobuf_generate).
+protoc --cpp_out=$out/generated -Isrc src/output/profile.proto
+sources+=($out/generated/output/profile.pb.cc)
 mkdir -p $out/obj
 printf '%s\n' "${sources[@]}" | xargs -P "$(nproc)" -I{} sh -c \
   'o='$out'/obj/$(echo {} | tr / _).o; '"$CXX ${flags[*]} -I$out/generated"' -c {} -o "$o"'
 rm -f $out/libcore_fuzz.a
 ar rcs $out/libcore_fuzz.a $out/obj/*.o
-libs=($out/libcore_fuzz.a -ldw -lelf -lzstd -lz)
+libs=($out/libcore_fuzz.a -ldw -lelf -lzstd -lz -lprotobuf)
 for name in profile folded iaprof; do
   $CXX "${flags[@]}" tests/fuzz/${name}_reader_fuzz.cpp "${libs[@]}" -o $out/${name}_reader_fuzz &
 done
