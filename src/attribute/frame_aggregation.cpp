@@ -247,6 +247,7 @@ FlameData FrameBuilder::finish(const AttributionStats& stats) {
   for (const auto& b : p_.batches) end = std::max(end, b.timestamp);
   out.start_ns = start;
   out.duration_ns = end > start ? end - start : 0;
+  out.user_frames = user_frames_;
   if (!opt_.times) return out;
   std::unordered_map<uint32_t, std::string> kernel_names;
   std::map<uint32_t, std::vector<Frame>> roots;  // by device

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "attribute/process_row.h"
+#include "attribute/user_code.h"
 #include "symbolize/demangle.h"
 
 namespace aiflame {
@@ -152,6 +153,8 @@ const std::vector<Frame>& FrameBuilder::cpu_frames(uint32_t stack_id) {
       native.push_back(&native_frames(a));
       const ModuleRecord* m = sym_.module_of(a - 1);
       interp.push_back(m && is_interpreter_module(basename_of(m->path)));
+      if (m && is_user_native_module(m->path, process_name()))
+        for (const Frame& f : *native.back()) user_frames_.insert(f.name);
     }
     // Python replaces the interpreter's part of the native stack: keep the native frames on the leaf
     // side of the leaf-most interpreter frame (the extension code the Python code called into).
@@ -170,8 +173,10 @@ const std::vector<Frame>& FrameBuilder::cpu_frames(uint32_t stack_id) {
 }
 
 Frame FrameBuilder::python_frame(const PyFrame& pf) const {
-  return {p_.str(pf.function) + " (" + python_file_name(p_.str(pf.file)) + ":" + std::to_string(pf.line) + ")",
-          FrameKind::Python};
+  std::string name = p_.str(pf.function) + " (" + python_file_name(p_.str(pf.file)) + ":" + std::to_string(pf.line) + ")";
+  // The user's own frames (issue #26), forward and backward alike (issue #23).
+  if (is_user_python_file(p_.str(pf.file))) user_frames_.insert(name);
+  return {std::move(name), FrameKind::Python};
 }
 
 // A kernel launched by autograd's engine: the Python stack that called backward(), "[backward]", the

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "attribute/attribution.h"
@@ -41,6 +42,9 @@ struct FrameOptions {
   // Fill FlameData's timeline, kernel spans and launch stacks (the writers that show time or devices
   // need them; they grow with the length of the run, so a folded or SVG report leaves them out).
   bool times = true;
+  // Each kernel span's launching thread and launch time (KernelSpan::launch_tid): the trace output's
+  // CPU tracks. The launch records are read again for it (LaunchRow keeps neither).
+  bool launch_threads = false;
 };
 
 struct GpuFrameStats {
@@ -81,6 +85,7 @@ class FrameBuilder {
   LaunchIndex launches_;  // same composite ids as attribution's (both number p.kernels in order)
   std::unordered_map<uint32_t, std::vector<Frame>> cache_;
   std::unordered_map<uint64_t, std::vector<Frame>> native_cache_;
+  mutable std::unordered_set<FrameName> user_frames_;  // FlameData::user_frames (python_frame adds to it)
   std::unique_ptr<GpuSymbolizer> own_gpu_;
   std::map<GpuPc, std::vector<Frame>> instruction_cache_;
   std::map<GpuPc, bool> has_lines_;

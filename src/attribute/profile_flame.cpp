@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <thread>
+#include <unordered_map>
 
 #include "attribute/batch_pipeline.h"
 #include "symbolize/sass_cache.h"
@@ -85,6 +86,23 @@ Result<ProfileFlame> flame_from_profile_file(const std::string& path, FrameOptio
   out.stats = attributor->stats();
   attributor.reset();  // its executions (24 bytes a kernel) are not needed for the picture's stacks
   out.flame = fb.finish(out.stats);
+  if (options.launch_threads && !out.flame.kernels.empty()) {
+    // A graph's kernels share its launch's correlation id: one launch, several spans.
+    std::unordered_map<uint32_t, std::vector<uint32_t>> spans;  // correlation id -> kernel spans
+    for (uint32_t i = 0; i < out.flame.kernels.size(); i++)
+      if (out.flame.kernels[i].correlation_id) spans[out.flame.kernels[i].correlation_id].push_back(i);
+    const uint64_t start = out.flame.start_ns;
+    Status ls = for_each_launch(path, [&](const LaunchRecord& l) {
+      auto it = spans.find(l.correlation_id);
+      if (it == spans.end() || !l.tid) return;
+      for (uint32_t i : it->second) {
+        KernelSpan& k = out.flame.kernels[i];
+        k.launch_tid = l.tid;
+        k.launch_ns = l.timestamp > start ? l.timestamp - start : 0;
+      }
+    });
+    if (!ls) return Error{ls.error()};
+  }
   out.gpu = fb.gpu_stats();
   for (const auto& n : gpu.notes())
     if (std::find(out.gpu_notes.begin(), out.gpu_notes.end(), n) == out.gpu_notes.end()) out.gpu_notes.push_back(n);

@@ -44,6 +44,7 @@ struct ReportArgs {
   std::string nvdisasm;
   std::string stall_reasons = "all";
   bool force = false;
+  int fold_runs = 0;  // --fold-runs 1, --no-fold-runs -1, else by format (output/fold_runs.h)
 };
 
 struct DemoArgs {

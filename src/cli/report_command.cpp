@@ -17,6 +17,7 @@
 #include "cli/output_file.h"
 #include "cli/input_files.h"
 #include "flame/flame_filter.h"
+#include "output/fold_runs.h"
 #include <set>
 #include "cli/process_table.h"
 #include "cli/stream_hint.h"
@@ -63,6 +64,9 @@ void add_report_command(CLI::App& app, ReportArgs& a) {
   sub->add_option("--nvdisasm", a.nvdisasm,
                   "nvdisasm for SASS names not stored in the profile (default: PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)");
   sub->add_flag("-f,--force", a.force, "Overwrite the output file if it exists");
+  sub->add_flag("--fold-runs,!--no-fold-runs", a.fold_runs,
+                "Fold each run of 3 or more unsymbolized frames of one library ([libcublasLt.so.13+0x...]) into one "
+                "frame [libcublasLt.so.13: N frames]. Default: on for svg, html and speedscope, off for the rest");
 }
 
 int run_report(const ReportArgs& a) {
@@ -144,6 +148,7 @@ int run_report(const ReportArgs& a) {
     fo.stalls = *parse_stall_leaves(a.stall_reasons);
     // The time series is also what --devices filters by.
     fo.times = writer->uses_times() || !filter->devices.empty();
+    fo.launch_threads = format == "trace";
     auto r = flame_from_profile_file(*path, fo, GpuSymbolizerOptions{true, nvdisasm});
     if (!r) {
       std::cerr << "aiflame: " << in->own_error(r.error()) << "\n";
@@ -183,6 +188,8 @@ int run_report(const ReportArgs& a) {
   const uint64_t before_filter = data.total();
   const auto unmatched = unmatched_filter_items(*filter, data);
   apply_filter(*filter, data);
+  if (a.fold_runs > 0 || (a.fold_runs == 0 && (format == "svg" || format == "html" || format == "speedscope")))
+    fold_library_runs(data);
   const bool filtered_out = !filter->empty() && before_filter > 0 && data.total() == 0;
   if (!a.quiet && (filtered_out || !unmatched.empty())) {
     std::string items;

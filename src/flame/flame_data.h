@@ -5,6 +5,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "flame/frame.h"
@@ -67,6 +68,8 @@ struct KernelSpan {
   int32_t cpu_stack = -1;  // index into FlameData::cpu_stacks, -1 when the launch is unknown
   uint32_t correlation_id = 0;
   uint32_t process = kNoProcess;  // index into FlameData::processes
+  uint32_t launch_tid = 0;  // the thread that launched it (0: not known), FrameOptions::launch_threads
+  uint64_t launch_ns = 0;   // when, since FlameData::start_ns (valid where launch_tid is)
 };
 
 // What the report's header says about the run(s) behind a picture.
@@ -97,6 +100,9 @@ struct FlameData {
   // The recorded processes behind the picture with their totals, one per profile; stacks and kernel
   // spans point into it. Empty for inputs that name no process of their own (folded, iaprof).
   std::vector<ProcessRow> processes;
+  // Names of the CPU frames that are the user's own code (attribute/user_code.h), for the HTML
+  // report's launch sites; empty where the input does not tell (folded, iaprof).
+  std::unordered_set<FrameName> user_frames;
   uint64_t total() const {
     uint64_t t = 0;
     for (const auto& s : stacks) t += s.count;

@@ -35,10 +35,11 @@ void merge_flame(FlameData& into, FlameData from) {
   }
   shift_processes(from, process_base);
   for (auto& r : from.processes) into.processes.push_back(std::move(r));
+  into.user_frames.insert(from.user_frames.begin(), from.user_frames.end());
   uint64_t start = std::min(into.start_ns, from.start_ns);
   uint64_t shift_into = into.start_ns - start, shift_from = from.start_ns - start;
   for (auto& t : into.timeline) t.time_ns += shift_into;
-  for (auto& k : into.kernels) { k.start_ns += shift_into; k.end_ns += shift_into; }
+  for (auto& k : into.kernels) { k.start_ns += shift_into; k.end_ns += shift_into; k.launch_ns += shift_into; }
   uint64_t end = std::max(into.start_ns + into.duration_ns, from.start_ns + from.duration_ns);
 
   auto stack_base = static_cast<uint32_t>(into.stacks.size());
@@ -53,6 +54,7 @@ void merge_flame(FlameData& into, FlameData from) {
   for (auto& k : from.kernels) {
     k.start_ns += shift_from;
     k.end_ns += shift_from;
+    k.launch_ns += shift_from;
     if (k.cpu_stack >= 0) k.cpu_stack += cpu_base;
     into.kernels.push_back(std::move(k));
   }

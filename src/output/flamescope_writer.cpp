@@ -13,23 +13,37 @@ namespace aiflame {
 namespace {
 
 // perf script's layout keeps one frame per line; FlameScope reads the comm up to its first digit.
+// FlameScope's frame parser (app/perf/flame_graph.py, Netflix/flamescope at be26595) cuts a name at
+// its first '+' (perf's "sym+0xoff") and splits it at "->" (perf-map-agent's inlined frames): both
+// are written as their fullwidth forms, U+FF0B and U+FF1E, so that "[libstdc++.so.6+0xecdb3]" stays
+// one readable name instead of "[libstdc".
 std::string clean(std::string_view s) {
-  std::string o(s);
-  for (char& c : o)
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  std::string o;
+  o.reserve(s.size());
+  for (size_t i = 0; i < s.size(); i++) {
+    char c = s[i];
+    if (c == '\n' || c == '\r' || c == '\t') o += ' ';
+    else if (c == '+') o += "\xEF\xBC\x8B";                                   // U+FF0B FULLWIDTH PLUS SIGN
+    else if (c == '>' && i > 0 && s[i - 1] == '-') o += "\xEF\xBC\x9E";      // U+FF1E FULLWIDTH GREATER-THAN
+    else o += c;
+  }
   return o.empty() ? "[empty]" : o;
 }
 
-std::string_view module_of(FrameKind k) {
+// The "(module)" of a frame line, chosen for the type FlameScope gives it (app/common/libtype.py):
+// Python frames name the perf map that CPython's perf support (-X perf) writes, as perf script
+// shows them ("jit"); GPU frames "[gpu]" (a bracketed module is FlameScope's "kernel" type, drawn
+// apart from CPU code); native code "user"; aiflame's labels no module (no type).
+std::string module_of(FrameKind k, std::string_view pid) {
   switch (k) {
-    case FrameKind::Python: return "python";
+    case FrameKind::Python: return "/tmp/perf-" + std::string(pid) + ".map";
     case FrameKind::Native: return "native";
     case FrameKind::Runtime: return "runtime";
     case FrameKind::GpuKernel:
     case FrameKind::GpuSource:
     case FrameKind::GpuInstruction:
-    case FrameKind::Stall: return "gpu";
-    default: return "aiflame";
+    case FrameKind::Stall: return "[gpu]";
+    default: return "";
   }
 }
 
@@ -71,7 +85,7 @@ void FlameScopeWriter::write(const FlameData& data, std::ostream& out) const {
       auto r = std::to_chars(hex, hex + sizeof hex, addr, 16);
       body += '\t';
       body.append(hex, r.ptr);
-      body += ' ' + clean(n) + " (" + std::string(module_of(frames[i].kind)) + ")\n";
+      body += ' ' + clean(n) + " (" + module_of(frames[i].kind, pid) + ")\n";
     }
     for (uint64_t k = 0; k < p.count; k++, seq++) {
       double t = timed ? 1.0 + static_cast<double>(p.time_ns) / 1e9 +

@@ -287,6 +287,15 @@ nlohmann::json html_report_data(const FlameData& data) {
   j["kinds"] = kinds;
   j["names"] = names;
   j["frames"] = frames;
+  // The frames of the user's own code (launch sites); absent where the input does not tell.
+  if (!data.user_frames.empty()) {
+    std::vector<uint32_t> user;
+    for (const auto& [key, id] : frame_ids)
+      if ((key.second == FrameKind::Python || key.second == FrameKind::Native) &&
+          data.user_frames.count(FrameName(key.first)))
+        user.push_back(id);
+    j["user_frames"] = user;
+  }
   // The big arrays packed (pack_numbers): about half the bytes of decimal JSON, faster to load.
   j["stack_order"] = pack_numbers(order);  // sorted position -> stack index (the timeline's numbering)
   j["stack_pre"] = pack_numbers(stack_pre);

@@ -2,6 +2,7 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 #include <ostream>
@@ -9,50 +10,13 @@
 #include <unordered_map>
 
 #include "output/device_split.h"
+#include "output/profile.pb.h"
 
 namespace aiflame {
 
 namespace {
 
-// Protocol buffers' wire format, the three field shapes profile.proto needs.
-class Pb {
- public:
-  void varint(uint32_t field, uint64_t v) {
-    tag(field, 0);
-    raw_varint(v);
-  }
-  void bytes(uint32_t field, std::string_view s) {
-    tag(field, 2);
-    raw_varint(s.size());
-    buf_.append(s);
-  }
-  void message(uint32_t field, const Pb& m) { bytes(field, m.buf_); }
-  void packed(uint32_t field, const std::vector<uint64_t>& vs) {
-    Pb p;
-    for (uint64_t v : vs) p.raw_varint(v);
-    bytes(field, p.buf_);
-  }
-  const std::string& str() const { return buf_; }
-
- private:
-  void tag(uint32_t field, uint32_t wire) { raw_varint(uint64_t{field} << 3 | wire); }
-  void raw_varint(uint64_t v) {
-    while (v >= 0x80) buf_ += static_cast<char>((v & 0x7f) | 0x80), v >>= 7;
-    buf_ += static_cast<char>(v);
-  }
-  std::string buf_;
-};
-
-// Field numbers from profile.proto (github.com/google/pprof/blob/main/proto/profile.proto).
-enum ProfileField : uint32_t {
-  kSampleType = 1, kSample = 2, kLocation = 4, kFunction = 5, kStringTable = 6, kDurationNanos = 10,
-  kPeriodType = 11, kPeriod = 12, kComment = 13, kDefaultSampleType = 14
-};
-enum SampleField : uint32_t { kLocationId = 1, kValue = 2, kLabel = 3 };
-enum LabelField : uint32_t { kKey = 1, kStr = 2, kNum = 3 };
-enum LocationField : uint32_t { kLocId = 1, kAddress = 3, kLine = 4 };
-enum LineField : uint32_t { kFunctionId = 1, kLineNumber = 2 };
-enum FunctionField : uint32_t { kFnId = 1, kName = 2, kSystemName = 3, kFilename = 4 };
+namespace pb = perftools::profiles;
 
 struct Line {
   uint64_t function = 0;
@@ -60,23 +24,28 @@ struct Line {
   bool operator<(const Line& o) const { return std::tie(function, line) < std::tie(o.function, o.line); }
 };
 
+// The profile's string, function and location tables, each entry added once.
 class Builder {
  public:
-  uint64_t str(std::string_view s) {
-    auto [it, fresh] = strings_.try_emplace(std::string(s), strings_.size());
-    if (fresh) order_.push_back(&it->first);
+  explicit Builder(pb::Profile& p) : p_(p) { str(""); }  // string 0 is always ""
+
+  int64_t str(std::string_view s) {
+    auto [it, fresh] = strings_.try_emplace(std::string(s), static_cast<int64_t>(strings_.size()));
+    if (fresh) p_.add_string_table(it->first);
     return it->second;
   }
+  // `name` is the name as a user reads it (demangled, "<module>", template arguments kept).
+  // system_name stays unset: frames carry no mangled names, and pprof treats a function whose
+  // system_name equals its name as not yet demangled and "demangles" it again, rewriting
+  // "<module>" to "<unknown>" and dropping template arguments (go tool pprof, symbolizer.go).
   uint64_t function(std::string_view name, std::string_view file) {
     auto key = std::make_pair(str(name), str(file));
     auto [it, fresh] = functions_.try_emplace(key, functions_.size() + 1);
     if (fresh) {
-      Pb f;
-      f.varint(kFnId, it->second);
-      f.varint(kName, key.first);
-      f.varint(kSystemName, key.first);
-      if (key.second) f.varint(kFilename, key.second);
-      fn_msgs_.push_back(f);
+      pb::Function* f = p_.add_function();
+      f->set_id(it->second);
+      f->set_name(key.first);
+      f->set_filename(key.second);
     }
     return it->second;
   }
@@ -84,33 +53,28 @@ class Builder {
   uint64_t location(uint64_t address, const std::vector<Line>& lines) {
     auto [it, fresh] = locations_.try_emplace({address, lines}, locations_.size() + 1);
     if (fresh) {
-      Pb l;
-      l.varint(kLocId, it->second);
-      if (address) l.varint(kAddress, address);
+      pb::Location* l = p_.add_location();
+      l->set_id(it->second);
+      l->set_mapping_id(kMapping);
+      l->set_address(address);
+      max_address_ = std::max(max_address_, address);
       for (const auto& ln : lines) {
-        Pb m;
-        m.varint(kFunctionId, ln.function);
-        if (ln.line > 0) m.varint(kLineNumber, static_cast<uint64_t>(ln.line));
-        l.message(kLine, m);
+        pb::Line* m = l->add_line();
+        m->set_function_id(ln.function);
+        if (ln.line > 0) m->set_line(ln.line);
       }
-      loc_msgs_.push_back(l);
     }
     return it->second;
   }
-  void finish(Pb& profile) {
-    for (const auto& l : loc_msgs_) profile.message(kLocation, l);
-    for (const auto& f : fn_msgs_) profile.message(kFunction, f);
-    for (const auto* s : order_) profile.bytes(kStringTable, *s);
-  }
-
-  Builder() { str(""); }  // string 0 is always ""
+  uint64_t max_address() const { return max_address_; }
+  static constexpr uint64_t kMapping = 1;
 
  private:
-  std::unordered_map<std::string, uint64_t> strings_;
-  std::vector<const std::string*> order_;
-  std::map<std::pair<uint64_t, uint64_t>, uint64_t> functions_;
+  pb::Profile& p_;
+  std::unordered_map<std::string, int64_t> strings_;
+  std::map<std::pair<int64_t, int64_t>, uint64_t> functions_;
   std::map<std::pair<uint64_t, std::vector<Line>>, uint64_t> locations_;
-  std::vector<Pb> fn_msgs_, loc_msgs_;
+  uint64_t max_address_ = 0;
 };
 
 bool parse_hex(std::string_view s, uint64_t& v) {
@@ -206,17 +170,15 @@ std::vector<uint64_t> stack_locations(Builder& b, const FrameList& frames) {
 }  // namespace
 
 std::string pprof_profile_bytes(const FlameData& data) {
-  Builder b;
-  Pb profile;
-  auto value_type = [&](std::string_view type, std::string_view unit) {
-    Pb vt;
-    vt.varint(1, b.str(type));
-    vt.varint(2, b.str(unit));
-    return vt;
+  pb::Profile profile;
+  Builder b(profile);
+  auto value_type = [&](pb::ValueType* vt, std::string_view type, std::string_view unit) {
+    vt->set_type(b.str(type));
+    vt->set_unit(b.str(unit));
   };
   const bool timed = !data.kernels.empty();
-  profile.message(kSampleType, value_type("gpu_samples", "count"));
-  if (timed) profile.message(kSampleType, value_type("gpu_time", "nanoseconds"));
+  value_type(profile.add_sample_type(), "gpu_samples", "count");
+  if (timed) value_type(profile.add_sample_type(), "gpu_time", "nanoseconds");
   // Each kernel's GPU time, shared among the samples of that kernel.
   std::unordered_map<std::string, std::pair<double, uint64_t>> kernel_time;  // name -> (ns, samples)
   for (const auto& k : data.kernels) kernel_time[k.name].first += static_cast<double>(k.end_ns - std::min(k.start_ns, k.end_ns));
@@ -224,15 +186,15 @@ std::string pprof_profile_bytes(const FlameData& data) {
     int k = find_frame(s.frames, FrameKind::GpuKernel);
     if (k >= 0) kernel_time[s.frames[k].name].second += s.count;
   }
-  const uint64_t k_process = b.str("process"), k_stall = b.str("stall_reason"), k_device = b.str("device");
+  const int64_t k_process = b.str("process"), k_stall = b.str("stall_reason"), k_device = b.str("device");
   const bool devices = !data.timeline.empty();
   std::vector<std::vector<uint64_t>> locs(data.stacks.size());
   for (const auto& part : split_by_device(data)) {
     const auto& st = data.stacks[part.stack];
     if (locs[part.stack].empty()) locs[part.stack] = stack_locations(b, st.frames);
-    Pb s;
-    s.packed(kLocationId, locs[part.stack]);
-    std::vector<uint64_t> values{part.count};
+    pb::Sample* s = profile.add_sample();
+    for (uint64_t id : locs[part.stack]) s->add_location_id(id);
+    s->add_value(static_cast<int64_t>(part.count));
     if (timed) {
       int k = find_frame(st.frames, FrameKind::GpuKernel);
       double ns = 0;
@@ -240,14 +202,12 @@ std::string pprof_profile_bytes(const FlameData& data) {
         const auto& [t, n] = kernel_time[st.frames[k].name];
         if (n) ns = t * static_cast<double>(part.count) / static_cast<double>(n);
       }
-      values.push_back(static_cast<uint64_t>(ns + 0.5));
+      s->add_value(static_cast<int64_t>(ns + 0.5));
     }
-    s.packed(kValue, values);
-    auto label = [&](uint64_t key, std::string_view str) {
-      Pb l;
-      l.varint(kKey, key);
-      l.varint(kStr, b.str(str));
-      s.message(kLabel, l);
+    auto label = [&](int64_t key, std::string_view str) {
+      pb::Label* l = s->add_label();
+      l->set_key(key);
+      l->set_str(b.str(str));
     };
     std::string_view process = data.process;
     if (!st.frames.empty() && st.frames[0].kind == FrameKind::Process) process = st.frames[0].name;
@@ -255,20 +215,27 @@ std::string pprof_profile_bytes(const FlameData& data) {
     int stall = find_frame(st.frames, FrameKind::Stall);
     if (stall >= 0) label(k_stall, st.frames[stall].name);
     if (devices) {
-      Pb l;
-      l.varint(kKey, k_device);
-      l.varint(kNum, part.device);
-      s.message(kLabel, l);
+      pb::Label* l = s->add_label();
+      l->set_key(k_device);
+      l->set_num(part.device);
     }
-    profile.message(kSample, s);
   }
-  if (data.duration_ns) profile.varint(kDurationNanos, data.duration_ns);
-  profile.message(kPeriodType, value_type("gpu_samples", "count"));
-  profile.varint(kPeriod, 1);
-  if (!data.title.empty()) profile.packed(kComment, {b.str(data.title)});
-  profile.varint(kDefaultSampleType, b.str("gpu_samples"));
-  b.finish(profile);
-  return profile.str();
+  // One mapping, marked symbolized: without it pprof prints "Main binary filename not available."
+  // and tries to symbolize the addresses (GPU PC offsets) against local files.
+  pb::Mapping* m = profile.add_mapping();
+  m->set_id(Builder::kMapping);
+  m->set_memory_limit(b.max_address() + 1);
+  m->set_filename(b.str(data.process.empty() ? "aiflame" : data.process));
+  m->set_has_functions(true);
+  m->set_has_filenames(true);
+  m->set_has_line_numbers(true);
+  m->set_has_inline_frames(true);
+  if (data.duration_ns) profile.set_duration_nanos(static_cast<int64_t>(data.duration_ns));
+  value_type(profile.mutable_period_type(), "gpu_samples", "count");
+  profile.set_period(1);
+  if (!data.title.empty()) profile.add_comment(b.str(data.title));
+  profile.set_default_sample_type(b.str("gpu_samples"));
+  return profile.SerializeAsString();
 }
 
 std::string gzip_bytes(const std::string& raw) {

@@ -4,7 +4,9 @@
 // device functions where known); the stall reason is the leaf Location. The program and pid,
 // the "-" separator and the device become labels instead of frames.
 // Sample types: gpu_samples/count and, when kernel times are known, gpu_time/nanoseconds (each
-// kernel's GPU time shared among its samples).
+// kernel's GPU time shared among its samples). Encoded by the code protoc generates from
+// output/profile.proto; function names are display names (no system_name) and every Location is in
+// one symbolized Mapping, so that pprof shows the names as they are and looks for no binary.
 #pragma once
 #include <string>
 

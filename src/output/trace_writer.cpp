@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <ostream>
 #include <set>
+#include <tuple>
 
 #include "output/device_split.h"
 
@@ -48,39 +49,131 @@ std::vector<uint64_t> kernel_span_samples(const FlameData& data) {
   return out;
 }
 
+namespace {
+
+// Tracks of GPU streams are threads of the process that launched their kernels; their ids lie above
+// Linux's largest pid (pid_max is at most 2^22), so they never meet a real thread id.
+constexpr uint64_t kGpuTrackBase = 1000000000;
+uint64_t gpu_track(uint32_t device, uint32_t stream) { return kGpuTrackBase + uint64_t{device} * 1000000 + stream % 1000000; }
+
+// The launch stacks as one tree of frames ("stackFrames"): each event names its leaf ("sf").
+class StackFrames {
+ public:
+  // The node of the stack's leaf; frames root first.
+  uint64_t add(const std::vector<Frame>& frames) {
+    uint64_t parent = 0;  // 0: the root, not a node
+    for (const auto& f : frames) {
+      auto [it, fresh] = ids_.try_emplace({parent, f.name}, ids_.size() + 1);
+      if (fresh) {
+        nlohmann::json node{{"name", f.name}, {"category", std::string(frame_kind_name(f.kind))}};
+        if (parent) node["parent"] = parent;
+        nodes_[std::to_string(it->second)] = std::move(node);
+      }
+      parent = it->second;
+    }
+    return parent;
+  }
+  nlohmann::json take() { return std::move(nodes_); }
+
+ private:
+  std::map<std::pair<uint64_t, FrameName>, uint64_t> ids_;
+  nlohmann::json nodes_ = nlohmann::json::object();
+};
+
+}  // namespace
+
 void TraceWriter::write(const FlameData& data, std::ostream& out) const {
   using nlohmann::json;
   json events = json::array();
-  std::set<uint32_t> devices;
-  std::set<std::pair<uint32_t, uint32_t>> streams;
-  for (const auto& k : data.kernels) devices.insert(k.device), streams.insert({k.device, k.stream});
-  for (const auto& t : data.timeline) devices.insert(t.device);
-  for (uint32_t d : devices)
-    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", d}, {"args", {{"name", "GPU " + std::to_string(d)}}}});
-  for (const auto& [d, s] : streams)
-    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", d}, {"tid", s}, {"args", {{"name", "stream " + std::to_string(s)}}}});
+  auto pid_of = [&](uint32_t process) -> uint64_t {
+    if (process < data.processes.size() && data.processes[process].pid) return data.processes[process].pid;
+    return data.pid ? data.pid : 1;  // inputs that name no process: one of their own, never pid 0
+  };
+  // Processes with their names; GPU streams and launching threads as their threads.
+  std::map<uint64_t, std::string> processes;
+  std::set<std::tuple<uint64_t, uint32_t, uint32_t>> streams;  // (pid, device, stream)
+  std::set<std::pair<uint64_t, uint32_t>> threads;              // (pid, tid)
+  for (const auto& k : data.kernels) {
+    uint64_t pid = pid_of(k.process);
+    streams.insert({pid, k.device, k.stream});
+    if (k.launch_tid) threads.insert({pid, k.launch_tid});
+  }
+  for (size_t i = 0; i < data.processes.size(); i++) {
+    const auto& r = data.processes[i];
+    processes[pid_of(static_cast<uint32_t>(i))] = r.name + (r.rank >= 0 ? " (rank " + std::to_string(r.rank) + ")" : "");
+  }
+  for (const auto& [pid, device, stream] : streams)
+    if (!processes.count(pid)) processes[pid] = data.process.empty() ? "aiflame" : data.process;
+  for (const auto& [pid, name] : processes)
+    events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", name}}}});
+  for (const auto& [pid, tid] : threads)
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", tid},
+                      {"args", {{"name", tid == pid ? "main thread (launches)" : "thread " + std::to_string(tid) + " (launches)"}}}});
+  for (const auto& [pid, d, s] : streams) {
+    events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", gpu_track(d, s)},
+                      {"args", {{"name", "GPU " + std::to_string(d) + " stream " + std::to_string(s)}}}});
+    // GPU tracks below the process's threads.
+    events.push_back({{"name", "thread_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", gpu_track(d, s)},
+                      {"args", {{"sort_index", gpu_track(d, s)}}}});
+  }
+  StackFrames frames;
+  std::vector<uint64_t> leaf(data.cpu_stacks.size(), 0);
+  for (size_t i = 0; i < data.cpu_stacks.size(); i++) leaf[i] = frames.add(data.cpu_stacks[i]);
   auto span_samples = kernel_span_samples(data);
+  // One slice per launch call on its thread (a graph launch runs several kernels): only its entry
+  // time is recorded, so it lasts 1 us or until the thread's next launch.
+  std::map<std::tuple<uint64_t, uint32_t, uint64_t, uint32_t>, std::vector<size_t>> launches;  // (pid, tid, ts, corr)
   for (size_t i = 0; i < data.kernels.size(); i++) {
     const auto& k = data.kernels[i];
-    json stack = json::array();
-    if (k.cpu_stack >= 0 && static_cast<size_t>(k.cpu_stack) < data.cpu_stacks.size())
-      for (const auto& f : data.cpu_stacks[k.cpu_stack]) stack.push_back(f.name);
-    events.push_back({{"name", k.name},
-                      {"cat", "kernel"},
-                      {"ph", "X"},
-                      {"pid", k.device},
-                      {"tid", k.stream},
-                      {"ts", micros(k.start_ns)},
-                      {"dur", micros(k.end_ns - std::min(k.start_ns, k.end_ns))},
-                      {"args", {{"samples", span_samples[i]}, {"correlation_id", k.correlation_id}, {"launch_stack", std::move(stack)}}}});
+    if (k.launch_tid) launches[{pid_of(k.process), k.launch_tid, k.launch_ns, k.correlation_id}].push_back(i);
   }
-  // GPU samples per timeline bucket, per device.
-  std::map<std::pair<uint32_t, uint64_t>, uint64_t> per_time;
+  uint64_t flow = 0;
+  for (auto it = launches.begin(); it != launches.end(); ++it) {
+    const auto& [key, kernels] = *it;
+    const auto& [pid, tid, ts, corr] = key;
+    double dur = 1.0;
+    if (auto next = std::next(it); next != launches.end() && std::get<0>(next->first) == pid && std::get<1>(next->first) == tid)
+      dur = std::min(dur, micros(std::get<2>(next->first) - ts));
+    const KernelSpan& first = data.kernels[kernels[0]];
+    bool has_stack = first.cpu_stack >= 0 && static_cast<size_t>(first.cpu_stack) < data.cpu_stacks.size();
+    std::string name = has_stack && !data.cpu_stacks[first.cpu_stack].empty() ? data.cpu_stacks[first.cpu_stack].back().name.str() : "launch";
+    json e{{"name", name}, {"cat", "launch"}, {"ph", "X"}, {"pid", pid}, {"tid", tid}, {"ts", micros(ts)}, {"dur", dur},
+           {"args", {{"correlation_id", corr}, {"kernels", kernels.size()}}}};
+    if (has_stack) e["sf"] = leaf[first.cpu_stack];
+    events.push_back(std::move(e));
+    // A flow from the launch to each of its kernels (the "f" end binds to the kernel's slice).
+    for (size_t i : kernels) {
+      const auto& k = data.kernels[i];
+      ++flow;
+      events.push_back({{"name", "launch"}, {"cat", "launch"}, {"ph", "s"}, {"id", flow}, {"pid", pid}, {"tid", tid}, {"ts", micros(ts)}});
+      events.push_back({{"name", "launch"}, {"cat", "launch"}, {"ph", "f"}, {"bp", "e"}, {"id", flow}, {"pid", pid},
+                        {"tid", gpu_track(k.device, k.stream)}, {"ts", micros(k.start_ns)}});
+    }
+  }
+  for (size_t i = 0; i < data.kernels.size(); i++) {
+    const auto& k = data.kernels[i];
+    json e{{"name", k.name},
+           {"cat", "kernel"},
+           {"ph", "X"},
+           {"pid", pid_of(k.process)},
+           {"tid", gpu_track(k.device, k.stream)},
+           {"ts", micros(k.start_ns)},
+           {"dur", micros(k.end_ns - std::min(k.start_ns, k.end_ns))},
+           {"args", {{"samples", span_samples[i]}, {"correlation_id", k.correlation_id}, {"device", k.device}, {"stream", k.stream}}}};
+    if (k.cpu_stack >= 0 && static_cast<size_t>(k.cpu_stack) < data.cpu_stacks.size()) e["sf"] = leaf[k.cpu_stack];
+    events.push_back(std::move(e));
+  }
+  // GPU samples per timeline bucket, per process and device.
+  std::map<std::tuple<uint64_t, uint32_t, uint64_t>, uint64_t> per_time;
   if (!data.timeline.empty())
-    for (const auto& p : split_by_time(data)) per_time[{p.device, p.time_ns}] += p.count;
-  for (const auto& [key, n] : per_time)
-    events.push_back({{"name", "GPU samples"}, {"ph", "C"}, {"pid", key.first}, {"ts", micros(key.second)}, {"args", {{"samples", n}}}});
+    for (const auto& p : split_by_time(data)) per_time[{pid_of(data.stacks[p.stack].process), p.device, p.time_ns}] += p.count;
+  for (const auto& [key, n] : per_time) {
+    const auto& [pid, device, t] = key;
+    events.push_back({{"name", "GPU " + std::to_string(device) + " samples"}, {"ph", "C"}, {"pid", pid}, {"tid", 0}, {"ts", micros(t)},
+                      {"args", {{"samples", n}}}});
+  }
   json doc{{"traceEvents", std::move(events)},
+           {"stackFrames", frames.take()},
            {"displayTimeUnit", "ns"},
            {"otherData", {{"exporter", "aiflame"}, {"title", data.title}, {"process", data.process}, {"pid", data.pid},
                           {"start_ns", data.start_ns}}}};

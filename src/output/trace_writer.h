@@ -1,7 +1,10 @@
-// Chrome trace event JSON, as chrome://tracing and ui.perfetto.dev open it: each kernel execution a
-// complete ("X") event on a track per device (process) and stream (thread), its args holding the
-// launch stack (root first), the samples it received and its correlation id; a counter track per
-// device shows GPU samples per millisecond where the input has sample times.
+// Chrome trace event JSON, as ui.perfetto.dev and chrome://tracing open it. Each recorded process is
+// a process with its real pid: its launching threads (real tids) hold a slice per launch call, and a
+// thread per GPU stream (tid 10^9 + device * 10^6 + stream, above any real tid) holds each kernel
+// execution as a complete ("X") event with the samples it received and its correlation id. A flow
+// ("s" to "f") joins each launch to its kernels. Launch stacks are stored once, as the tree
+// "stackFrames", and events name their leaf ("sf"). A counter per process and device shows GPU
+// samples per millisecond where the input has sample times.
 #pragma once
 #include <cstdint>
 #include <vector>

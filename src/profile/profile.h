@@ -110,5 +110,7 @@ Result<Profile> parse_profile(const std::string& bytes, const std::string& name)
 // Reads the file again and hands each PC batch record to fn, in file order, without keeping them: a
 // report's memory then does not grow with the length of the run. The record passed is reused.
 Status for_each_batch(const std::string& path, const std::function<void(const PcBatchRecord&)>& fn);
+// The same for the launch records, whole (with the thread and time that LaunchRow leaves out).
+Status for_each_launch(const std::string& path, const std::function<void(const LaunchRecord&)>& fn);
 
 }  // namespace aiflame

@@ -56,12 +56,13 @@ bool read_one(ByteReader& r, R& rec) {
 }
 
 // What one pass over the chunks does with the records.
-enum class Pass { All, AllButBatches, OnlyBatches };
+enum class Pass { All, AllButBatches, OnlyBatches, OnlyLaunches };
 
 struct RecordSink {
   Profile& p;
   Pass pass;
   const std::function<void(const PcBatchRecord&)>* on_batch = nullptr;
+  const std::function<void(const LaunchRecord&)>* on_launch = nullptr;
   PcBatchRecord batch;  // reused: decoding into it keeps its sample vector's capacity
 };
 
@@ -76,6 +77,13 @@ bool parse_records(std::string_view raw, RecordSink& sink) {
     ByteReader r(payload);
     bool ok = true;
     auto kind = static_cast<RecordType>(type);
+    if (sink.pass == Pass::OnlyLaunches) {
+      if (kind != RecordType::Launch) continue;
+      LaunchRecord x;
+      if (!read_one(r, x)) return false;
+      (*sink.on_launch)(x);
+      continue;
+    }
     if (sink.pass == Pass::OnlyBatches) {
       if (kind != RecordType::PcBatch) continue;
       if (!read_one(r, sink.batch)) return false;
@@ -247,6 +255,15 @@ Status for_each_batch(const std::string& path, const std::function<void(const Pc
   if (!f) return Error{path + ": " + std::strerror(errno)};
   Profile scratch;
   RecordSink sink{scratch, Pass::OnlyBatches, &fn};
+  FileSource src(f.get());
+  return walk_chunks(src, path, sink);
+}
+
+Status for_each_launch(const std::string& path, const std::function<void(const LaunchRecord&)>& fn) {
+  std::unique_ptr<std::FILE, FileCloser> f(std::fopen(path.c_str(), "rb"));
+  if (!f) return Error{path + ": " + std::strerror(errno)};
+  Profile scratch;
+  RecordSink sink{scratch, Pass::OnlyLaunches, nullptr, &fn};
   FileSource src(f.get());
   return walk_chunks(src, path, sink);
 }

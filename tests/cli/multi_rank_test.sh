@@ -37,11 +37,17 @@ check "NCCL kernels sampled under NCCL's launch" 'grep -q "ncclLaunchKernel;-;nc
 check "all-reduce kernels of both ranks launched from c10d's reducer" \
   'python3 - "$T/ddp.trace.json" <<PY
 import json, sys
-ev = json.load(open(sys.argv[1]))
-ev = ev["traceEvents"] if isinstance(ev, dict) else ev
-ar = [e for e in ev if "AllReduce" in e.get("name", "")]
-pids = {e["args"]["launch_stack"][1] for e in ar}
-ok = len(ar) > 0 and pids == {"607", "608"} and all("c10d::Reducer::run_allreduce_hook" in e["args"]["launch_stack"] for e in ar)
+doc = json.load(open(sys.argv[1]))
+ev, frames = doc["traceEvents"], doc["stackFrames"]
+def stack(sf):  # the interned launch stack, leaf first
+    out, k = [], str(sf)
+    while k in frames:
+        out.append(frames[k]["name"])
+        k = str(frames[k].get("parent", ""))
+    return out
+ar = [e for e in ev if "AllReduce" in e.get("name", "") and e.get("ph") == "X"]
+pids = {e["pid"] for e in ar}
+ok = len(ar) > 0 and pids == {607, 608} and all("c10d::Reducer::run_allreduce_hook" in stack(e["sf"]) for e in ar)
 sys.exit(0 if ok else 1)
 PY'
 exit $fail

@@ -36,6 +36,9 @@ mapfile -t sources < <(awk '/^add_library\(aiflame_(format|core) STATIC/{on=1; n
                              on {l=$0; if (l ~ /\)/) {sub(/\).*/, "", l); on=0}; print l}' src/CMakeLists.txt |
                        tr -d ' ' | grep '\.cpp$' | sed 's#^#src/#')
 cmake -DDIR=src/output/html -DOUT=$out/generated/output/html_assets.h -P src/output/html/embed.cmake || exit 1
+# pprof's schema, compiled by protoc as the CMake build does (protobuf_generate).
+protoc --cpp_out=$out/generated -Isrc src/output/profile.proto || exit 1
+sources+=($out/generated/output/profile.pb.cc)
 mkdir -p $out/obj
 # An object is rebuilt when its source or any header under src/ is newer than it (a second run is quick;
 # remove build-fuzz/obj after changing the flags).
@@ -46,7 +49,7 @@ printf '%s\n' "${sources[@]}" | xargs -P "$(nproc)" -I{} sh -c \
   { echo "fuzzers: the sources do not build"; exit 1; }
 rm -f $out/libcore_fuzz.a
 ar rcs $out/libcore_fuzz.a $(printf "$out/obj/%s.o\n" $(printf '%s\n' "${sources[@]}" | tr / _))
-libs=($out/libcore_fuzz.a -ldw -lelf -lzstd -lz)
+libs=($out/libcore_fuzz.a -ldw -lelf -lzstd -lz -lprotobuf)
 wanted() { [ ${#only[@]} -eq 0 ] || [[ " ${only[*]} " == *" $1 "* ]]; }
 for h in "${harnesses[@]}"; do
   name=${h%%|*}

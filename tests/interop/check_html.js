@@ -7,7 +7,9 @@
 // per-process table has a row per rank and the imbalance line; un-checking rank 1 (or GPU 1) makes the
 // flame graph's and the tables' totals those of the folded output filtered to rank 0 (GPU 0) and
 // leaves one heatmap lane.
-// Usage: node check_html.js REPORT.html SAME.folded SHOTS_DIR FRAME_TO_CLICK SEARCH_TERM
+// With SITE_REGEX, every row of the launch-site table must match it (the user's own frames, not the
+// framework's).
+// Usage: node check_html.js REPORT.html SAME.folded SHOTS_DIR FRAME_TO_CLICK SEARCH_TERM [SITE_REGEX]
 //        node check_html.js --hostile REPORT.html SHOTS_DIR
 //        node check_html.js --timed REPORT.html SHOTS_DIR MAX_MS
 //        node check_html.js --ranks REPORT.html SHOTS_DIR RANK0.folded GPU0.folded
@@ -167,8 +169,15 @@ async function checkRanks(page, rank0, gpu0, shot) {
       return;
     }
 
-    const [, folded, , frame, term] = args;
+    const [, folded, , frame, term, siteRe] = args;
     const total0 = await page.evaluate(() => window.aiflame.total());
+    if (siteRe) {
+      const sites = await page.evaluate(() => Array.from(document.querySelectorAll('#t-sites tr'), (tr) => Array.from(tr.cells, (c) => c.textContent)));
+      const rows = sites.slice(1);
+      if (!rows.length || rows[0][0] === 'none') fail('the launch-site table is empty');
+      for (const row of rows) if (!new RegExp(siteRe).test(row[0])) fail(`launch site "${row[0]}" is not the user's code (${siteRe})`);
+      console.log(`check_html: ${rows.length} launch sites, top: ${rows.slice(0, 3).map((r) => `${r[0]} ${r[2]}`).join(', ')}`);
+    }
     // Click-zoom.
     let r = await page.evaluate((n) => window.aiflame.rectOf(n), frame);
     if (!r) fail(`frame ${frame} not drawn`);

@@ -24,8 +24,10 @@ for f in demo_matmul gpt_train; do
   "$AIFLAME" report "$SRC/tests/data/$f.aiflame" -q -o "$T/$f.html" || fail=$((fail + 1))
   "$AIFLAME" report "$SRC/tests/data/$f.aiflame" -q -o "$T/$f.folded" || fail=$((fail + 1))
 done
-run node "$DIR/check_html.js" "$T/demo_matmul.html" "$T/demo_matmul.folded" "$SHOTS" matmul_basic long_scoreboard
-run node "$DIR/check_html.js" "$T/gpt_train.html" "$T/gpt_train.folded" "$SHOTS" "step (gpt_train.py:19)" "gemm"
+# Launch sites: the demo's own functions; gpt_train.py's lines, never PyTorch's (bench/workloads/gpt_train.py).
+run node "$DIR/check_html.js" "$T/demo_matmul.html" "$T/demo_matmul.folded" "$SHOTS" matmul_basic long_scoreboard '^(main|multiply_\w+)$'
+run node "$DIR/check_html.js" "$T/gpt_train.html" "$T/gpt_train.folded" "$SHOTS" "step (gpt_train.py:19)" "gemm" ' \(gpt_train\.py:[0-9]+\)$'
+
 
 # Two ranks of a DDP job (and torchrun's agent): the rank/GPU selector against the folded output
 # filtered to rank 0 and to GPU 0.

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <map>
+#include <set>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -13,6 +15,7 @@
 #include "output/diff_writer.h"
 #include "output/flamescope_writer.h"
 #include "output/pprof_writer.h"
+#include "output/profile.pb.h"
 #include "output/speedscope_writer.h"
 #include "output/trace_writer.h"
 #include "test_util.h"
@@ -41,71 +44,23 @@ std::string written(const Writer& w, const FlameData& d) {
   return out.str();
 }
 
-// A minimal protobuf reader for the test: (field, wire type, value or bytes) of one message.
-struct PbField {
-  uint32_t field = 0, wire = 0;
-  uint64_t v = 0;
-  std::string bytes;
-};
-bool read_varint(const std::string& s, size_t& p, uint64_t& v) {
-  v = 0;
-  for (int shift = 0; p < s.size() && shift < 64; shift += 7) {
-    auto b = static_cast<unsigned char>(s[p++]);
-    v |= uint64_t{b & 0x7fu} << shift;
-    if (!(b & 0x80)) return true;
-  }
-  return false;
-}
-std::vector<PbField> fields(const std::string& s) {
-  std::vector<PbField> out;
-  for (size_t p = 0; p < s.size();) {
-    uint64_t tag = 0;
-    EXPECT_TRUE(read_varint(s, p, tag));
-    PbField f{static_cast<uint32_t>(tag >> 3), static_cast<uint32_t>(tag & 7), 0, {}};
-    if (f.wire == 0) EXPECT_TRUE(read_varint(s, p, f.v));
-    else if (f.wire == 2) {
-      uint64_t n = 0;
-      EXPECT_TRUE(read_varint(s, p, n));
-      EXPECT_LE(p + n, s.size());
-      f.bytes = s.substr(p, n);
-      p += n;
-    } else {
-      ADD_FAILURE() << "unexpected wire type " << f.wire;
-      break;
-    }
-    out.push_back(std::move(f));
-  }
-  return out;
-}
-
 TEST(PprofWriter, SampleTotalsAndStallLabelsMatchTheFlameData) {
   for (const char* fixture : {"demo_matmul.aiflame", "gpt_train.aiflame", "iaprof_current.txt"}) {
     FlameData d = load(fixture);
-    std::string raw = pprof_profile_bytes(d);
-    std::vector<std::string> strings;
-    for (const auto& f : fields(raw))
-      if (f.field == 6) strings.push_back(f.bytes);
+    perftools::profiles::Profile p;
+    ASSERT_TRUE(p.ParseFromString(pprof_profile_bytes(d))) << fixture;
+    const auto& strings = p.string_table();
     ASSERT_FALSE(strings.empty());
     EXPECT_EQ(strings[0], "");
     uint64_t total = 0;
     std::map<std::string, uint64_t> by_stall, want_by_stall;
-    for (const auto& f : fields(raw)) {
-      if (f.field != 2) continue;
-      uint64_t samples = 0;
+    for (const auto& s : p.sample()) {
+      ASSERT_EQ(s.value_size(), p.sample_type_size());
       std::string stall;
-      for (const auto& sf : fields(f.bytes)) {
-        if (sf.field == 2) {  // packed values: the first is gpu_samples
-          size_t p = 0;
-          ASSERT_TRUE(read_varint(sf.bytes, p, samples));
-        }
-        if (sf.field == 3) {
-          uint64_t key = 0, str = 0;
-          for (const auto& lf : fields(sf.bytes)) (lf.field == 1 ? key : lf.field == 2 ? str : key) = lf.field <= 2 ? lf.v : key;
-          if (strings.at(key) == "stall_reason") stall = strings.at(str);
-        }
-      }
-      total += samples;
-      by_stall[stall] += samples;
+      for (const auto& l : s.label())
+        if (strings.at(l.key()) == "stall_reason") stall = strings.at(l.str());
+      total += s.value(0);
+      by_stall[stall] += s.value(0);
     }
     EXPECT_EQ(total, d.total()) << fixture;
     for (const auto& s : d.stacks) want_by_stall[s.frames.at(find_frame(s.frames, FrameKind::Stall)).name] += s.count;
@@ -113,6 +68,30 @@ TEST(PprofWriter, SampleTotalsAndStallLabelsMatchTheFlameData) {
     EXPECT_EQ(by_stall, want_by_stall) << fixture;
   }
   check_golden("demo_matmul.pb", pprof_profile_bytes(load("demo_matmul.aiflame")));
+}
+
+// pprof re-demangles a function whose system_name equals its name; names must be the display names,
+// every location in the one mapping, marked symbolized (else pprof looks for the binary).
+TEST(PprofWriter, DisplayNamesAndOneSymbolizedMapping) {
+  FlameData d = load("gpt_train.aiflame");
+  perftools::profiles::Profile p;
+  ASSERT_TRUE(p.ParseFromString(pprof_profile_bytes(d)));
+  std::set<std::string> names;
+  for (const auto& f : p.function()) {
+    EXPECT_EQ(f.system_name(), 0) << p.string_table(f.name());
+    names.insert(p.string_table(f.name()));
+  }
+  EXPECT_TRUE(names.count("<module>"));
+  bool templates = false;
+  for (const auto& n : names) templates |= n.find("vectorized_elementwise_kernel<") != std::string::npos;
+  EXPECT_TRUE(templates);
+  ASSERT_EQ(p.mapping_size(), 1);
+  EXPECT_TRUE(p.mapping(0).has_functions());
+  EXPECT_NE(p.string_table(p.mapping(0).filename()), "");
+  for (const auto& l : p.location()) {
+    EXPECT_EQ(l.mapping_id(), p.mapping(0).id());
+    EXPECT_LT(l.address(), p.mapping(0).memory_limit());
+  }
 }
 
 TEST(PprofWriter, OutputIsGzip) {
@@ -170,15 +149,55 @@ TEST(TraceWriter, KernelsOnDeviceStreamTracksWithTheirSamples) {
   auto j = nlohmann::json::parse(s);
   size_t kernels = 0;
   uint64_t samples = 0;
+  const auto& frames = j["stackFrames"];
   for (const auto& e : j["traceEvents"]) {
-    if (e["ph"] != "X") continue;
+    if (e["ph"] == "M") continue;
+    EXPECT_NE(e["pid"].get<uint64_t>(), 0u);  // Perfetto takes pid 0 for the kernel's idle task
+    if (e["ph"] != "X" || e["cat"] != "kernel") continue;
     kernels++;
     samples += e["args"]["samples"].get<uint64_t>();
-    EXPECT_FALSE(e["args"]["launch_stack"].empty());
+    EXPECT_FALSE(e["args"].contains("launch_stack"));  // interned: "sf" names the leaf
+    // The launch stack, leaf to root: the demo's kernels are launched from main.
+    std::vector<std::string> stack;
+    for (std::string k = std::to_string(e["sf"].get<uint64_t>()); frames.contains(k);) {
+      stack.push_back(frames[k]["name"]);
+      k = frames[k].contains("parent") ? std::to_string(frames[k]["parent"].get<uint64_t>()) : "";
+    }
+    ASSERT_GE(stack.size(), 3u);
+    EXPECT_EQ(stack.back(), "aiflame_demo_matmul");
+    EXPECT_NE(std::find(stack.begin(), stack.end(), "main"), stack.end());
     EXPECT_GE(e["dur"].get<double>(), 0);
   }
   EXPECT_EQ(kernels, d.kernels.size());
   EXPECT_EQ(samples, d.total());  // every demo sample is attributed to a launch
+}
+
+// Launch slices on the launching threads, joined to their kernels by flows.
+TEST(TraceWriter, LaunchSlicesOnTheirThreadsWithFlowsToTheKernels) {
+  FlameData d = load("demo_matmul.aiflame");
+  ASSERT_FALSE(d.kernels.empty());
+  for (auto& k : d.kernels) k.launch_tid = 4242, k.launch_ns = k.start_ns > 5000 ? k.start_ns - 5000 : 0;
+  auto j = nlohmann::json::parse(written(TraceWriter(), d));
+  std::map<uint64_t, std::vector<nlohmann::json>> flows;
+  size_t launches = 0;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "s" || e["ph"] == "f") flows[e["id"].get<uint64_t>()].push_back(e);
+    if (e["ph"] == "X" && e["cat"] == "launch") {
+      launches++;
+      EXPECT_EQ(e["tid"], 4242);
+      EXPECT_TRUE(j["stackFrames"].contains(std::to_string(e["sf"].get<uint64_t>())));
+    }
+  }
+  EXPECT_EQ(launches, d.kernels.size());  // the demo launches each kernel on its own
+  EXPECT_EQ(flows.size(), d.kernels.size());
+  for (const auto& [id, ends] : flows) {
+    ASSERT_EQ(ends.size(), 2u) << id;
+    EXPECT_EQ(ends[0]["ph"], "s");
+    EXPECT_EQ(ends[0]["tid"], 4242);
+    EXPECT_EQ(ends[1]["ph"], "f");
+    EXPECT_EQ(ends[1]["bp"], "e");
+    EXPECT_GE(ends[1]["tid"].get<uint64_t>(), 1000000000u);  // a GPU track
+  }
 }
 
 TEST(FlameScopeWriter, OneEventPerSampleInTimeOrder) {
@@ -201,6 +220,32 @@ TEST(FlameScopeWriter, OneEventPerSampleInTimeOrder) {
   FlameData folded;
   folded.stacks = {{{{"p", FrameKind::Process}, {"f", FrameKind::Native}}, 3}};
   EXPECT_EQ(written(FlameScopeWriter(), folded).rfind("# aiflame: the input has no sample times", 0), 0u);
+}
+
+// FlameScope's perf parser (app/perf/flame_graph.py) cuts a frame name at its first '+' and splits it
+// at "->"; its frame regex is ^[\t ]*[0-9a-fA-F]+ (.+) \((.*?)\)$ and the module picks the type
+// (app/common/libtype.py). tests/interop/check_flamescope.py runs that parser itself.
+TEST(FlameScopeWriter, NamesReachFlameScopeWholeAndTyped) {
+  FlameData d;
+  d.stacks = {{{{"python3", FrameKind::Process}, {"454", FrameKind::Process}, {"[libstdc++.so.6+0xecdb3]", FrameKind::Runtime},
+                {"std::shared_ptr<T>::operator->", FrameKind::Native}, {"step (train.py:3)", FrameKind::Python},
+                {"-", FrameKind::Separator}, {"gemm", FrameKind::GpuKernel}, {"selected", FrameKind::Stall}}, 1}};
+  std::string s = written(FlameScopeWriter(), d);
+  std::vector<std::string> lines;
+  std::istringstream in(s);
+  for (std::string line; std::getline(in, line);)
+    if (!line.empty() && line[0] == '\t') lines.push_back(line);
+  ASSERT_EQ(lines.size(), 6u);  // leaf first
+  EXPECT_EQ(lines[0], "\t0 selected ([gpu])");
+  EXPECT_EQ(lines[1], "\t0 gemm ([gpu])");
+  EXPECT_EQ(lines[2], "\t0 - ()");
+  EXPECT_EQ(lines[3], "\t0 step (train.py:3) (/tmp/perf-454.map)");
+  EXPECT_EQ(lines[4], "\t0 std::shared_ptr<T>::operator-\xEF\xBC\x9E (native)");
+  EXPECT_EQ(lines[5], "\t0 [libstdc\xEF\xBC\x8B\xEF\xBC\x8B.so.6\xEF\xBC\x8B" "0xecdb3] (runtime)");
+  for (const auto& l : lines) {
+    EXPECT_EQ(l.find('+'), std::string::npos) << l;
+    EXPECT_EQ(l.find("->"), std::string::npos) << l;
+  }
 }
 
 TEST(DiffWriter, NormalizedByTotalsWithBothCounts) {

@@ -33,6 +33,12 @@
   const $ = (id) => document.getElementById(id);
   const frameName = (f) => D.names[D.frames[2 * f]];
   const frameKind = (f) => KINDS[D.frames[2 * f + 1]];
+  // The user's own frames (not the standard library, site-packages, frameworks or system libraries):
+  // a kernel's launch site is the deepest of them; inputs that do not tell fall back to the deepest
+  // Python or native frame.
+  const userFrames = D.user_frames ? new Set(D.user_frames) : null;
+  const isSite = (f, k) => (userFrames ? userFrames.has(f)
+    : (k === 'python' || k === 'native')) && !frameName(f).startsWith('__device_stub');
   const nameHash = (s) => { let h = 2166136261; for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619); return (h >>> 0) / 4294967295; };
   const colorCache = new Map();
   const colorOf = (f) => {
@@ -270,7 +276,7 @@
         if (k === 'separator') { afterSep = true; continue; }
         if (by[k] && !seen.has(k)) { seen.add(k); by[k].set(frameName(f), (by[k].get(frameName(f)) || 0) + w); }
         // nvcc's generated launch stubs are not what a user calls a launch site.
-        if (afterSep && site === null && (k === 'python' || k === 'native') && !frameName(f).startsWith('__device_stub')) site = frameName(f);
+        if (afterSep && site === null && isSite(f, k)) site = frameName(f);
       }
       if (site !== null) by.site.set(site, (by.site.get(site) || 0) + w);
     }
@@ -282,7 +288,7 @@
     }));
     table('t-lines', ['GPU source line', 'samples', '%'], top(by.gpu_source, 25).map(([k, v]) => [k, v, pct(v)]));
     table('t-stalls', ['stall reason', 'samples', '%'], top(by.stall, 40).map(([k, v]) => [k, v, pct(v)]));
-    table('t-sites', ['launch site (leaf-most CPU frame of user code)', 'samples', '%'], top(by.site, 25).map(([k, v]) => [k, v, pct(v)]));
+    table('t-sites', [userFrames ? 'launch site (deepest frame of your own code)' : 'launch site (deepest Python or native frame)', 'samples', '%'], top(by.site, 25).map(([k, v]) => [k, v, pct(v)]));
   }
 
   // ---- header and legend ----
