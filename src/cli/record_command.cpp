@@ -73,7 +73,13 @@ void add_record_command(CLI::App& app, RecordArgs& a) {
                   "0: no SASS names at record time")
       ->check(CLI::Range(0u, 86400u))->capture_default_str();
   sub->add_flag("-q,--quiet", a.quiet, "Print only errors");
-  sub->add_option("command", a.command, "The command to profile, after --")->required()->expected(-1);
+  sub->add_option("command", a.command, "The command to profile, after --")->expected(-1);
+  sub->add_option("--pid", a.pids, "Attach to running process(es) instead of starting one (repeat or comma-separate "
+                  "for several): no restart, no environment variable; needs ptrace (root, or the same user)")
+      ->delimiter(',')->check(CLI::PositiveNumber);
+  sub->add_option("--duration", a.duration_s, "With --pid: seconds to record, then detach (default: until Ctrl-C)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_flag("--wait", a.wait, "With --pid: wait for the process to create its CUDA context instead of refusing");
 }
 
 namespace {
@@ -160,6 +166,11 @@ int exit_status_of(int status) {
 }  // namespace
 
 int run_record(const RecordArgs& a) {
+  if (a.command.empty() == a.pids.empty()) {
+    std::cerr << (a.command.empty() ? "aiflame: record needs a command after -- (or --pid PID to attach to a running program)\n"
+                                    : "aiflame: record takes either a command or --pid, not both\n");
+    return 2;
+  }
   std::string lib = find_library(a);
   if (lib.empty() || !exists(lib)) {
     std::cerr << "aiflame: injection library libaiflame_cupti.so not found next to aiflame; pass --lib PATH or set AIFLAME_LIB\n";
@@ -193,6 +204,7 @@ int run_record(const RecordArgs& a) {
       return 2;
     }
   }
+  if (!a.pids.empty()) return run_attach(a, lib, output);
   time_t started = time(nullptr);
   auto t_start = std::chrono::steady_clock::now();
 

@@ -1,6 +1,7 @@
 // Settings of the injection library, passed by `aiflame record` through the environment.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 
 #include "record/stack_capture.h"
@@ -47,5 +48,7 @@ struct RecordOptions {
 // measurement switches AIFLAME_ACTIVITY_BUFFER_MB, AIFLAME_DEVICE_BUFFER_MB, AIFLAME_ACTIVITY_ZEROED=1,
 // AIFLAME_ACTIVITY_FLUSH_EVERY=N, AIFLAME_SKIP_LAUNCHES=1|2.
 RecordOptions record_options_from_env();
+// The same settings by name from `get` (attach passes them as text, not through the environment).
+RecordOptions record_options_from(const std::function<const char*(const char*)>& get);
 
 }  // namespace aiflame

@@ -88,6 +88,7 @@ bool load_cupti(CuptiApi* api, std::string* error) {
   api->cuptiGetGraphId = reinterpret_cast<decltype(&::cuptiGetGraphId)>(dlsym(h, "cuptiGetGraphId"));
   api->cuptiActivitySetAttribute =
       reinterpret_cast<decltype(&::cuptiActivitySetAttribute)>(dlsym(h, "cuptiActivitySetAttribute"));
+  api->cuptiFinalize = reinterpret_cast<decltype(&::cuptiFinalize)>(dlsym(h, "cuptiFinalize"));
   if (api->cuptiGetVersion(&api->version) != CUPTI_SUCCESS) {
     *error = "cuptiGetVersion failed in " + api->library_path;
     return false;

@@ -46,6 +46,8 @@ struct CuptiApi {
   decltype(&::cuptiGetGraphId) cuptiGetGraphId = nullptr;
   // Optional (activity buffer tuning is skipped when missing).
   decltype(&::cuptiActivitySetAttribute) cuptiActivitySetAttribute = nullptr;
+  // Optional (attach: detaching needs it).
+  decltype(&::cuptiFinalize) cuptiFinalize = nullptr;
 
   std::string library_path;
   uint32_t version = 0;

@@ -36,6 +36,16 @@ class CuptiBackend {
   // Windows mode: starts the thread that calls tick_windows(); stop() ends it.
   void start_window_thread();
 
+  // Attach to a running program (cupti_attach.cpp). The contexts that existed before start() (their
+  // CONTEXT_CREATED is long past): sampling is enabled on each with the context pushed on this thread.
+  void attach_contexts(const std::vector<CUcontext>& contexts);
+  // Contexts first seen in a launch callback (not primary ones): adopted here, off the launch path.
+  void adopt_pending_contexts();
+  // Ends what start() began and detaches CUPTI (cuptiFinalize, at a driver call's exit as CUPTI
+  // recommends, or from this thread when the program makes no call within 2 s); the program runs on.
+  void detach();
+  CUptiResult subscribe_result() const { return subscribe_result_; }
+
   // Entry points for CUPTI (static trampolines route here).
   void on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
   void on_activity_buffer(uint8_t* buffer, size_t valid_size);
@@ -65,6 +75,8 @@ class CuptiBackend {
     std::unique_ptr<SamplingWindows> windows;  // windows mode only
   };
   void context_created(CUcontext ctx);
+  void finalize_in_callback(const void* data);  // detach(): the first driver-call exit finalizes CUPTI
+  void unhook();  // the static trampolines stop routing to this backend
   void context_destroying(CUcontext ctx);
   void module_loaded(const CUpti_ModuleResourceData* m, CUcontext ctx);
   void graph_node(const CUpti_GraphData* g, bool cloned);
@@ -96,7 +108,12 @@ class CuptiBackend {
   std::map<uint32_t, std::unique_ptr<DeviceClaim>> claims_;  // per device ordinal, under contexts_mu_
   std::thread window_thread_;
   std::atomic<bool> window_thread_stop_{false};
-  std::vector<std::unique_ptr<Context>> retired_;  // replaced contexts, never freed while running
+  std::vector<std::unique_ptr<Context>> retired_;
+  // Attach (cupti_attach.cpp): unknown contexts seen at launches, under contexts_mu_; detach's handshake.
+  bool attach_mode_ = false;
+  std::set<CUcontext> pending_contexts_;
+  CUptiResult subscribe_result_ = CUPTI_SUCCESS;
+  std::atomic<bool> finalize_requested_{false}, finalizing_{false}, finalized_{false};  // replaced contexts, never freed while running
   // Validates context_of's per-thread cache: unique per backend (tests create several at one
   // address) and bumped when a context is replaced.
   std::atomic<uint64_t> generation_{next_generation() << 32};
