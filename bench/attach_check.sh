@@ -15,14 +15,14 @@ cycles=${CYCLES:-20}
 rm -rf "$out"
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
-W=bench/workloads/gpt_train.py
+W=${WORKLOAD:-bench/workloads/gpt_train.py}  # another program printing the same lines, for a dry run
 fail=0
 verdict() { if eval "$2"; then echo "PASS $1"; else echo "FAIL $1"; fail=1; fi; }
 threads() { ls "/proc/$1/task" 2>/dev/null | wc -l; }
-# Kernel shares of a folded flame graph: "kernel share" lines, largest first.
+# Kernel shares of a folded flame graph: "kernel<TAB>share" lines, largest first (names have spaces).
 kernel_shares() {
   awk '{ n = $NF; k = $0; sub(/.*;-;/, "", k); sub(/;.*/, "", k); sub(/_\[G\]$/, "", k); s[k] += n; t += n }
-       END { for (k in s) printf "%s %.4f\n", k, s[k] / t }' "$1" | sort -k2,2gr
+       END { for (k in s) printf "%s\t%.4f\n", k, s[k] / t }' "$1" | sort -t"$(printf '\t')" -k2,2gr
 }
 python_share() { awk '{ n = $NF; t += n; if ($0 ~ /py::/) p += n } END { printf "%.3f", t ? p / t : 0 }' "$1"; }
 # Waits until FILE has at least N "step" lines; prints nothing.
@@ -36,9 +36,9 @@ STEPS=300 "$bin/aiflame" record -q -f -o "$out/ref.aiflame" -- python3 $W >"$out
 kernel_shares "$out/ref.folded" >"$out/ref.shares"
 
 # --- 2. Attach for 5 s; a plain twin runs the same steps ------------------------------------------------------
-STEPS=2500 REPORT_EVERY=50 python3 $W >"$out/att.out" 2>"$out/att.err" &
+STEPS=1000 REPORT_EVERY=50 python3 $W >"$out/att.out" 2>"$out/att.err" &
 att=$!
-STEPS=2500 REPORT_EVERY=50 python3 $W >"$out/twin.out" 2>"$out/twin.err" &
+STEPS=1000 REPORT_EVERY=50 python3 $W >"$out/twin.out" 2>"$out/twin.err" &
 twin=$!
 wait_steps "$out/att.out" 4
 t0=$(date +%s.%N)
@@ -58,11 +58,11 @@ echo "Python share of samples: attach $(python_share "$out/att.folded"), record 
 echo
 echo "| kernel (top 8 of record -- CMD) | share, record -- CMD | share, attach 5 s |"
 echo "|---|---|---|"
-head -8 "$out/ref.shares" | while read -r k s; do
-  a=$(awk -v k="$k" '$1 == k {print $2}' "$out/att.shares")
+head -8 "$out/ref.shares" | while IFS="$(printf '\t')" read -r k s; do
+  a=$(awk -F'\t' -v k="$k" '$1 == k {print $2}' "$out/att.shares")
   printf "| %.70s | %.3f | %.3f |\n" "$k" "$s" "${a:-0}"
 done
-tvd=$(awk 'NR == FNR {r[$1] = $2; next} {a[$1] = $2} END {for (k in r) d += (r[k] > a[k] ? r[k] - a[k] : a[k] - r[k]);
+tvd=$(awk -F'\t' 'NR == FNR {r[$1] = $2; next} {a[$1] = $2} END {for (k in r) d += (r[k] > a[k] ? r[k] - a[k] : a[k] - r[k]);
            for (k in a) if (!(k in r)) d += a[k]; printf "%.3f", d / 2}' "$out/ref.shares" "$out/att.shares")
 echo
 echo "kernel mix distance (total variation, 0 = same shares, 1 = disjoint): $tvd"
@@ -90,14 +90,15 @@ STEPS=1000000 REPORT_EVERY=25 python3 $W >"$out/cyc.out" 2>"$out/cyc.err" &
 cyc=$!
 wait_steps "$out/cyc.out" 6
 base_threads=$(threads $cyc)
-echo "20 attach/detach cycles on pid $cyc (gpt_train.py, 25-step means of ms/step; $base_threads threads before the first attach)"
+echo "$cycles attach/detach cycles on pid $cyc (gpt_train.py, 25-step means of ms/step; $base_threads threads before the first attach)"
 echo
 echo "| cycle | ms/step before | during | after | threads after | samples | launches | aiflame exit | attach-to-detach s |"
 echo "|---|---|---|---|---|---|---|---|---|"
 worst=0
+: >"$out/cyc.ratios"
 for i in $(seq "$cycles"); do
   n0=$(grep -c '^step ' "$out/cyc.out")
-  before=$(mean_ms "$out/cyc.out" $((n0 - 2)) "$n0")
+  before=$(mean_ms "$out/cyc.out" $((n0 - 3)) "$n0")
   a0=$(date +%s.%N)
   "$bin/aiflame" record --pid $cyc --duration 1 --sass-timeout 0 -f -o "$out/cyc.aiflame" 2>"$out/cyc$i.err"
   rc=$?
@@ -112,14 +113,20 @@ for i in $(seq "$cycles"); do
   echo "| $i | $before | $during | $after | $th | ${s:-0} | ${l:-0} | $rc | $(awk "BEGIN{printf \"%.1f\", $a1 - $a0}") |"
   [ $rc -eq 0 ] || fail=1
   worst=$(awk -v w="$worst" -v b="$before" -v a="$after" 'BEGIN{r = b > 0 ? a / b : 0; print (r > w ? r : w)}')
+  echo "$before $after" >>"$out/cyc.ratios"
 done
 last_threads=$(threads $cyc)
 alive=$(kill -0 $cyc 2>/dev/null && echo yes || echo no)
 kill $cyc 2>/dev/null
 echo
-echo "largest after/before step-time ratio over the cycles: $worst; threads $base_threads before, $last_threads after"
+median() { sort -g | awk '{v[NR] = $1} END {print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
+mb=$(awk '{print $1}' "$out/cyc.ratios" | median)
+ma=$(awk '{print $2}' "$out/cyc.ratios" | median)
+ratio=$(awk -v a="$ma" -v b="$mb" 'BEGIN{printf "%.3f", (b > 0 ? a / b : 0)}')
+echo "ms/step before each attach: median $mb; after each detach: median $ma (ratio $ratio; the largest single-cycle"
+echo "after/before ratio of 75-step means: $worst); threads $base_threads before the first attach, $last_threads after the last"
 verdict "process alive after $cycles cycles" '[ $alive = yes ]'
-verdict "no slowdown that remains after detaching (after/before <= 1.10 in every cycle)" 'awk "BEGIN{exit !($worst <= 1.10)}"'
+verdict "no slowdown that remains after detaching (median after/before <= 1.05)" 'awk "BEGIN{exit !($ratio <= 1.05)}"'
 verdict "no thread left behind" '[ "$last_threads" -le "$base_threads" ]'
 echo "files in $out (att.svg: the attached flame graph)"
 exit $fail

@@ -171,6 +171,10 @@ int run_record(const RecordArgs& a) {
                                     : "aiflame: record takes either a command or --pid, not both\n");
     return 2;
   }
+  if (a.pids.empty() && (a.duration_s > 0 || a.wait)) {
+    std::cerr << "aiflame: --duration and --wait go with --pid (attaching to a running program)\n";
+    return 2;
+  }
   std::string lib = find_library(a);
   if (lib.empty() || !exists(lib)) {
     std::cerr << "aiflame: injection library libaiflame_cupti.so not found next to aiflame; pass --lib PATH or set AIFLAME_LIB\n";
