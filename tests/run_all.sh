@@ -1,21 +1,169 @@
 #!/usr/bin/env bash
-# Builds everything and runs every test: the release build, then the tests again under
-# AddressSanitizer and UndefinedBehaviorSanitizer, then the fuzzers for a bounded time.
-set -euo pipefail
+# Builds everything and runs every test, as CI does (`.ci/run` calls exactly this):
+#   deps     what the tests need beyond the README's build command: clang and libclang-rt-14-dev (the
+#            fuzzers), chromium, Node >= 20 and tests/interop's npm packages (the real-client checks),
+#            golang-go, protobuf and libunwind; installed with apt-get as root (or sudo -n), named otherwise
+#   build    the release build            ctest    its tests (ctest)
+#   asan     the ASan + UBSan build       ctest-asan   the tests again under the sanitizers
+#   fuzz     the libFuzzer harnesses, a bounded run each (tests/fuzz/run_fuzzers.sh)
+# Every stage runs even when an earlier one failed; the run ends with one line per stage and
+# "N passed, N failed", counting stages, and exits 1 when any stage failed. A check that was skipped
+# (a tool missing outside CI) is named in its stage's line; with CI set, a skip is a failure.
+# Knobs: AIFLAME_SKIP_SANITIZERS=1, AIFLAME_SKIP_FUZZ=1 (stages skipped by name; not allowed in CI),
+# AIFLAME_FUZZ_SECONDS (default 20), AIFLAME_NO_INSTALL=1 (check and name, never install).
+# Build logs go to build*/run_all_*.log; a failing stage prints its tail.
+set -uo pipefail
 cd "$(dirname "$0")/.."
+ROOT=$PWD
 jobs=$(nproc)
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$jobs"
-(cd build && ctest --output-on-failure -j"$jobs")
-if [ "${AIFLAME_SKIP_SANITIZERS:-0}" != 1 ]; then
+ci=${CI:+1}
+export DEBIAN_FRONTEND=noninteractive
+
+names=() results=()  # one per stage: "passed", "failed (...)", "skipped (...)"
+skipped_checks=()    # checks that did not run, by name
+stage() {  # stage NAME RESULT
+  names+=("$1")
+  results+=("$2")
+  echo "== $1: $2"
+}
+skip_stage() {  # skip_stage NAME WHY
+  skipped_checks+=("$1: $2")
+  if [ -n "$ci" ]; then stage "$1" "failed (skipped in CI: $2)"; else stage "$1" "skipped ($2)"; fi
+}
+log_tail() { [ -f "$1" ] && tail -40 "$1"; }
+
+# ---- deps ---------------------------------------------------------------------------------------
+# Debian packages of the README's build command, and those only the tests need.
+pkgs=(cmake g++ make pkg-config libdw-dev libelf-dev libzstd-dev zlib1g-dev liblzma-dev libbz2-dev
+      libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libbenchmark-dev python3
+      clang libclang-rt-14-dev chromium golang-go protobuf-compiler libprotobuf-dev libunwind-dev)
+node_dir=$ROOT/.tools/node  # Node >= 20 from the npm registry's `node` package when the system's is older
+node_ok() { command -v node >/dev/null && [ "$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)" -ge 20 ]; }
+as_root() {
+  if [ "$(id -u)" = 0 ]; then "$@"; elif sudo -n true 2>/dev/null; then sudo -n "$@"; else return 1; fi
+}
+deps() {
+  local missing=() p problems=()
+  for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+  # Debian 12's nodejs is 18 (playwright-core 1.65 needs 20): its npm only installs the `node` package.
+  [ -x "$node_dir/node_modules/.bin/node" ] && export PATH="$node_dir/node_modules/.bin:$PATH"
+  if ! node_ok && ! command -v npm >/dev/null; then missing+=(npm); fi
+  if [ ${#missing[@]} -gt 0 ] && [ "${AIFLAME_NO_INSTALL:-0}" != 1 ]; then
+    echo "installing: ${missing[*]}"
+    if as_root apt-get update -qq && as_root apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null; then
+      missing=()
+    fi
+  fi
+  for p in "${missing[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || problems+=("$p (apt-get install -y $p)"); done
+  if ! node_ok && command -v npm >/dev/null && [ "${AIFLAME_NO_INSTALL:-0}" != 1 ]; then
+    echo "installing Node 20 into $node_dir (npm install node@20)"
+    npm install --prefix "$node_dir" --no-audit --no-fund --loglevel=error node@20 >/dev/null &&
+      export PATH="$node_dir/node_modules/.bin:$PATH"
+  fi
+  node_ok || problems+=("Node >= 20 (found: $(node --version 2>/dev/null || echo none))")
+  if node_ok && command -v npm >/dev/null; then
+    # npm ci again only when the lock file changed since the last one.
+    if ! cmp -s tests/interop/package-lock.json tests/interop/node_modules/.package-lock.json.ci 2>/dev/null; then
+      if (cd tests/interop && npm ci --no-audit --no-fund --loglevel=error >/dev/null); then
+        cp tests/interop/package-lock.json tests/interop/node_modules/.package-lock.json.ci
+      else
+        problems+=("tests/interop npm packages ((cd tests/interop && npm ci) failed)")
+      fi
+    fi
+  else
+    problems+=("tests/interop npm packages (needs npm and Node >= 20)")
+  fi
+  test -f /usr/local/cuda/include/cupti.h || problems+=("CUDA 13 headers under /usr/local/cuda (the CUDA toolkit)")
+  if [ ${#problems[@]} -eq 0 ]; then
+    stage deps passed
+  else
+    printf '  missing: %s\n' "${problems[@]}"
+    # Outside CI the checks that need them are skipped, and named below.
+    skip_stage deps "missing: $(IFS=';'; echo "${problems[*]}")"
+  fi
+}
+deps
+
+# ---- ctest with skips named ----------------------------------------------------------------------
+# ctest_stage NAME DIR [ctest args]: ctest's exit 77 is a skip; it is named (and fails the stage in CI).
+ctest_stage() {
+  local name=$1 dir=$2
+  shift 2
+  local log=$dir/run_all_ctest.log
+  if [ ! -d "$dir" ]; then stage "$name" "failed (no build in $dir)"; return; fi
+  (cd "$dir" && ctest --output-on-failure --no-tests=error -j"$jobs" "$@") 2>&1 | tee "$log"
+  local status=${PIPESTATUS[0]}
+  local skips
+  skips=$(sed -n 's/^[[:space:]]*[0-9]* - \(.*\) (Skipped)$/\1/p' "$log" | tr '\n' ' ' | sed 's/ $//')
+  local summary
+  summary=$(grep -E 'tests passed' "$log" | tail -1 | sed 's/^[0-9]*% tests passed, //')
+  if [ -n "$skips" ]; then skipped_checks+=("$name: $skips"); fi
+  if [ "$status" -ne 0 ]; then
+    stage "$name" "failed ($summary; $(sed -n 's/^[[:space:]]*[0-9]* - \(.*\) (\(Failed\|Timeout\|Not Run\|SEGFAULT\|Subprocess aborted\|Child aborted\|Exception\))$/\1/p' "$log" | tr '\n' ' ' | sed 's/ $//'))"
+  elif [ -n "$skips" ] && [ -n "$ci" ]; then
+    stage "$name" "failed (skipped in CI: $skips)"
+  elif [ -n "$skips" ]; then
+    stage "$name" "passed with skips (skipped: $skips)"
+  else
+    stage "$name" "passed (${summary:-no summary})"
+  fi
+}
+
+
+# ---- build, ctest -----------------------------------------------------------------------------------
+if cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >build.configure.log 2>&1 && mv build.configure.log build/run_all_configure.log &&
+   cmake --build build -j"$jobs" >build/run_all_build.log 2>&1; then
+  stage build passed
+else
+  log_tail build.configure.log; log_tail build/run_all_build.log
+  stage build "failed (see build/run_all_build.log)"
+fi
+ctest_stage ctest build
+
+# ---- asan, ctest-asan -------------------------------------------------------------------------------
+if [ "${AIFLAME_SKIP_SANITIZERS:-0}" = 1 ]; then
+  skip_stage asan "AIFLAME_SKIP_SANITIZERS=1"
+  skip_stage ctest-asan "AIFLAME_SKIP_SANITIZERS=1"
+else
   # Benchmarks (and their smoke tests) run in the release build only.
-  cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DAIFLAME_SANITIZE=ON -DAIFLAME_BENCHMARKS=OFF >/dev/null
-  cmake --build build-asan -j"$jobs" --target aiflame_tests aiflame aiflame_cupti
-  # The python_frames probe is loaded into an uninstrumented interpreter; it runs in the release build only.
-  (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-     ctest --output-on-failure -j"$jobs" -E python_frames)
+  if cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DAIFLAME_SANITIZE=ON -DAIFLAME_BENCHMARKS=OFF >build-asan.configure.log 2>&1 &&
+     mv build-asan.configure.log build-asan/run_all_configure.log &&
+     cmake --build build-asan -j"$jobs" --target aiflame_tests aiflame aiflame_cupti >build-asan/run_all_build.log 2>&1; then
+    stage asan passed
+  else
+    log_tail build-asan.configure.log; log_tail build-asan/run_all_build.log
+    stage asan "failed (see build-asan/run_all_build.log)"
+  fi
+  # The python_frames and torch_api probes are loaded into an uninstrumented interpreter; they run in the release build only.
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest_stage ctest-asan build-asan -E 'python_frames|torch_api'
 fi
-# Fuzzers (libFuzzer with ASan and UBSan), a bounded run each over the committed corpus.
-if [ "${AIFLAME_SKIP_FUZZ:-0}" != 1 ]; then
-  bash tests/fuzz/run_fuzzers.sh "${AIFLAME_FUZZ_SECONDS:-20}"
+
+# ---- fuzz -------------------------------------------------------------------------------------------
+if [ "${AIFLAME_SKIP_FUZZ:-0}" = 1 ]; then
+  skip_stage fuzz "AIFLAME_SKIP_FUZZ=1"
+elif ! command -v clang++ >/dev/null || ! dpkg -s libclang-rt-14-dev >/dev/null 2>&1; then
+  skip_stage fuzz "needs clang and libclang-rt-14-dev"
+else
+  mkdir -p build-fuzz
+  if bash tests/fuzz/run_fuzzers.sh "${AIFLAME_FUZZ_SECONDS:-20}" 2>&1 | tee build-fuzz/run_all_fuzz.log; then
+    stage fuzz "passed ($(grep -E '^fuzzers:' build-fuzz/run_all_fuzz.log | tail -1 | sed 's/^fuzzers: //'))"
+  else
+    stage fuzz "failed ($(grep -E '^fuzzers:' build-fuzz/run_all_fuzz.log | tail -1 | sed 's/^fuzzers: //'))"
+  fi
 fi
+
+# ---- summary ----------------------------------------------------------------------------------------
+echo
+echo "== summary (stages)"
+passed=0 failed=0
+for i in "${!names[@]}"; do
+  printf '%-11s %s\n' "${names[$i]}" "${results[$i]}"
+  case ${results[$i]} in
+    passed*) passed=$((passed + 1)) ;;
+    skipped*) ;;
+    *) failed=$((failed + 1)) ;;
+  esac
+done
+for s in "${skipped_checks[@]}"; do echo "SKIPPED $s"; done
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

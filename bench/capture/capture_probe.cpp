@@ -1,23 +1,35 @@
-// The launch-capture benchmark, run inside a real CPython: capture_bench.py calls aiflame_bench_init
-// with the GIL held (so PythonFrames validates its in-place layout against the C API), then, 20
-// Python frames deep and with the GIL released like PyTorch around a launch, aiflame_bench_run,
-// which recurses 40 native frames and runs the Google Benchmark loop at the bottom. Every
-// benchmark therefore captures a real stack: 20 interpreter frames walked in place, and a native
-// stack of 40 frames plus the benchmark runner, ctypes and the interpreter below them.
+// The launch-capture benchmark, run inside a real CPython: capture_bench.py calls, 20 Python frames
+// deep and with the GIL released like PyTorch around a launch, aiflame_bench_run (which validates
+// PythonFrames' in-place layout under the GIL first). That recurses 40 native frames through three
+// libraries built from tests/record/unwind/chain.cpp (without frame pointers, with them, with them
+// and no CFI: PyTorch's mix) and runs the Google Benchmark loop at the bottom. Every benchmark
+// therefore captures a real stack: 20 interpreter frames walked in place, and a native stack of the
+// 40 frames, ctypes, libffi and the interpreter below them (the probe's own frames are trimmed, as
+// the recorder trims its own), unwound at every launch.
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <execinfo.h>
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <memory>
+#include <thread>
+#include <vector>
 
 #include "profile/profile_writer.h"
+#include "record/autograd/autograd_tracker.h"
 #include "record/module_map.h"
 #include "record/python_frames.h"
 #include "record/stack_capture.h"
 #include "record/string_table.h"
+#include "record/unwind/object_table.h"
+#include "record/unwind/unwinder.h"
+
+extern "C" int chain_nofp(int depth, int (*cb)(void*), void* arg);
 
 namespace aiflame {
 namespace {
@@ -48,72 +60,149 @@ struct Capturer {
   }
 };
 
-// The one call site of every capture, like the driver callback: a site whose native stack ever
-// changes is unwound at every launch, so the benchmarks must not capture from two places.
-__attribute__((noinline)) StackCapture::Result launch(Capturer& c, uint64_t site) {
+// The call sites of every capture, like the driver callback reached from four call paths of a
+// training step: every launch is unwound, so the four paths give four stacks, each interned once.
+template <int Path>
+__attribute__((noinline)) StackCapture::Result launch_from(Capturer& c, uint64_t site) {
   StackCapture::Result r = c.capture.capture(site);
   benchmark::DoNotOptimize(r);
   return r;
 }
+using LaunchFn = StackCapture::Result (*)(Capturer&, uint64_t);
+constexpr LaunchFn kPaths[4] = {launch_from<0>, launch_from<1>, launch_from<2>, launch_from<3>};
+StackCapture::Result launch(Capturer& c, uint64_t i) { return kPaths[i & 3](c, 0x1000 + (i & 3)); }
 
 int g_python_frames = 0;  // what PythonFrames sees at the bottom, reported with every benchmark
+int g_native_frames = 0;  // what the launch's native walk returns below the capture
 
 void report_shape(benchmark::State& state) {
-  void* frames[512];
   state.counters["py_frames"] = g_python_frames;
-  state.counters["native_frames"] = backtrace(frames, 512);
+  state.counters["native_frames"] = g_native_frames;
 }
 
-// Steady state: one launch site seen again and again (sampled policy: re-unwound at hits 2^k only).
-void BM_CaptureCachedSite(benchmark::State& state) {
-  Capturer c(UnwindPolicy::Sampled);
-  uint64_t unwound = 0;
-  for (auto _ : state) unwound += launch(c, 0x1000).unwound;
-  state.counters["unwound"] = static_cast<double>(unwound);
+// Until the background thread has built the rows of every object on the stack, a launch falls back
+// to backtrace(): launch until 1000 in a row took the fast walk (the steady state being measured).
+uint64_t warm_up(Capturer& c) {
+  uint64_t quiet = 0, i = 0;
+  for (int spins = 0; quiet < 1000 && spins < 100000; spins++) {
+    uint64_t before = c.capture.fallbacks();
+    launch(c, i++);
+    if (c.capture.fallbacks() != before) {
+      quiet = 0;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    } else {
+      quiet++;
+    }
+  }
+  return c.capture.fallbacks();
+}
+
+// The frames a capture keeps: the walk from here less its leading frames in this library.
+int captured_native_frames() {
+  uint64_t frames[256], lo = 0, hi = 0;
+  unwind::WalkStatus st;
+  int n = unwind::unwind_here(frames, 256, &st);
+  find_module_range("libaiflame_capture_bench", &lo, &hi);
+  int first = 0;
+  while (first < n && frames[first] >= lo && frames[first] < hi) first++;
+  return n - first;
+}
+
+// Every launch timed on its own (steady_clock around it, the clock's own cost measured and taken
+// off): the distribution whose median and p99 the issue budgets. The last run's samples are kept.
+std::vector<double> g_launch_ns;
+double g_clock_ns = 0;
+uint64_t g_warmup_fallbacks = 0, g_steady_fallbacks = 0;
+
+void BM_CaptureEveryLaunch(benchmark::State& state) {
+  Capturer c(UnwindPolicy::Always);
+  g_warmup_fallbacks = warm_up(c);
+  g_native_frames = captured_native_frames();
+  std::vector<double> clock;
+  for (int i = 0; i < 10000; i++) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto t1 = std::chrono::steady_clock::now();
+    clock.push_back(static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()));
+  }
+  std::nth_element(clock.begin(), clock.begin() + clock.size() / 2, clock.end());
+  g_clock_ns = clock[clock.size() / 2];
+  std::vector<double> ns;
+  ns.reserve(static_cast<size_t>(state.max_iterations));
+  uint64_t i = 0, before = c.capture.fallbacks();
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    launch(c, i++);
+    auto t1 = std::chrono::steady_clock::now();
+    ns.push_back(static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()) - g_clock_ns);
+  }
+  g_steady_fallbacks = c.capture.fallbacks() - before;
+  g_launch_ns = std::move(ns);
+  state.counters["fallbacks"] = static_cast<double>(g_steady_fallbacks);
   report_shape(state);
 }
-BENCHMARK(BM_CaptureCachedSite);
+BENCHMARK(BM_CaptureEveryLaunch)->Iterations(200000);
 
-// First sight: every launch is a new site, so every launch is unwound and its stack looked up.
-void BM_CaptureFirstSight(benchmark::State& state) {
-  Capturer c(UnwindPolicy::Sampled);
-  uint64_t site = 0x1000;
-  for (auto _ : state) launch(c, ++site);
-  report_shape(state);
+// The native walk alone (no Python frames, no interning), from the same depth.
+__attribute__((noinline)) int walk_here() {
+  uint64_t frames[256];
+  unwind::WalkStatus st;
+  int n = unwind::unwind_here(frames, 256, &st);
+  benchmark::DoNotOptimize(frames);
+  return st.needs_fallback() ? -1 : n;
 }
-BENCHMARK(BM_CaptureFirstSight);
+void BM_NativeWalkOnly(benchmark::State& state) {
+  unwind::ObjectTable::instance().build_all_now();
+  int n = 0;
+  for (auto _ : state) n = walk_here();
+  state.counters["frames"] = n;
+}
+BENCHMARK(BM_NativeWalkOnly);
 
-// A training run: `steps` steps of `sites` distinct launch sites each (a GPT step launches about
-// 420 kernels from about as many sites), with a fresh capture per run, so the mix of first sights,
-// power-of-two re-unwinds and cached hits is that of a real run of this length.
+// glibc's backtrace() from the same depth, side by side (the unwinder of the fallback, and of the
+// recorder before issue 22).
+__attribute__((noinline)) int backtrace_here() {
+  void* frames[256];
+  int n = backtrace(frames, 256);
+  benchmark::DoNotOptimize(frames);
+  return n;
+}
+void BM_GlibcBacktraceOnly(benchmark::State& state) {
+  int n = 0;
+  for (auto _ : state) n = backtrace_here();
+  state.counters["frames"] = n;
+}
+BENCHMARK(BM_GlibcBacktraceOnly);
+
+// A training run: `steps` steps of `sites` launches each from the four paths, with a fresh capture
+// per run (its per-thread and shared stack tables start empty), every launch unwound.
 void BM_CaptureTrainingRun(benchmark::State& state) {
   const int steps = static_cast<int>(state.range(0)), sites = static_cast<int>(state.range(1));
-  uint64_t launches = 0, unwound = 0;
+  uint64_t launches = 0;
   for (auto _ : state) {
     state.PauseTiming();
-    auto c = std::make_unique<Capturer>(UnwindPolicy::Sampled);
+    auto c = std::make_unique<Capturer>(UnwindPolicy::Always);
     state.ResumeTiming();
     for (int s = 0; s < steps; s++)
-      for (int k = 0; k < sites; k++) unwound += launch(*c, 0x1000 + static_cast<uint64_t>(k) * 64).unwound;
+      for (int k = 0; k < sites; k++) launch(*c, static_cast<uint64_t>(k));
     launches += static_cast<uint64_t>(steps) * static_cast<uint64_t>(sites);
     state.PauseTiming();
     c.reset();
     state.ResumeTiming();
   }
   state.counters["per_launch"] = benchmark::Counter(static_cast<double>(launches), benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-  state.counters["unwound_pct"] = 100.0 * static_cast<double>(unwound) / static_cast<double>(launches);
   report_shape(state);
 }
-BENCHMARK(BM_CaptureTrainingRun)->Args({100, 420})->Args({1000, 420})->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_CaptureTrainingRun)->Args({100, 420})->Unit(benchmark::kMillisecond);
 
 // What the launch callback does around the capture (Recorder::on_launch): time it, encode the
 // launch record and append it to the profile's pending chunk (flushed outside the timing).
-void BM_LaunchCallbackCachedSite(benchmark::State& state) {
-  Capturer c(UnwindPolicy::Sampled);
+void BM_LaunchCallback(benchmark::State& state) {
+  Capturer c(UnwindPolicy::Always);
+  warm_up(c);
   uint64_t capture_ns = 0, n = 0;
   for (auto _ : state) {
     auto t0 = std::chrono::steady_clock::now();
-    StackCapture::Result st = launch(c, 0x1000);
+    StackCapture::Result st = launch(c, n);
     LaunchRecord rec;
     rec.correlation_id = static_cast<uint32_t>(++n);
     rec.tid = 1;
@@ -132,19 +221,156 @@ void BM_LaunchCallbackCachedSite(benchmark::State& state) {
   }
   report_shape(state);
 }
-BENCHMARK(BM_LaunchCallbackCachedSite);
+BENCHMARK(BM_LaunchCallback);
 
-// Recurses `depth` native frames (no tail calls, no inlining), then runs the benchmarks.
-__attribute__((noinline)) int descend(int depth, int argc, char** argv) {
-  if (depth == 0) {
-    benchmark::Initialize(&argc, argv);
-    benchmark::RunSpecifiedBenchmarks();
-    benchmark::Shutdown();
-    return 0;
+// The autograd tracking (issue 23) in the same callback, against a fake libtorch whose functions
+// behave like torch 2.x's (thread-local sequence number and graph task, a current node): the added
+// cost per launch of a forward launch, a backward launch, and of none when torch is not loaded.
+namespace fake_torch {
+struct Node {
+  void* vptr = nullptr;
+  void* weak[2] = {nullptr, nullptr};
+  uint64_t sequence_nr = 0, topological_nr = 0;
+  bool has_parent = false;
+  uint64_t thread_id = 1;
+};
+thread_local uint64_t sequence = 0;
+thread_local int graph_task = -1;
+thread_local std::shared_ptr<Node> current;
+uint64_t peek() { return sequence; }
+uint64_t thread_id() { return 1; }
+int graph_task_id() { return graph_task; }
+std::shared_ptr<void> current_node() { return current; }
+TorchApi api() {
+  TorchApi a;
+  a.peek = peek;
+  a.thread_id = thread_id;
+  a.graph_task_id = graph_task_id;
+  a.current_node = current_node;
+  a.node_layout = true;
+  a.version = "2.11.0";
+  a.library = "fake";
+  return a;
+}
+}  // namespace fake_torch
+
+enum class Pass { Forward, Backward };
+
+// What Recorder::on_launch does with the tracker: capture, ask the tracker, write the launch record.
+void launch_callback_loop(benchmark::State& state, AutogradTracker* tracker, Pass pass) {
+  Capturer c(UnwindPolicy::Sampled);
+  uint64_t n = 0;
+  auto node = std::make_shared<fake_torch::Node>();
+  // The nodes of the last 4,000 forward launches (the caller made 4,096 before the loop).
+  const uint64_t first = fake_torch::sequence >= 4096 ? fake_torch::sequence - 4096 : 0;
+  node->sequence_nr = first;
+  if (pass == Pass::Backward) {
+    fake_torch::graph_task = 1;
+    fake_torch::current = node;
   }
-  int r = descend(depth - 1, argc, argv);
-  benchmark::DoNotOptimize(r);
-  return r + 1;
+  for (auto _ : state) {
+    n++;
+    if (pass == Pass::Forward) {
+      fake_torch::sequence++;  // every launch from an op of its own: each one is remembered
+    } else {
+      // A backward call every 1000 launches (a new caller scan), 20 launches per node.
+      if (n % 1000 == 0) fake_torch::graph_task++;
+      if (n % 20 == 0) node->sequence_nr = first + (node->sequence_nr - first + 37) % 4000;
+    }
+    StackCapture::Result st = launch(c, 0x1000);
+    LaunchRecord rec;
+    rec.correlation_id = static_cast<uint32_t>(n);
+    rec.tid = 1;
+    rec.timestamp = n * 1000;
+    rec.stack_id = tracker ? tracker->on_launch(st.stack_id) : st.stack_id;
+    rec.api = 211;
+    rec.native_unwound = st.unwound;
+    c.writer.add(rec);
+    if (n % 65536 == 0) {
+      state.PauseTiming();
+      c.writer.flush();
+      state.ResumeTiming();
+    }
+  }
+  fake_torch::graph_task = -1;
+  fake_torch::current.reset();
+  if (tracker) {
+    AutogradSummaryRecord s = tracker->summary();
+    state.counters["backward"] = static_cast<double>(s.backward_launches);
+    state.counters["with_caller_pct"] = s.backward_launches ? 100.0 * s.with_caller / s.backward_launches : 0;
+    state.counters["with_forward_pct"] = s.with_node ? 100.0 * s.with_forward / s.with_node : 0;
+  }
+  report_shape(state);
+}
+
+// Today's callback in the same loop, without the tracker: the baseline of the three below.
+void BM_LaunchAutogradBaseline(benchmark::State& state) { launch_callback_loop(state, nullptr, Pass::Forward); }
+BENCHMARK(BM_LaunchAutogradBaseline);
+
+void BM_LaunchAutogradNoTorch(benchmark::State& state) {
+  ProfileWriter w;
+  StringTable strings{w};
+  AutogradTracker tracker(w, strings);
+  tracker.init(/*python=*/true, [](const std::string&) {});  // finds no libtorch_cpu.so: inactive
+  launch_callback_loop(state, &tracker, Pass::Forward);
+}
+BENCHMARK(BM_LaunchAutogradNoTorch);
+
+void BM_LaunchAutogradForward(benchmark::State& state) {
+  ProfileWriter w;
+  std::string error;
+  w.open_fd(::open("/dev/null", O_WRONLY | O_CLOEXEC), &error);
+  StringTable strings{w};
+  AutogradTracker tracker(w, strings);
+  tracker.init_with(fake_torch::api(), /*python=*/true, [](const std::string&) {});
+  launch_callback_loop(state, &tracker, Pass::Forward);
+}
+BENCHMARK(BM_LaunchAutogradForward);
+
+// Backward launches while a Python thread sits in a fake torch/autograd/graph.py's
+// _engine_run_backward (capture_bench.py parks one there): its stack is found once per backward call.
+void BM_LaunchAutogradBackward(benchmark::State& state) {
+  ProfileWriter w;
+  std::string error;
+  w.open_fd(::open("/dev/null", O_WRONLY | O_CLOEXEC), &error);
+  StringTable strings{w};
+  AutogradTracker tracker(w, strings);
+  tracker.init_with(fake_torch::api(), /*python=*/true, [](const std::string&) {});
+  {  // forward launches first, so that the nodes' forward stacks are there
+    Capturer c(UnwindPolicy::Sampled);
+    for (int i = 0; i < 4096; i++) {
+      fake_torch::sequence++;
+      tracker.on_launch(launch(c, 0x1000).stack_id);
+    }
+  }
+  launch_callback_loop(state, &tracker, Pass::Backward);
+}
+BENCHMARK(BM_LaunchAutogradBackward);
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  size_t k = std::min(v.size() - 1, static_cast<size_t>(q * static_cast<double>(v.size())));
+  std::nth_element(v.begin(), v.begin() + static_cast<long>(k), v.end());
+  return v[k];
+}
+
+// The benchmarks at the bottom of the native chain: 40 frames through three libraries (without
+// frame pointers, with them, with them and no CFI; bench/CMakeLists.txt), then this library's.
+int g_argc;
+char** g_argv;
+int run_benchmarks(void*) {
+  unwind::ObjectTable::instance().snapshot();
+  benchmark::Initialize(&g_argc, g_argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  if (!g_launch_ns.empty())
+    std::printf("per-launch capture: median %.3f us, p99 %.3f us (%d native + %d Python frames, every launch unwound)\n"
+                "  (%zu launches, 4 call paths; steady_clock's own %.0f ns taken off each; backtrace() fallbacks: "
+                "%llu while the rows were built, %llu in the timed launches)\n",
+                percentile(g_launch_ns, 0.5) / 1000, percentile(g_launch_ns, 0.99) / 1000, g_native_frames,
+                g_python_frames, g_launch_ns.size(), g_clock_ns, static_cast<unsigned long long>(g_warmup_fallbacks),
+                static_cast<unsigned long long>(g_steady_fallbacks));
+  return 0;
 }
 
 }  // namespace
@@ -157,5 +383,21 @@ extern "C" int aiflame_bench_run(int argc, char** argv, int native_depth) {
   aiflame::RawPyFrame py[256];
   aiflame::g_python_frames = frames.capture(py, 256);
   if (aiflame::g_python_frames == 0) return -1;  // the in-place walk is off: nothing to measure
-  return aiflame::descend(native_depth, argc, argv) >= 0 ? 0 : 1;
+  aiflame::g_argc = argc;
+  aiflame::g_argv = argv;
+  // chain_nofp calls chain_fp calls chain_nocfi calls chain_nofp ...: native_depth links in all.
+  chain_nofp(native_depth - 1, aiflame::run_benchmarks, nullptr);
+  return 0;
 }
+
+// The caller thread of a backward call: parked outside the interpreter with the GIL released.
+namespace {
+std::atomic<int> g_parked{0}, g_release{0};
+}
+extern "C" int aiflame_bench_park() {
+  g_parked = 1;
+  while (!g_release) usleep(1000);
+  return 0;
+}
+extern "C" int aiflame_bench_parked() { return g_parked.load(); }
+extern "C" void aiflame_bench_unpark() { g_release = 1; }

@@ -9,7 +9,10 @@
 //   split MODE N       the attribution accuracy test: kernel `work` launched from path_a() and path_b()
 //                      with a known 3:1 work split; MODE sequential (A A A B ...), streams (A on one
 //                      stream, B on another, concurrently), size (A and B alternate, A's launches do 3x
-//                      the work). Prints "truth path_a 0.75 path_b 0.25".
+//                      the work), thin (path_heavy's grid fills the GPU, path_light's few blocks run
+//                      33x longer on another stream, stretching across the heavy ones; both with one
+//                      block per SM so that samples follow work). Prints "truth path_a 0.75 path_b 0.25"
+//                      (thin: "truth path_heavy 0.75 path_light 0.25").
 #include <cuda_runtime.h>
 
 #include <chrono>
@@ -156,6 +159,38 @@ __attribute__((noinline)) void path_b(float* x, int n, int iters, cudaStream_t s
   asm volatile("" ::: "memory");
 }
 
+// The long-but-thin arrangement (issue #24): one kernel from two host functions on two streams, 3:1
+// work. Every block asks for 150 KB of shared memory, so one block runs per SM in both paths and the
+// two paths issue alike on every SM they hold: their samples follow their work (blocks x iterations).
+__attribute__((noinline)) void path_heavy(float* x, int blocks, int iters, int smem, cudaStream_t s) {
+  work<<<blocks, 256, smem, s>>>(x, blocks * 256, iters);
+  asm volatile("" ::: "memory");
+}
+__attribute__((noinline)) void path_light(float* x, int blocks, int iters, int smem, cudaStream_t s) {
+  work<<<blocks, 256, smem, s>>>(x, blocks * 256, iters);
+  asm volatile("" ::: "memory");
+}
+
+static int split_thin(int rounds, cudaStream_t sa, cudaStream_t sb) {
+  const int smem = 150 * 1024, iters = 20000, light_blocks = 4;
+  CHECK(cudaFuncSetAttribute(work, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  int sms = 0;
+  CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  // Per round: three heavy launches of `sms` blocks x iters, one light launch of light_blocks blocks
+  // doing as much as one heavy launch (sms * iters in all): 3:1.
+  const int light_iters = static_cast<int>(static_cast<long>(sms) * iters / light_blocks);
+  float* xa = buffer(sms * 256);
+  float* xb = buffer(light_blocks * 256);
+  auto t0 = Clock::now();
+  for (int r = 0; r < rounds; r++) {
+    for (int i = 0; i < 3; i++) path_heavy(xa, sms, iters, smem, sa);
+    path_light(xb, light_blocks, light_iters, smem, sb);
+  }
+  CHECK(cudaDeviceSynchronize());
+  std::printf("split thin rounds %d loop_s %.3f truth path_heavy 0.75 path_light 0.25\n", rounds, since(t0));
+  return 0;
+}
+
 static int split(const char* mode, int rounds) {
   // About 0.4 ms per launch on an H100 with these sizes: many launches per 10 ms drain window.
   const int n = 1 << 20, iters = 40000;
@@ -164,6 +199,7 @@ static int split(const char* mode, int rounds) {
   cudaStream_t sa, sb;
   CHECK(cudaStreamCreateWithFlags(&sa, cudaStreamNonBlocking));
   CHECK(cudaStreamCreateWithFlags(&sb, cudaStreamNonBlocking));
+  if (!std::strcmp(mode, "thin")) return split_thin(rounds, sa, sb);
   auto t0 = Clock::now();
   if (!std::strcmp(mode, "sequential")) {
     for (int r = 0; r < rounds; r++) {
@@ -181,7 +217,7 @@ static int split(const char* mode, int rounds) {
       path_b(xa, n, iters, sa);
     }
   } else {
-    std::fprintf(stderr, "unknown split mode '%s' (sequential, streams, size)\n", mode);
+    std::fprintf(stderr, "unknown split mode '%s' (sequential, streams, size, thin)\n", mode);
     return 2;
   }
   CHECK(cudaDeviceSynchronize());
@@ -238,7 +274,7 @@ int main(int argc, char** argv) {
   if (!std::strcmp(mode, "graph")) return graph(static_cast<int>(arg(2, 20000)), static_cast<int>(arg(3, 10)));
   if (!std::strcmp(mode, "split")) return split(argc > 2 ? argv[2] : "sequential", static_cast<int>(arg(3, 1000)));
   if (!std::strcmp(mode, "multigpu")) return multigpu(static_cast<int>(arg(2, 200)));
-  std::fprintf(stderr, "usage: %s storm N | threads T N | grid B N [own] | graph R K | split sequential|streams|size ROUNDS | multigpu ROUNDS\n",
+  std::fprintf(stderr, "usage: %s storm N | threads T N | grid B N [own] | graph R K | split sequential|streams|size|thin ROUNDS | multigpu ROUNDS\n",
                argv[0]);
   return 2;
 }

@@ -136,6 +136,11 @@ const std::vector<Frame>& FrameBuilder::cpu_frames(uint32_t stack_id) {
     frames.insert(frames.end(), created.begin() + static_cast<std::ptrdiff_t>(common), created.end());
     return cache_.emplace(stack_id, std::move(frames)).first->second;
   }
+  if (stack_id & kBackwardStackBit) {
+    auto bw = p_.backward_stacks.find(stack_id);
+    if (bw != p_.backward_stacks.end()) frames = backward_frames(bw->second);
+    return cache_.emplace(stack_id, std::move(frames)).first->second;
+  }
   auto st = p_.stacks.find(stack_id);
   if (st != p_.stacks.end()) {
     const StackRecord& s = st->second;
@@ -155,18 +160,48 @@ const std::vector<Frame>& FrameBuilder::cpu_frames(uint32_t stack_id) {
     if (have_python) {
       for (size_t i = 0; i < native.size(); i++)
         if (interp[i]) { native_keep = i; break; }
-      for (size_t i = s.python.size(); i-- > 0;) {
-        const PyFrame& pf = s.python[i];
-        std::string name = p_.str(pf.function) + " (" + python_file_name(p_.str(pf.file)) + ":" +
-                           std::to_string(pf.line) + ")";
-        frames.push_back({std::move(name), FrameKind::Python});
-      }
+      for (size_t i = s.python.size(); i-- > 0;) frames.push_back(python_frame(s.python[i]));
     }
     if (opt_.native)
       for (size_t i = native_keep; i-- > 0;) frames.insert(frames.end(), native[i]->begin(), native[i]->end());
     if (opt_.max_depth && frames.size() > opt_.max_depth) frames.resize(opt_.max_depth);
   }
   return cache_.emplace(stack_id, std::move(frames)).first->second;
+}
+
+Frame FrameBuilder::python_frame(const PyFrame& pf) const {
+  return {p_.str(pf.function) + " (" + python_file_name(p_.str(pf.file)) + ":" + std::to_string(pf.line) + ")",
+          FrameKind::Python};
+}
+
+// A kernel launched by autograd's engine: the Python stack that called backward(), "[backward]", the
+// Python stack of the forward launch that created the autograd node (from the last root frame it
+// shares with the caller: <module>, main... are shown once), then the engine thread's own frames.
+std::vector<Frame> FrameBuilder::backward_frames(const BackwardStackRecord& b) {
+  std::vector<Frame> frames;
+  if (opt_.python) {
+    auto caller = p_.backward_callers.find(b.caller_id);
+    if (caller != p_.backward_callers.end())
+      for (size_t i = caller->second.python.size(); i-- > 0;) frames.push_back(python_frame(caller->second.python[i]));
+  }
+  size_t caller_frames = frames.size();
+  frames.push_back({"[backward]", FrameKind::Runtime});
+  auto fwd = p_.stacks.find(b.forward_stack_id);
+  if (opt_.python && fwd != p_.stacks.end()) {
+    const auto& py = fwd->second.python;
+    size_t common = 0;
+    while (common < py.size() && common < caller_frames &&
+           python_frame(py[py.size() - 1 - common]) == frames[common])
+      common++;
+    // The last shared frame stays: the call that ran both the forward code and backward() (often one
+    // line, `loss = f(model(x)); loss.backward()`) heads the forward part.
+    if (common > 0) common--;
+    for (size_t i = py.size() - common; i-- > 0;) frames.push_back(python_frame(py[i]));
+  }
+  const auto& own = cpu_frames(b.stack_id);
+  frames.insert(frames.end(), own.begin(), own.end());
+  if (opt_.max_depth && frames.size() > opt_.max_depth) frames.resize(opt_.max_depth);
+  return frames;
 }
 
 std::vector<Frame> FrameBuilder::root_frames(uint32_t device) const {

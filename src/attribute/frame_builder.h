@@ -13,7 +13,7 @@
 #include "attribute/attribution.h"
 #include "attribute/launch_index.h"
 #include "attribute/pair_table.h"
-#include "output/flame_stack.h"
+#include "flame/flame_data.h"
 #include "profile/profile.h"
 #include "symbolize/gpu_symbolizer.h"
 #include "symbolize/symbolizer.h"
@@ -67,6 +67,8 @@ class FrameBuilder {
   // One native address: its function, then the functions inlined into it there (root first).
   const std::vector<Frame>& native_frames(uint64_t address);
   std::vector<Frame> root_frames(uint32_t device) const;
+  Frame python_frame(const PyFrame& f) const;
+  std::vector<Frame> backward_frames(const BackwardStackRecord& b);
   // Frames between the kernel and the stall reason: source lines, inlined functions, the instruction.
   const std::vector<Frame>& instruction_frames(const AttributedSample& a);
   struct Aggregation;  // frame_aggregation.cpp: the interned lists being summed between add and finish

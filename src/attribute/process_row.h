@@ -3,7 +3,7 @@
 #include <string>
 
 #include "attribute/attribution.h"
-#include "output/process_totals.h"
+#include "flame/process_totals.h"
 #include "profile/profile.h"
 
 namespace aiflame {

@@ -9,7 +9,7 @@
 
 #include "attribute/attribution.h"
 #include "attribute/frame_builder.h"
-#include "output/flame_stack.h"
+#include "flame/flame_data.h"
 #include "profile/profile.h"
 #include "symbolize/gpu_symbolizer.h"
 #include "util/result.h"

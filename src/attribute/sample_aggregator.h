@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "attribute/dense_index.h"
-#include "output/flame_stack.h"
+#include "flame/flame_data.h"
 
 namespace aiflame {
 

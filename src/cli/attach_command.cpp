@@ -22,6 +22,7 @@
 #include "cli/process_table.h"
 #include "cli/stream_hint.h"
 #include "cli/summary.h"
+#include "record/record_options.h"
 #include "symbolize/nvdisasm.h"
 
 namespace aiflame {
@@ -70,23 +71,16 @@ bool cuda_loaded(pid_t pid) {
 
 void sleep_ms(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
 
-// The settings of the injection library as NAME=VALUE lines, as run_record hands them over in the
-// environment (the same names; record_options.h reads both).
+// The settings of the injection library as NAME=VALUE lines in the variables of the option schema,
+// as run_record hands them over in the environment (record_options.h parses both).
 std::string library_settings(const RecordArgs& a, const std::string& output) {
-  std::string s;
-  auto add = [&s](const char* name, const std::string& v) { s += std::string(name) + "=" + v + "\n"; };
-  add("AIFLAME_OUTPUT", output);
-  if (!a.period.empty()) add("AIFLAME_PERIOD", a.period);
-  add("AIFLAME_INTERVAL_MS", std::to_string(a.interval_ms));
-  add("AIFLAME_UNWIND", a.unwind);
-  if (a.no_python) add("AIFLAME_PYTHON", "0");
-  if (a.no_cubins) add("AIFLAME_CUBINS", "0");
-  if (a.no_pc_sampling) add("AIFLAME_PC_SAMPLING", "0");
-  add("AIFLAME_PC_MODE", a.pc_mode);
-  add("AIFLAME_WINDOWS_PER_S", std::to_string(a.windows_per_s));
-  add("AIFLAME_WINDOW_US", std::to_string(a.window_us));
+  auto options = a.options;
+  options["output"] = output;
   // The library's warnings go into the profile (the summary prints them), never into the program's stderr.
-  add("AIFLAME_QUIET", "1");
+  options["quiet"] = "1";
+  std::string s;
+  for (const auto& [name, value] : options)
+    if (const RecordOptionSpec* spec = find_record_option(name)) s += std::string(spec->env) + "=" + value + "\n";
   return s;
 }
 
@@ -105,7 +99,7 @@ Status start_one(const RecordArgs& a, const std::string& lib, const std::string&
     if (g_interrupts) return Error{"interrupted before process " + std::to_string(t.pid) + " was attached"};
     if (!alive(t.pid)) return Error{"process " + std::to_string(t.pid) + " ended before aiflame could attach"};
     if (a.wait && !cuda_loaded(t.pid)) {
-      if (!announced && !a.quiet)
+      if (!announced && !a.quiet())
         std::cerr << "aiflame: waiting for process " << t.pid << " to start using CUDA (Ctrl-C to give up)\n";
       announced = true;
       sleep_ms(200);
@@ -133,7 +127,7 @@ Status start_one(const RecordArgs& a, const std::string& lib, const std::string&
     std::string why_code;
     std::string why = refusal_text(line, &why_code);
     if (a.wait && (why_code == "no-context" || why_code == "no-driver")) {
-      if (!announced && !a.quiet)
+      if (!announced && !a.quiet())
         std::cerr << "aiflame: waiting for process " << t.pid << " to create a CUDA context (Ctrl-C to give up)\n";
       announced = true;
       sleep_ms(1000);
@@ -188,7 +182,7 @@ int run_attach(const RecordArgs& a, const std::string& lib, const std::string& o
     std::cerr << "aiflame: " << failure << "\n";
     if (started.empty()) return code;
     g_interrupts = 1;  // stop the ones already recording and keep what they have
-  } else if (!a.quiet) {
+  } else if (!a.quiet()) {
     std::cerr << "aiflame: recording process" << (started.size() > 1 ? "es" : "");
     for (const auto& t : started) std::cerr << " " << t.pid;
     if (duration_ms) std::cerr << " for " << a.duration_s << " s";
@@ -210,10 +204,10 @@ int run_attach(const RecordArgs& a, const std::string& lib, const std::string& o
       std::string line = last_status(t.status);
       if (starts_with(line, "done")) {
         t.done = true;
-        if (line == "done exit" && !a.quiet) std::cerr << "aiflame: process " << t.pid << " ended during the recording\n";
+        if (line == "done exit" && !a.quiet()) std::cerr << "aiflame: process " << t.pid << " ended during the recording\n";
       } else if (!alive(t.pid)) {
         t.done = true;
-        if (!a.quiet) std::cerr << "aiflame: process " << t.pid << " ended during the recording\n";
+        if (!a.quiet()) std::cerr << "aiflame: process " << t.pid << " ended during the recording\n";
       }
       all_done = all_done && t.done;
     }
@@ -221,7 +215,7 @@ int run_attach(const RecordArgs& a, const std::string& lib, const std::string& o
     auto now = std::chrono::steady_clock::now();
     bool overdue = duration_ms && now - t_start > std::chrono::milliseconds(duration_ms) + std::chrono::seconds(30);
     if ((g_interrupts || overdue) && !stop_sent) {
-      if (!a.quiet) std::cerr << "aiflame: stopping: detaching and keeping what was recorded\n";
+      if (!a.quiet()) std::cerr << "aiflame: stopping: detaching and keeping what was recorded\n";
       stop_all();
       stop_at = now;
     }
@@ -255,7 +249,7 @@ int run_attach(const RecordArgs& a, const std::string& lib, const std::string& o
       std::cerr << "aiflame: symbolizing " << f << " failed: " << p.error() << "\n";
       p = read_profile(f, BatchReading::Skip);
     }
-    if (a.quiet) continue;
+    if (a.quiet()) continue;
     if (!p) {
       std::cerr << "aiflame: " << p.error() << "\n";
       continue;
@@ -271,12 +265,12 @@ int run_attach(const RecordArgs& a, const std::string& lib, const std::string& o
       if (auto shape = serialized_streams(*p))
         std::cerr << "aiflame: " << (files.size() > 1 ? f + ": " : "") << serialized_streams_hint(*shape) << "\n";
   }
-  if (!a.quiet && files.size() > 1) {
+  if (!a.quiet() && files.size() > 1) {
     std::cerr << "aiflame: " << files.size() << " processes recorded:\n";
     print_process_table(rows, std::cerr);
     std::cerr << "aiflame: `aiflame report " << output << ".*` draws them in one picture (--group-by process)\n";
   }
-  if (!a.quiet) {
+  if (!a.quiet()) {
     for (const auto& n : notes) std::cerr << "aiflame: " << n << "\n";
     std::cerr << "aiflame: attached " << std::fixed << std::setprecision(2)
               << std::chrono::duration<double>(t_end - t_start).count() << " s; symbolizing and the summary took "

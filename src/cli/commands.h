@@ -1,5 +1,6 @@
 // The subcommands of the aiflame CLI. Each returns the process exit status.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -10,20 +11,19 @@ namespace aiflame {
 struct RecordArgs {
   std::string output = "aiflame.data";
   bool force = false;
-  std::string period = "";  // "" = built-in default, "default" = CUPTI's, or N (2^N cycles)
-  unsigned interval_ms = 10;
-  std::string unwind = "sampled";
-  bool no_python = false;
-  bool no_cubins = false;
-  bool no_pc_sampling = false;
-  std::string pc_mode = "continuous";
-  unsigned windows_per_s = 100;
-  unsigned window_us = 1000;
+  // The injection library's options given on the command line: schema name -> value, as the library
+  // parses it (record/record_options.h registers the flags and describes each value).
+  std::map<std::string, std::string> options;
   std::string lib;
   std::string nvdisasm;
   unsigned sass_timeout_s = 60;
-  bool quiet = false;
   std::vector<std::string> command;
+  bool quiet() const { return options.count("quiet") > 0; }
+  const std::string& option(const std::string& name) const {
+    static const std::string none;
+    auto it = options.find(name);
+    return it == options.end() ? none : it->second;
+  }
   // Attach to running programs instead of starting one (attach_command.cpp).
   std::vector<int> pids;
   double duration_s = 0;  // 0: until Ctrl-C or the program ends

@@ -24,6 +24,7 @@
 #include "cli/stream_hint.h"
 #include "cli/summary.h"
 #include "profile/profile_writer.h"
+#include "record/record_options.h"
 
 namespace aiflame {
 
@@ -40,30 +41,24 @@ void add_record_command(CLI::App& app, RecordArgs& a) {
   sub->add_option("-o,--output", a.output, "Profile file to write (an existing one is kept as FILE.old)")
       ->capture_default_str();
   sub->add_flag("-f,--force", a.force, "Overwrite the output file instead of rotating it to FILE.old");
-  sub->add_option("--period", a.period,
-                  "GPU sampling period as 2^N cycles, N in 5..31 (default 22), or 'default' for CUPTI's own period");
-  sub->add_option("--interval", a.interval_ms, "Milliseconds between drains of the GPU sample buffer")
-      ->check(CLI::Range(1u, 10000u))->capture_default_str();
-  sub->add_option("--unwind", a.unwind,
-                  "Native stack unwinding at launches: 'sampled' (unwind new launch sites and re-check them), "
-                  "'always' (every launch, slow), 'off' (Python frames only)")
-      ->check(CLI::IsMember({"sampled", "always", "off"}))->capture_default_str();
-  sub->add_flag("--no-python", a.no_python, "Do not read Python frames at launches");
-  sub->add_flag("--no-cubins", a.no_cubins, "Do not keep GPU code objects (smaller file; no GPU source lines later)");
-  sub->add_flag("--no-pc-sampling", a.no_pc_sampling, "Record launches and kernel times only, no GPU samples. For programs that launch short "
-                "kernels on several streams from several threads: CUPTI's PC sampling runs those one at "
-                "a time (bench/RESULTS.md)");
-  sub->add_option("--pc-mode", a.pc_mode,
-                  "How GPU samples find their launch: 'continuous' (sampling always on, no launch id in the samples; "
-                  "samples split over a kernel's executions in each 10 ms window) or 'windows' (experimental, "
-                  "refused unless AIFLAME_EXPERIMENTAL=1: short kernel-serialized windows whose samples carry their "
-                  "launch's id; with CUPTI 13.0 it recorded no sample; see docs/attribution.md)")
-      ->check(CLI::IsMember({"continuous", "windows"}))->capture_default_str();
-  sub->add_option("--windows-per-sec", a.windows_per_s, "Windows mode: mean number of sampling windows a second")
-      ->check(CLI::Range(1u, 10000u))->capture_default_str();
-  sub->add_option("--window-us", a.window_us,
-                  "Windows mode: length of a window in microseconds")
-      ->check(CLI::Range(10u, 1000000u))->capture_default_str();
+  // The injection library's options, from its schema: each value is checked here by the parser the
+  // library runs, and handed over in the option's environment variable.
+  for (const RecordOptionSpec& spec : record_option_schema()) {
+    if (!spec.cli) continue;
+    if (spec.flag_value) {
+      sub->add_flag_callback(spec.cli, [&a, &spec] { a.options[spec.name] = spec.flag_value; }, spec.help);
+      continue;
+    }
+    CLI::Validator valid(
+        [&spec](std::string& v) -> std::string {
+          RecordOptions scratch;
+          return spec.parse(scratch, v) ? "" : std::string("takes ") + spec.expected + ", not '" + v + "'";
+        },
+        spec.expected);
+    sub->add_option_function<std::string>(spec.cli, [&a, &spec](const std::string& v) { a.options[spec.name] = v; },
+                                          spec.help)
+        ->check(valid);
+  }
   sub->add_option("--lib", a.lib, "Injection library (default: $AIFLAME_LIB or libaiflame_cupti.so next to aiflame)");
   sub->add_option("--nvdisasm", a.nvdisasm,
                   "nvdisasm for the SASS names of sampled instructions (default: PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)");
@@ -72,7 +67,6 @@ void add_record_command(CLI::App& app, RecordArgs& a) {
                   "instructions left without a name show their offsets, and `aiflame report` can name them later; "
                   "0: no SASS names at record time")
       ->check(CLI::Range(0u, 86400u))->capture_default_str();
-  sub->add_flag("-q,--quiet", a.quiet, "Print only errors");
   sub->add_option("command", a.command, "The command to profile, after --")->expected(-1);
   sub->add_option("--pid", a.pids, "Attach to running process(es) instead of starting one (repeat or comma-separate "
                   "for several): no restart, no environment variable; needs ptrace (root, or the same user)")
@@ -180,19 +174,11 @@ int run_record(const RecordArgs& a) {
     std::cerr << "aiflame: injection library libaiflame_cupti.so not found next to aiflame; pass --lib PATH or set AIFLAME_LIB\n";
     return 2;
   }
-  if (!a.period.empty() && a.period != "default") {
-    char* end = nullptr;
-    long n = std::strtol(a.period.c_str(), &end, 10);
-    if (*end || n < 5 || n > 31) {
-      std::cerr << "aiflame: --period takes N in 5..31 (2^N cycles) or 'default', not '" << a.period << "'\n";
-      return 2;
-    }
-  }
-  // Windows mode does not work with CUPTI 13.0 on the H100 (kernel-serialized sampling delivered no
-  // sample, and start/stop from a second thread deadlocked a launch; bench/RESULTS.md).
-  if (a.pc_mode == "windows" && !std::getenv("AIFLAME_EXPERIMENTAL")) {
-    std::cerr << "aiflame: --pc-mode windows is experimental: with CUPTI 13.0 it recorded no GPU sample and could hang "
-                 "the program (bench/RESULTS.md); use the default continuous mode, or set AIFLAME_EXPERIMENTAL=1 to try it\n";
+  // Windows mode delivers exact samples on the H100 since 2026-11-24, but its windows hold too few
+  // launches on training loops for a representative picture (docs/attribution.md).
+  if (a.option("pc_mode") == "windows" && !std::getenv("AIFLAME_EXPERIMENTAL")) {
+    std::cerr << "aiflame: --pc-mode windows is experimental: its windows hold few launches on training loops "
+                 "(docs/attribution.md); use the default continuous mode, or set AIFLAME_EXPERIMENTAL=1 to try it\n";
     return 2;
   }
   if (!a.nvdisasm.empty() && find_nvdisasm(a.nvdisasm).empty()) {
@@ -213,17 +199,12 @@ int run_record(const RecordArgs& a) {
   auto t_start = std::chrono::steady_clock::now();
 
   setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
-  setenv("AIFLAME_OUTPUT", output.c_str(), 1);
-  if (!a.period.empty()) setenv("AIFLAME_PERIOD", a.period.c_str(), 1);
-  setenv("AIFLAME_INTERVAL_MS", std::to_string(a.interval_ms).c_str(), 1);
-  setenv("AIFLAME_UNWIND", a.unwind.c_str(), 1);
-  if (a.no_python) setenv("AIFLAME_PYTHON", "0", 1);
-  if (a.no_cubins) setenv("AIFLAME_CUBINS", "0", 1);
-  if (a.no_pc_sampling) setenv("AIFLAME_PC_SAMPLING", "0", 1);
-  setenv("AIFLAME_PC_MODE", a.pc_mode.c_str(), 1);
-  setenv("AIFLAME_WINDOWS_PER_S", std::to_string(a.windows_per_s).c_str(), 1);
-  setenv("AIFLAME_WINDOW_US", std::to_string(a.window_us).c_str(), 1);
-  if (a.quiet) setenv("AIFLAME_QUIET", "1", 1);
+  // The options given, in the variables of the schema; the others keep the environment's values (the
+  // measurement switches of bench/) or the library's defaults.
+  auto options = a.options;
+  options["output"] = output;
+  for (const auto& [name, value] : options)
+    if (const RecordOptionSpec* spec = find_record_option(name)) setenv(spec->env, value.c_str(), 1);
 
   std::vector<char*> argv;
   for (const auto& s : a.command) argv.push_back(const_cast<char*>(s.c_str()));
@@ -264,7 +245,7 @@ int run_record(const RecordArgs& a) {
   }
   int rc = exit_status_of(status);
   auto t_exit = std::chrono::steady_clock::now();
-  if (WIFSIGNALED(status) && !a.quiet)
+  if (WIFSIGNALED(status) && !a.quiet())
     std::cerr << "aiflame: the program was killed by signal " << WTERMSIG(status) << " (" << strsignal(WTERMSIG(status)) << ")\n";
 
   auto files = per_process_files(output, started);
@@ -291,7 +272,7 @@ int run_record(const RecordArgs& a) {
       std::cerr << "aiflame: symbolizing " << f << " failed: " << p.error() << "\n";
       p = read_profile(f, BatchReading::Skip);
     }
-    if (a.quiet) continue;
+    if (a.quiet()) continue;
     if (!p) {
       std::cerr << "aiflame: " << p.error() << "\n";
       continue;
@@ -308,15 +289,15 @@ int run_record(const RecordArgs& a) {
       if (auto shape = serialized_streams(*p))
         std::cerr << "aiflame: " << (files.size() > 1 ? f + ": " : "") << serialized_streams_hint(*shape) << "\n";
   }
-  if (!a.quiet && files.size() > 1) {
+  if (!a.quiet() && files.size() > 1) {
     // A launcher's tree (torchrun, mpirun, DataLoader workers): one line per CUDA process and a total.
     std::cerr << "aiflame: " << files.size() << " CUDA processes recorded:\n";
     print_process_table(rows, std::cerr);
     std::cerr << "aiflame: `aiflame report " << output << ".*` draws them in one picture (--group-by rank|device|process)\n";
   }
-  if (!a.quiet)
+  if (!a.quiet())
     for (const auto& n : notes) std::cerr << "aiflame: " << n << "\n";
-  if (!a.quiet) {
+  if (!a.quiet()) {
     using secs = std::chrono::duration<double>;
     std::cerr << "aiflame: the program ran " << std::fixed << std::setprecision(2)
               << secs(t_exit - t_start).count() << " s (CPU " << usage.ru_utime.tv_sec + usage.ru_utime.tv_usec / 1e6

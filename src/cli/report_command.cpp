@@ -4,7 +4,7 @@
 
 #include <iostream>
 
-#include "attribute/flame_merge.h"
+#include "flame/flame_merge.h"
 #include "input/flame_input.h"
 #include "output/folded_writer.h"
 #include "attribute/frame_builder.h"
@@ -12,7 +12,7 @@
 #include "cli/commands.h"
 #include "cli/output_file.h"
 #include "cli/input_files.h"
-#include "output/flame_filter.h"
+#include "flame/flame_filter.h"
 #include <set>
 #include "cli/process_table.h"
 #include "cli/stream_hint.h"

@@ -33,6 +33,14 @@ void print_summary(const Profile& p, const AttributionStats& stats, const std::s
   if (p.end && p.end->launches)
     out << fmt::format("aiflame: stack capture cost {:.2f} us per launch on the launching threads\n",
                        static_cast<double>(p.end->capture_ns) / 1e3 / static_cast<double>(p.end->launches));
+  if (p.autograd && !p.autograd->torch_version.empty()) {
+    const AutogradSummaryRecord& a = *p.autograd;
+    auto pct = [](uint64_t n, uint64_t of) { return of ? 100.0 * static_cast<double>(n) / static_cast<double>(of) : 0.0; };
+    out << fmt::format("aiflame: autograd (torch {}): {}; {} backward launches, {:.1f}% under their backward() call, "
+                       "{:.1f}% of those with a node under their forward code\n",
+                       a.torch_version, a.state, a.backward_launches, pct(a.with_caller, a.backward_launches),
+                       pct(a.with_forward, a.with_node));
+  }
   if (p.end && secs > 0) {
     struct stat st = {};
     double mb = stat(path.c_str(), &st) == 0 ? static_cast<double>(st.st_size) / 1e6 : 0.0;

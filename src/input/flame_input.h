@@ -6,7 +6,7 @@
 #include <string_view>
 
 #include "attribute/frame_builder.h"
-#include "output/flame_stack.h"
+#include "flame/flame_data.h"
 #include "util/result.h"
 
 namespace aiflame {

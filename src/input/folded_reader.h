@@ -4,7 +4,7 @@
 #include <string_view>
 #include <vector>
 
-#include "output/flame_stack.h"
+#include "flame/flame_data.h"
 #include "util/result.h"
 
 namespace aiflame {

@@ -5,7 +5,7 @@
 #pragma once
 #include <string_view>
 
-#include "output/flame_stack.h"
+#include "flame/flame_data.h"
 #include "util/result.h"
 
 namespace aiflame {

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "output/flame_stack.h"
+#include "flame/flame_data.h"
 
 namespace aiflame {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "output/flame_stack.h"
+#include "flame/flame_data.h"
 
 namespace aiflame {
 

@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "output/flame_stack.h"
+#include "flame/flame_data.h"
 
 namespace aiflame {
 

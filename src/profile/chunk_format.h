@@ -6,7 +6,8 @@
 namespace aiflame {
 
 inline constexpr char kMagic[8] = {'A', 'I', 'F', 'L', 'A', 'M', 'E', '\0'};
-inline constexpr uint32_t kFormatVersion = 1;
+// 2: launches may name a BackwardStack (autograd) instead of a Stack; version 1 files read as before.
+inline constexpr uint32_t kFormatVersion = 2;
 inline constexpr size_t kFileHeaderSize = 16;   // magic, u32 version, u32 flags (0)
 inline constexpr size_t kChunkHeaderSize = 16;  // u8 compression, 3 zero bytes, u32 raw size, u32 stored size, u32 crc32
 inline constexpr uint32_t kMaxChunkSize = 256u << 20;  // sanity bound for readers

@@ -64,6 +64,10 @@ struct Profile {
   std::unordered_map<uint64_t, SymbolRecord> symbols;
   std::vector<std::string> warnings;
   std::unordered_map<uint64_t, GraphNodeRecord> graph_nodes;  // by node id
+  // Autograd (format 2): the backward() callers' Python stacks and the composed backward stacks, by id.
+  std::unordered_map<uint32_t, BackwardCallerRecord> backward_callers;
+  std::unordered_map<uint32_t, BackwardStackRecord> backward_stacks;
+  std::optional<AutogradSummaryRecord> autograd;
   // GPU instruction positions and mnemonics stored when recording ended, by (cubin, function, offset).
   std::map<GpuPc, std::vector<GpuSourceFrame>> gpu_lines;
   std::map<GpuPc, std::string> gpu_sass;

@@ -120,6 +120,11 @@ bool parse_records(std::string_view raw, RecordSink& sink) {
         p.gpu_sass[{x.cubin_crc, x.function, x.pc_offset}] = std::move(x.mnemonic);
         break;
       }
+      case RecordType::BackwardCaller: {
+        BackwardCallerRecord x; ok = read_one(r, x); p.backward_callers[x.id] = std::move(x); break;
+      }
+      case RecordType::BackwardStack: { BackwardStackRecord x; ok = read_one(r, x); p.backward_stacks[x.id] = x; break; }
+      case RecordType::AutogradSummary: { AutogradSummaryRecord x; ok = read_one(r, x); p.autograd = std::move(x); break; }
       default: p.unknown_records++; break;  // newer record kind: length-prefixed, so skippable
     }
     if (!ok) return false;

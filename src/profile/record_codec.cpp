@@ -200,3 +200,35 @@ bool decode(ByteReader& r, GraphNodeRecord& o) {
   return r.ok();
 }
 }  // namespace aiflame
+
+namespace aiflame {
+void encode(ByteWriter& w, const BackwardCallerRecord& r) {
+  w.varint(r.id);
+  w.varint(r.python.size());
+  for (const auto& f : r.python) { w.varint(f.file); w.varint(f.function); w.varint(f.line); }
+}
+bool decode(ByteReader& r, BackwardCallerRecord& o) {
+  o.id = r.varint32();
+  o.python.resize(r.count(3));
+  for (auto& f : o.python) { f.file = r.varint32(); f.function = r.varint32(); f.line = r.varint32(); }
+  return r.ok();
+}
+
+void encode(ByteWriter& w, const BackwardStackRecord& r) {
+  w.varint(r.id); w.varint(r.stack_id); w.varint(r.caller_id); w.varint(r.forward_stack_id);
+}
+bool decode(ByteReader& r, BackwardStackRecord& o) {
+  o.id = r.varint32(); o.stack_id = r.varint32(); o.caller_id = r.varint32(); o.forward_stack_id = r.varint32();
+  return r.ok() && (o.id & kBackwardStackBit) && !(o.stack_id & kBackwardStackBit) && !(o.forward_stack_id & kBackwardStackBit);
+}
+
+void encode(ByteWriter& w, const AutogradSummaryRecord& r) {
+  w.str(r.state); w.str(r.torch_version);
+  w.varint(r.backward_launches); w.varint(r.with_caller); w.varint(r.with_node); w.varint(r.with_forward);
+}
+bool decode(ByteReader& r, AutogradSummaryRecord& o) {
+  o.state = r.str(); o.torch_version = r.str();
+  o.backward_launches = r.varint(); o.with_caller = r.varint(); o.with_node = r.varint(); o.with_forward = r.varint();
+  return r.ok();
+}
+}  // namespace aiflame

@@ -20,6 +20,9 @@ void encode(ByteWriter& w, const GraphNodeRecord& r);
 void encode(ByteWriter& w, const EndRecord& r);
 void encode(ByteWriter& w, const GpuLineRecord& r);
 void encode(ByteWriter& w, const GpuSassRecord& r);
+void encode(ByteWriter& w, const BackwardCallerRecord& r);
+void encode(ByteWriter& w, const BackwardStackRecord& r);
+void encode(ByteWriter& w, const AutogradSummaryRecord& r);
 
 bool decode(ByteReader& r, ProcessRecord& o);
 bool decode(ByteReader& r, StringRecord& o);
@@ -36,6 +39,9 @@ bool decode(ByteReader& r, GraphNodeRecord& o);
 bool decode(ByteReader& r, EndRecord& o);
 bool decode(ByteReader& r, GpuLineRecord& o);
 bool decode(ByteReader& r, GpuSassRecord& o);
+bool decode(ByteReader& r, BackwardCallerRecord& o);
+bool decode(ByteReader& r, BackwardStackRecord& o);
+bool decode(ByteReader& r, AutogradSummaryRecord& o);
 
 template <class R> constexpr RecordType record_type_of();
 template <> constexpr RecordType record_type_of<ProcessRecord>() { return RecordType::Process; }
@@ -53,5 +59,8 @@ template <> constexpr RecordType record_type_of<GraphNodeRecord>() { return Reco
 template <> constexpr RecordType record_type_of<EndRecord>() { return RecordType::End; }
 template <> constexpr RecordType record_type_of<GpuLineRecord>() { return RecordType::GpuLine; }
 template <> constexpr RecordType record_type_of<GpuSassRecord>() { return RecordType::GpuSass; }
+template <> constexpr RecordType record_type_of<BackwardCallerRecord>() { return RecordType::BackwardCaller; }
+template <> constexpr RecordType record_type_of<BackwardStackRecord>() { return RecordType::BackwardStack; }
+template <> constexpr RecordType record_type_of<AutogradSummaryRecord>() { return RecordType::AutogradSummary; }
 
 }  // namespace aiflame

@@ -24,6 +24,9 @@ enum class RecordType : uint8_t {
   GraphNode = 20,  // numbered apart from the GPU-symbol records added beside it
   GpuLine = 13,
   GpuSass = 14,
+  BackwardCaller = 21,  // autograd (format version 2): see BackwardStackRecord
+  BackwardStack = 22,
+  AutogradSummary = 23,
 };
 
 struct ProcessRecord {
@@ -114,6 +117,36 @@ struct GraphNodeRecord {
   uint64_t graph_id = 0;
   uint32_t stack_id = 0;          // 0 for clones
   uint64_t original_node_id = 0;  // non-zero for clones
+};
+
+// Kernels launched by PyTorch's autograd engine threads (the backward pass) carry no Python frames of
+// their own. The recorder adds two facts: the Python stack of the thread that called backward() (a
+// BackwardCaller, interned) and the stack of the forward launch that created the autograd node being
+// evaluated (found through the node's sequence number). A launch from an engine thread then names a
+// BackwardStack instead of its Stack; the report composes caller -> [backward] -> forward Python
+// frames -> the launch's own frames.
+inline constexpr uint32_t kBackwardStackBit = 0x40000000u;  // BackwardStack ids; Stack ids stay below
+
+struct BackwardCallerRecord {
+  uint32_t id = 0;             // own id space, from 1
+  std::vector<PyFrame> python; // leaf first (the leaf is torch's backward entry, e.g. _engine_run_backward)
+};
+
+struct BackwardStackRecord {
+  uint32_t id = 0;             // kBackwardStackBit set; what Launch.stack_id (and GraphNode.stack_id) name
+  uint32_t stack_id = 0;       // the launch's own Stack (the engine thread's frames)
+  uint32_t caller_id = 0;      // BackwardCaller; 0: not found
+  uint32_t forward_stack_id = 0;  // the Stack of the forward launch that created the node; 0: not known
+};
+
+// Written when recording ends: what the autograd tracking did (state "on", or why it was off).
+struct AutogradSummaryRecord {
+  std::string state;
+  std::string torch_version;   // empty when torch was not loaded
+  uint64_t backward_launches = 0;  // launches from engine threads inside a backward call
+  uint64_t with_caller = 0;        // of which the backward() caller's stack was found
+  uint64_t with_node = 0;          // of which an autograd node (other than AccumulateGrad) was current
+  uint64_t with_forward = 0;       // of which the node's forward launch stack was found
 };
 
 struct PcSample {

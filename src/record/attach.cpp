@@ -18,9 +18,10 @@
 #include <thread>
 #include <vector>
 
-#include "record/cupti/cupti_backend.h"
+#include "record/gpu_backend.h"
 #include "record/debug_log.h"
 #include "record/recorder.h"
+#include "record/unwind/object_table.h"
 
 namespace aiflame {
 
@@ -67,61 +68,26 @@ bool driver_loaded() {
   return h != nullptr;
 }
 
-// The devices' primary contexts that are active (PyTorch, JAX and the CUDA runtime use these). Retain
-// and release at once: the reference count ends where it was, and no context is made (an inactive
-// one is skipped, never retained). Without cuInit the count fails: no context.
-std::vector<CUcontext> active_primary_contexts() {
-  using CountFn = CUresult (*)(int*);
-  using GetFn = CUresult (*)(CUdevice*, int);
-  using StateFn = CUresult (*)(CUdevice, unsigned*, int*);
-  using RetainFn = CUresult (*)(CUcontext*, CUdevice);
-  using ReleaseFn = CUresult (*)(CUdevice);
-  static auto count = reinterpret_cast<CountFn>(cuda_driver_symbol("cuDeviceGetCount"));
-  static auto get = reinterpret_cast<GetFn>(cuda_driver_symbol("cuDeviceGet"));
-  static auto state = reinterpret_cast<StateFn>(cuda_driver_symbol("cuDevicePrimaryCtxGetState"));
-  static auto retain = reinterpret_cast<RetainFn>(cuda_driver_symbol("cuDevicePrimaryCtxRetain"));
-  static auto release = reinterpret_cast<ReleaseFn>(cuda_driver_symbol("cuDevicePrimaryCtxRelease_v2"));
-  std::vector<CUcontext> out;
-  int n = 0;
-  if (!count || !get || !state || !retain || !release || count(&n) != CUDA_SUCCESS) return out;
-  for (int i = 0; i < n; i++) {
-    CUdevice dev{};
-    unsigned flags = 0;
-    int active = 0;
-    if (get(&dev, i) != CUDA_SUCCESS || state(dev, &flags, &active) != CUDA_SUCCESS || !active) continue;
-    CUcontext ctx = nullptr;
-    if (retain(&ctx, dev) != CUDA_SUCCESS) continue;
-    release(dev);
-    if (ctx) out.push_back(ctx);
-  }
-  return out;
-}
-
 // One recording at a time. Leaked on purpose, like the start-up recording's: a launch callback that
 // began before detaching may still hold a pointer, and per-thread caches are keyed by the address.
 enum class State { Idle, Starting, Recording };
 std::mutex g_mu;
 State g_state = State::Idle;
 Recorder* g_rec = nullptr;
-CuptiBackend* g_backend = nullptr;
+GpuBackend* g_backend = nullptr;
+AttachControl* g_attach = nullptr;
 std::string g_status;
-decltype(&::cuptiGetTimestamp) g_timestamp = nullptr;
-
-uint64_t timestamp() {
-  uint64_t ts = 0;
-  if (g_timestamp) g_timestamp(&ts);
-  return ts;
-}
-
 // Under g_mu. `finalize`: detach CUPTI (the program goes on); false at process exit, where CUPTI
 // and the driver are being torn down and only the profile must be closed.
 void finish_locked(const std::string& reason, bool finalize) {
   if (g_state != State::Recording) return;
   g_rec->stop_collector();
-  uint64_t end = timestamp();  // before cuptiFinalize: a CUPTI call after it would start CUPTI again
-  if (finalize) g_backend->detach();
+  uint64_t end = g_backend->timestamp();  // before cuptiFinalize: a CUPTI call after it would start CUPTI again
+  if (finalize) g_attach->detach();
   else g_backend->stop();
   g_rec->finish(end);
+  // The unwinder's builder thread (started with the stack capture): no launch walks a stack any more.
+  if (finalize) unwind::ObjectTable::instance().stop_builder();
   debug("attach: detached (%s)", reason.c_str());
   report(g_status, "done " + reason);
   g_state = State::Idle;
@@ -133,6 +99,7 @@ void at_exit() {
 }
 
 void refuse(const Request& r, const std::string& why) {
+  unwind::ObjectTable::instance().stop_builder();  // started with the stack capture, if it was
   report(r.status, "refused " + why);
   std::lock_guard<std::mutex> lock(g_mu);
   g_state = State::Idle;
@@ -153,60 +120,80 @@ void session(Request r) {
   sigfillset(&all);
   pthread_sigmask(SIG_BLOCK, &all, nullptr);
   pthread_setname_np(pthread_self(), "aiflame-attach");
-  RecordOptions opt = record_options_from([&r](const char* n) { return r.get(n); });
+  std::vector<std::string> names, option_warnings;  // the option variables given (AIFLAME_ATTACH_* are not options)
+  for (const auto& [name, value] : r.values)
+    if (name.rfind("AIFLAME_ATTACH_", 0) != 0) names.push_back(name);
+  RecordOptions opt = parse_record_options([&r](const char* n) { return r.get(n); }, names, &option_warnings);
 
-  std::vector<CUcontext> contexts = active_primary_contexts();
-  if (contexts.empty())
+  // The libcupti named on aiflame's command line, else the one the program's own environment names.
+  if (const char* e = std::getenv("AIFLAME_CUPTI"); opt.cupti_path.empty() && e) opt.cupti_path = e;
+  auto* rec = new Recorder();
+  std::string err;
+  std::unique_ptr<GpuBackend> backend = make_gpu_backend(*rec, opt, &err);
+  if (!backend) {
+    delete rec;
+    return refuse(r, "cupti " + err);
+  }
+  AttachControl* control = backend->attach_control();
+  if (!control) {
+    std::string why = std::string("backend the ") + backend->name() + " backend cannot attach to a running program";
+    backend.reset();
+    delete rec;
+    return refuse(r, why);
+  }
+  size_t contexts = control->find_existing_contexts();
+  if (contexts == 0) {
+    backend.reset();
+    delete rec;
     return refuse(r, "no-context the process has no CUDA context yet (it loaded the driver but made no CUDA call "
                      "that creates one): pass --wait to wait for one");
-  CuptiApi api;
-  std::string err;
-  if (!load_cupti(&api, &err)) return refuse(r, "cupti " + err);
-  if (api.version < kCuptiApiMinimum)
-    return refuse(r, "cupti " + api.library_path + " has CUPTI API version " + std::to_string(api.version) +
-                         "; aiflame reads CUDA 12.0 (API " + std::to_string(kCuptiApiMinimum) +
-                         ") and newer: point AIFLAME_CUPTI at a newer libcupti");
-  if (!api.cuptiFinalize) return refuse(r, "cupti " + api.library_path + " lacks cuptiFinalize, needed to detach");
+  }
+  if (std::string why = control->cannot_detach(); !why.empty()) {
+    backend.reset();
+    delete rec;
+    return refuse(r, "cupti " + why);
+  }
 
   ProcessRecord p = injection_process_record(opt);
-  api.cuptiGetTimestamp(&p.start_timestamp);
-  p.backend_version = api.version;
-  auto* rec = new Recorder();
+  p.backend = backend->name();
+  p.backend_version = backend->version();
+  p.start_timestamp = backend->timestamp();
   if (!rec->start(opt, p, &err)) {
+    backend.reset();
     delete rec;
     return refuse(r, "output the process cannot write its profile: " + err);
   }
   rec->stacks().init(opt.unwind, opt.python, opt.unwind == UnwindPolicy::Sampled ? opt.unstable_sample : 1);
+  for (const auto& w : option_warnings) rec->warn(w);
   injection_skip_own_frames(rec->stacks());
+  rec->autograd().init(opt.python, [rec](const std::string& note) { rec->warn(note); });
   rec->write_modules_if_changed();
-  auto* backend = new CuptiBackend(*rec, api);
   if (!backend->start()) {
-    CUptiResult sr = backend->subscribe_result();
+    std::string why = control->start_refusal();
+    (void)backend.release();  // its callbacks may be registered: leaked, as a started one is
     rec->finish(0);
     std::remove((opt.output + "." + std::to_string(getpid())).c_str());
-    if (sr == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
-      return refuse(r, "cupti-busy another CUPTI client (Nsight Systems/Compute, torch.profiler, a DCGM or kineto "
-                       "daemon) is already subscribed in this process; stop it, or record when it is done");
-    return refuse(r, "cupti cuptiSubscribe failed: " + api.result_string(sr));
+    return refuse(r, why);
   }
-  backend->attach_contexts(contexts);
-  backend->start_window_thread();
-  rec->start_collector([backend] {
-    backend->drain_all();
-    backend->adopt_pending_contexts();
+  control->attach_existing_contexts();
+  if (SamplingWindowControl* w = backend->sampling_windows()) w->start_window_thread();
+  GpuBackend* b = backend.release();  // leaked on purpose, as the Recorder (see above)
+  rec->start_collector([b, control] {
+    b->drain();
+    control->adopt_new_contexts();
   });
   {
     std::lock_guard<std::mutex> lock(g_mu);
     g_rec = rec;
-    g_backend = backend;
-    g_timestamp = api.cuptiGetTimestamp;
+    g_backend = b;
+    g_attach = control;
     g_status = r.status;
     g_state = State::Recording;
     static bool registered = false;
     if (!registered) registered = std::atexit(at_exit) == 0;
   }
   report(r.status, "started");
-  debug("attach: recording %zu context(s) into %s.%d", contexts.size(), opt.output.c_str(), (int)getpid());
+  debug("attach: recording %zu context(s) into %s.%d", contexts, opt.output.c_str(), (int)getpid());
   auto started = std::chrono::steady_clock::now();
   std::string reason;
   for (;;) {

@@ -9,14 +9,17 @@
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
+#include <memory>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include <atomic>
 
 #include "record/attach.h"
-#include "record/cupti/cupti_backend.h"
 #include "record/crash_report.h"
 #include "record/debug_log.h"
+#include "record/gpu_backend.h"
 #include "record/module_map.h"
 #include "record/recorder.h"
 
@@ -25,9 +28,9 @@ namespace {
 
 // Leaked on purpose: they must outlive every static destructor and late CUDA callback.
 Recorder* g_recorder = nullptr;
-CuptiBackend* g_backend = nullptr;
+GpuBackend* g_backend = nullptr;
+std::atomic<bool> g_backend_started{false};
 pid_t g_pid = 0;
-decltype(&::cuptiGetTimestamp) g_timestamp = nullptr;
 
 std::string read_cmdline() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
@@ -48,17 +51,16 @@ void at_exit() {
   if (!g_recorder || getpid() != g_pid) return;
   static std::atomic<bool> done{false};
   if (done.exchange(true)) return;
-  debug("at exit: %llu launches, %llu samples so far", (unsigned long long)g_recorder->launches.load(),
-        (unsigned long long)g_recorder->samples.load());
+  const Recorder::Counters& n = g_recorder->counters();
+  debug("at exit: %llu launches, %llu samples so far", (unsigned long long)n.launches.load(),
+        (unsigned long long)n.samples.load());
   g_recorder->stop_collector();
-  if (g_backend) g_backend->stop();
-  uint64_t kernels = g_recorder->kernels, samples = g_recorder->samples;
+  if (g_backend_started) g_backend->stop();
+  uint64_t kernels = n.kernels, samples = n.samples;
   if (kernels > 0 && samples == 0 && g_recorder->options().pc_sampling && g_recorder->options().period_log2 &&
-      !g_recorder->sampling_declined)
+      !n.sampling_declined)
     g_recorder->warn("kernels ran but no GPU sample came; some GPUs sample nothing at an explicit period: try --period default");
-  uint64_t ts = 0;
-  if (g_timestamp) g_timestamp(&ts);
-  g_recorder->finish(ts);
+  g_recorder->finish(g_backend ? g_backend->timestamp() : 0);
   debug("profile written");
 }
 
@@ -86,72 +88,69 @@ ProcessRecord process_record(const RecordOptions& opt) {
     p.windows_per_s = opt.windows_per_s;
     p.window_us = opt.window_us;
   }
-  p.backend = "cupti";
   p.tool_version = AIFLAME_VERSION;
-  auto env_int = [](const char* name, int32_t dflt) {
-    const char* v = std::getenv(name);
-    return v && *v ? static_cast<int32_t>(std::atoi(v)) : dflt;
-  };
-  p.rank = env_int("RANK", env_int("OMPI_COMM_WORLD_RANK", env_int("PMI_RANK", -1)));
-  p.local_rank = env_int("LOCAL_RANK", env_int("OMPI_COMM_WORLD_LOCAL_RANK", -1));
-  p.world_size = env_int("WORLD_SIZE", env_int("OMPI_COMM_WORLD_SIZE", env_int("PMI_SIZE", 0)));
+  LauncherRanks r = launcher_ranks_from_env();
+  p.rank = r.rank;
+  p.local_rank = r.local_rank;
+  p.world_size = r.world_size;
   return p;
 }
 
-// Nothing can be recorded (no usable libcupti): one line on stderr, and a profile that holds only the
+// Nothing can be recorded (no usable vendor library, e.g. no libcupti): one line on stderr, and a profile that holds only the
 // process and that warning, so `aiflame record` and `aiflame report` say why it is empty.
-int run_unprofiled(const RecordOptions& opt, const ProcessRecord& p, const std::string& why) {
+int run_unprofiled(const RecordOptions& opt, const ProcessRecord& p, const std::vector<std::string>& option_warnings,
+                   const std::string& why) {
   Recorder rec;
   std::string err;
   if (!rec.start(opt, p, &err)) {
     std::fprintf(stderr, "aiflame: %s; the program runs on unprofiled\n", why.c_str());
     return 1;
   }
+  for (const auto& w : option_warnings) rec.warn(w);
   rec.warn(why + "; the program runs on unprofiled");
   rec.finish(0);
   return 1;
 }
 
 int initialize() {
-  RecordOptions opt = record_options_from_env();
+  std::vector<std::string> option_warnings;
+  RecordOptions opt = record_options_from_env(&option_warnings);
   if (debug_enabled()) install_crash_report();
   ProcessRecord p = process_record(opt);
-  CuptiApi api;
-  std::string err;
-  if (!load_cupti(&api, &err)) return run_unprofiled(opt, p, err);
-  if (api.version < kCuptiApiMinimum)
-    return run_unprofiled(opt, p, api.library_path + " has CUPTI API version " + std::to_string(api.version) +
-                                      "; aiflame reads the records of CUDA 12.0 (API " + std::to_string(kCuptiApiMinimum) +
-                                      ") and newer: run with a newer CUDA runtime or point AIFLAME_CUPTI at a newer libcupti");
-  if (api.version / 10000 > CUPTI_API_VERSION / 10000)
-    std::fprintf(stderr, "aiflame: %s (CUPTI API %u) is newer than the CUPTI %d aiflame was built with; if kernel times "
-                 "look wrong, rebuild aiflame against the newer CUDA headers\n",
-                 api.library_path.c_str(), api.version, CUPTI_API_VERSION / 10000);
-  api.cuptiGetTimestamp(&p.start_timestamp);
-  p.backend_version = api.version;
-
   auto* rec = new Recorder();
+  std::string err;
+  std::unique_ptr<GpuBackend> backend = make_gpu_backend(*rec, opt, &err);
+  if (!backend) {
+    delete rec;
+    return run_unprofiled(opt, p, option_warnings, err);
+  }
+  p.backend = backend->name();
+  p.backend_version = backend->version();
+  p.start_timestamp = backend->timestamp();
+
   if (!rec->start(opt, p, &err)) {
     std::fprintf(stderr, "aiflame: %s; the program runs on unprofiled\n", err.c_str());
+    backend.reset();
     delete rec;
     return 1;
   }
+  for (const auto& w : option_warnings) rec->warn(w);
   rec->stacks().init(opt.unwind, opt.python, opt.unwind == UnwindPolicy::Sampled ? opt.unstable_sample : 1);
   skip_frames_of(rec->stacks(), "libaiflame_cupti");
-  skip_frames_of(rec->stacks(), "libcupti.so");
-  skip_frames_of(rec->stacks(), "libcuda.so");
+  for (const char* lib : backend->runtime_libraries()) skip_frames_of(rec->stacks(), lib);
+  rec->autograd().init(opt.python, [rec](const std::string& note) { rec->warn(note); });
   rec->write_modules_if_changed();
   g_recorder = rec;
   g_pid = getpid();
-  g_timestamp = api.cuptiGetTimestamp;
-  auto* backend = new CuptiBackend(*rec, api);
-  if (backend->start()) {
-    g_backend = backend;
-    backend->start_window_thread();
+  g_backend = backend.release();
+  if (g_backend->start()) {
+    g_backend_started = true;
+    if (SamplingWindowControl* w = g_backend->sampling_windows()) w->start_window_thread();
   }
-  rec->start_collector([] { if (g_backend) g_backend->drain_all(); });
+  rec->start_collector([] { if (g_backend_started) g_backend->drain(); });
   std::atexit(at_exit);
-  debug("started: %s (CUPTI API %u), writing %s.%d", api.library_path.c_str(), api.version, opt.output.c_str(), (int)getpid());
+  debug("started: %s backend (API %u), writing %s.%d", g_backend->name(), g_backend->version(), opt.output.c_str(),
+        (int)getpid());
   return 1;
 }
 

@@ -1,7 +1,10 @@
 #include "record/python_frames.h"
 
 #include <dlfcn.h>
+#include <sys/uio.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -24,6 +27,18 @@ T read_at(const void* base, size_t off) {
 }
 
 bool plausible(const void* p) { return p && (reinterpret_cast<uintptr_t>(p) & 7) == 0; }
+
+// Copies n bytes of this process's memory at addr, or fails where it is not mapped, instead of faulting.
+bool safe_copy(const void* addr, void* out, size_t n) {
+  static const pid_t self = getpid();
+  iovec local{out, n}, remote{const_cast<void*>(addr), n};
+  return process_vm_readv(self, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(n);
+}
+
+template <class T>
+bool safe_at(const void* base, size_t off, T* v) {
+  return base && safe_copy(static_cast<const char*>(base) + off, v, sizeof *v);
+}
 
 // Offsets of the x86-64 release builds of CPython (printed with offsetof against each version's headers,
 // 3.10.13, 3.11.7, 3.12.1, 3.13.0), from Include/cpython/pystate.h,
@@ -68,6 +83,9 @@ void PythonFrames::init() {
   if (!api_ok_) return;
   sym(frame_lasti_, "PyFrame_GetLasti");  // 3.11+
   code_type_ = dlsym(RTLD_DEFAULT, "PyCode_Type");
+  sym(main_interp_, "PyInterpreterState_Main");
+  sym(thread_head_, "PyInterpreterState_ThreadHead");
+  sym(thread_next_, "PyThreadState_Next");
   version_ = get_version();
   int major = 0, minor = 0;
   std::sscanf(version_.c_str(), "%d.%d", &major, &minor);
@@ -199,6 +217,63 @@ void PythonFrames::describe(const RawPyFrame& f, std::string* file, std::string*
   int l = f.lasti >= 0 ? addr2line_(const_cast<void*>(code), f.lasti) : -1;
   if (l < 0 && layout_ok_) l = read_at<int>(code, L_.code_firstlineno);
   *line = l > 0 ? static_cast<uint32_t>(l) : 0;
+}
+
+int PythonFrames::thread_states(const void** out, int max) const {
+  if (!api_ok_ || !main_interp_ || !thread_head_ || !thread_next_ || !is_initialized_()) return 0;
+  // Plain reads of the interpreter's list (no lock, as in CPython 3.10-3.13): a thread state is freed
+  // only when its thread ends, and what the walk reads of it goes through safe_copy.
+  void* interp = main_interp_();
+  int n = 0;
+  for (void* ts = interp ? thread_head_(interp) : nullptr; ts && n < max; ts = thread_next_(ts)) out[n++] = ts;
+  return n;
+}
+
+int PythonFrames::capture_thread(const void* ts, RawPyFrame* out, int max) const {
+  if (!layout_ok_ || !code_type_ || !plausible(ts)) return 0;
+  const void* frame = nullptr;
+  if (!safe_at(ts, L_.ts_cframe, &frame)) return 0;
+  if (L_.kind == Layout::CFrame && (!plausible(frame) || !safe_at(frame, L_.cframe_current, &frame))) return 0;
+  // One copy of the fields a frame needs (they all sit in its first 80 bytes in 3.10-3.13).
+  size_t span = std::max({L_.frame_code, L_.frame_previous, L_.frame_instr, L_.frame_owner}) + 8;
+  char buf[128];
+  if (span > sizeof buf) return 0;
+  int n = 0;
+  for (int guard = 0; plausible(frame) && n < max && guard < 4096; guard++) {
+    if (!safe_copy(frame, buf, span)) return 0;
+    const void* code = read_at<const void*>(buf, L_.frame_code);
+    bool shim = L_.kind != Layout::FrameObject && read_at<char>(buf, L_.frame_owner) == L_.owner_cstack;
+    if (!shim && plausible(code)) {
+      const void* type = nullptr;
+      if (!safe_at(code, 8, &type) || type != code_type_) return 0;  // not a frame: refuse the whole walk
+      out[n].code = code;
+      if (L_.kind == Layout::FrameObject) {
+        int lasti = read_at<int>(buf, L_.frame_instr);
+        out[n].lasti = lasti >= 0 ? lasti * 2 : -1;
+      } else {
+        auto instr = read_at<const char*>(buf, L_.frame_instr);
+        const char* start = static_cast<const char*>(code) + L_.code_adaptive;
+        out[n].lasti = instr >= start ? static_cast<int32_t>(instr - start) : -1;
+      }
+      n++;
+    }
+    frame = read_at<const void*>(buf, L_.frame_previous);
+  }
+  return n;
+}
+
+bool PythonFrames::code_names(const void* code, std::string* file, std::string* function) const {
+  if (!layout_ok_) return false;
+  auto name = [&](size_t off, std::string* out) {
+    const void* u = nullptr;
+    int64_t length = 0;
+    uint32_t state = 0;
+    if (!safe_at(code, off, &u) || !plausible(u) || !safe_at(u, 16, &length) || !safe_at(u, 32, &state)) return false;
+    if (!((state >> 5 & 1) && (state >> 6 & 1)) || length < 0 || length > 4096) return false;  // compact ASCII only
+    out->resize(static_cast<size_t>(length));
+    return safe_copy(static_cast<const char*>(u) + L_.ascii_header, out->data(), out->size());
+  };
+  return name(L_.code_filename, file) && name(L_.code_qualname, function);
 }
 
 }  // namespace aiflame

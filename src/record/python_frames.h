@@ -30,6 +30,17 @@ class PythonFrames {
   void describe(const RawPyFrame& f, std::string* file, std::string* function, uint32_t* line) const;
   std::string version() const { return version_; }
 
+  // Another thread's frames, for autograd: the thread that called backward() sits in C++ with the
+  // GIL released while the engine's threads launch the backward kernels. Everything is read through
+  // process_vm_readv, so that memory a running thread frees meanwhile costs an error, not a crash;
+  // every frame's code object must be a genuine code object (else 0). Needs a known layout.
+  int capture_thread(const void* tstate, RawPyFrame* out, int max) const;
+  // The main interpreter's thread states (at most max), and the calling thread's (nullptr: none).
+  int thread_states(const void** out, int max) const;
+  const void* this_thread_state() const { return api_ok_ ? this_thread_state_() : nullptr; }
+  // A code object's file and qualified name, read safely (another thread's code may be freed).
+  bool code_names(const void* code, std::string* file, std::string* function) const;
+
   struct Layout {
     // How the current frame is reached and what a frame is:
     //   CFrame (3.11, 3.12): PyThreadState -> _PyCFrame -> _PyInterpreterFrame, linked by `previous`;
@@ -67,6 +78,9 @@ class PythonFrames {
   void (*decref_)(void*) = nullptr;
   int (*is_initialized_)() = nullptr;
   const void* code_type_ = nullptr;  // &PyCode_Type: every frame's code object must point at it
+  void* (*main_interp_)() = nullptr;
+  void* (*thread_head_)(void*) = nullptr;
+  void* (*thread_next_)(void*) = nullptr;
 };
 
 }  // namespace aiflame

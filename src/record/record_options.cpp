@@ -1,59 +1,190 @@
 #include "record/record_options.h"
 
+#include <charconv>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
+
+extern char** environ;
 
 namespace aiflame {
 namespace {
 
-using Lookup = const std::function<const char*(const char*)>&;
-
-bool env_flag(Lookup get, const char* name, bool dflt) {
-  const char* v = get(name);
-  if (!v || !*v) return dflt;
-  return !(std::strcmp(v, "0") == 0 || std::strcmp(v, "no") == 0 || std::strcmp(v, "off") == 0);
+// "0", "no", "off", "false" turn a switch off; "1", "yes", "on", "true" turn it on.
+bool parse_flag(std::string_view v, bool* out) {
+  for (const char* s : {"0", "no", "off", "false"})
+    if (v == s) return *out = false, true;
+  for (const char* s : {"1", "yes", "on", "true"})
+    if (v == s) return *out = true, true;
+  return false;
 }
 
-uint32_t env_uint(Lookup get, const char* name, uint32_t dflt, uint32_t lo, uint32_t hi) {
-  const char* v = get(name);
-  if (!v || !*v) return dflt;
-  char* end = nullptr;
-  unsigned long x = std::strtoul(v, &end, 10);
-  if (*end || x < lo || x > hi) return dflt;
-  return static_cast<uint32_t>(x);
+bool parse_uint(std::string_view v, uint32_t lo, uint32_t hi, uint32_t* out) {
+  unsigned long x = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (ec != std::errc() || end != v.data() + v.size() || x < lo || x > hi) return false;
+  *out = static_cast<uint32_t>(x);
+  return true;
 }
+
+#define UINT_OPTION(field, lo, hi) [](RecordOptions& o, std::string_view v) { return parse_uint(v, lo, hi, &o.field); }
+#define FLAG_OPTION(field) [](RecordOptions& o, std::string_view v) { return parse_flag(v, &o.field); }
+
+// The schema. CUPTI's own limits and aiflame's measured defaults are explained where they are used.
+constexpr RecordOptionSpec kSchema[] = {
+    {"output", "AIFLAME_OUTPUT", nullptr, nullptr, "a path", "Profile file to write (the library writes FILE.<pid>)",
+     [](RecordOptions& o, std::string_view v) { return !v.empty() && (o.output = v, true); }},
+    {"period", "AIFLAME_PERIOD", "--period", nullptr, "N in 5..31 (2^N cycles) or 'default'",
+     "GPU sampling period as 2^N cycles, N in 5..31 (default 22), or 'default' for CUPTI's own period",
+     [](RecordOptions& o, std::string_view v) {
+       if (v == "default") return o.period_log2 = 0, true;
+       return parse_uint(v, 5, 31, &o.period_log2);
+     }},
+    {"interval_ms", "AIFLAME_INTERVAL_MS", "--interval", nullptr, "milliseconds in 1..10000",
+     "Milliseconds between drains of the GPU sample buffer (default 10)", UINT_OPTION(interval_ms, 1, 10000)},
+    {"unwind", "AIFLAME_UNWIND", "--unwind", nullptr, "'sampled', 'always' or 'off'",
+     "Native stack unwinding at launches: 'always' (every launch, ~0.4 us: CFI tables and frame pointers; "
+     "the default), 'sampled' (the same as always; kept for old scripts), 'off' (Python frames only)",
+     [](RecordOptions& o, std::string_view v) {
+       if (v == "sampled") o.unwind = UnwindPolicy::Sampled;
+       else if (v == "always") o.unwind = UnwindPolicy::Always;
+       else if (v == "off") o.unwind = UnwindPolicy::Off;
+       else return false;
+       return true;
+     }},
+    {"unstable_sample", "AIFLAME_UNSTABLE_SAMPLE", nullptr, nullptr, "N in 1..1048576",
+     "Launch sites still unstable after refining: unwind one launch in N", UINT_OPTION(unstable_sample, 1, 1u << 20)},
+    {"python", "AIFLAME_PYTHON", "--no-python", "0", "0 or 1", "Do not read Python frames at launches",
+     FLAG_OPTION(python)},
+    {"keep_cubins", "AIFLAME_CUBINS", "--no-cubins", "0", "0 or 1",
+     "Do not keep GPU code objects (smaller file; no GPU source lines later)", FLAG_OPTION(keep_cubins)},
+    {"pc_sampling", "AIFLAME_PC_SAMPLING", "--no-pc-sampling", "0", "0 or 1",
+     "Record launches and kernel times only, no GPU samples. For programs that launch short "
+     "kernels on several streams from several threads: CUPTI's PC sampling runs those one at "
+     "a time (bench/RESULTS.md)",
+     FLAG_OPTION(pc_sampling)},
+    {"pc_mode", "AIFLAME_PC_MODE", "--pc-mode", nullptr, "'continuous' or 'windows'",
+     "How GPU samples find their launch: 'continuous' (the default: sampling always on, no launch id in the "
+     "samples; samples split over a kernel's executions in each 10 ms window) or 'windows' (experimental, "
+     "refused unless AIFLAME_EXPERIMENTAL=1: short kernel-serialized windows whose samples carry their "
+     "launch's id; see docs/attribution.md)",
+     [](RecordOptions& o, std::string_view v) {
+       if (v == "continuous") o.pc_mode = PcMode::Continuous;
+       else if (v == "windows") o.pc_mode = PcMode::Windows;
+       else return false;
+       return true;
+     }},
+    {"windows_per_s", "AIFLAME_WINDOWS_PER_S", "--windows-per-sec", nullptr, "N in 1..10000",
+     "Windows mode: mean number of sampling windows a second (default 100)", UINT_OPTION(windows_per_s, 1, 10000)},
+    {"window_us", "AIFLAME_WINDOW_US", "--window-us", nullptr, "microseconds in 10..10000000",
+     "Windows mode: length of a window in microseconds (default 1000)", UINT_OPTION(window_us, 10, 10000000)},
+    {"window_budget_permille", "AIFLAME_WINDOW_BUDGET_PERMILLE", nullptr, nullptr, "N in 0..1000",
+     "Windows mode: the share of the run (in 1/1000) that windows may take; 0: windows at a fixed rate",
+     UINT_OPTION(window_budget_permille, 0, 1000)},
+    {"kernel_activity", "AIFLAME_ACTIVITY", nullptr, nullptr, "0 or 1", "Record kernel execution records",
+     FLAG_OPTION(kernel_activity)},
+    {"quiet", "AIFLAME_QUIET", "-q,--quiet", "1", "0 or 1", "Print only errors", FLAG_OPTION(quiet)},
+    {"cupti", "AIFLAME_CUPTI", nullptr, nullptr, "a path", "The libcupti to load (the only one tried)",
+     [](RecordOptions& o, std::string_view v) { return o.cupti_path = v, true; }},
+    // Measurement switches (MeasurementSwitches).
+    {"activity_buffer_mb", "AIFLAME_ACTIVITY_BUFFER_MB", nullptr, nullptr, "MB in 1..4096",
+     "Host buffer for kernel records", UINT_OPTION(measure.activity_buffer_mb, 1, 4096)},
+    {"device_buffer_mb", "AIFLAME_DEVICE_BUFFER_MB", nullptr, nullptr, "MB in 1..4096",
+     "Device buffer for kernel records", UINT_OPTION(measure.device_buffer_mb, 1, 4096)},
+    {"activity_zeroed", "AIFLAME_ACTIVITY_ZEROED", nullptr, nullptr, "0 or 1", "Kernel-record buffers handed over zeroed",
+     FLAG_OPTION(measure.activity_zeroed)},
+    {"activity_flush_every", "AIFLAME_ACTIVITY_FLUSH_EVERY", nullptr, nullptr, "N in 0..1048576",
+     "Flush kernel records every N drains (0: never)", UINT_OPTION(measure.activity_flush_every, 0, 1u << 20)},
+    {"skip_launches", "AIFLAME_SKIP_LAUNCHES", nullptr, nullptr, "0, 1 or 2",
+     "What the launch callback skips (1: everything, 2: all after the timestamp and context lookup)",
+     UINT_OPTION(measure.skip_launches, 0, 2)},
+    {"stall_config", "AIFLAME_STALL_CONFIG", nullptr, nullptr, "0 or 1", "Configure CUPTI's stall-reason list",
+     FLAG_OPTION(measure.stall_config)},
+    {"sleep_span_ms", "AIFLAME_SLEEP_SPAN_MS", nullptr, nullptr, "milliseconds in 0..10000",
+     "CUPTI's decode-thread sleep span (0: CUPTI's default)", UINT_OPTION(measure.sleep_span_ms, 0, 10000)},
+    {"free_names", "AIFLAME_FREE_NAMES", nullptr, nullptr, "0 or 1", "Free CUPTI's function-name strings at exit",
+     FLAG_OPTION(measure.free_names)},
+    {"win_toggle_callbacks", "AIFLAME_WIN_TOGGLE_CB", nullptr, nullptr, "0 or 1",
+     "Windows mode: launch callbacks on only around windows", FLAG_OPTION(measure.win_toggle_callbacks)},
+    {"win_toggle_activity", "AIFLAME_WIN_TOGGLE_ACT", nullptr, nullptr, "0 or 1",
+     "Windows mode: kernel records on only inside windows", FLAG_OPTION(measure.win_toggle_activity)},
+    {"win_disable_between", "AIFLAME_WIN_DISABLE_BETWEEN", nullptr, nullptr, "0 or 1",
+     "Windows mode: PC sampling disabled between windows (hung gpt_train.py on the H100)",
+     FLAG_OPTION(measure.win_disable_between)},
+};
+
+#undef UINT_OPTION
+#undef FLAG_OPTION
+
+constexpr const char* kOtherVariables[] = {
+    "AIFLAME_LIB",          "AIFLAME_EXPERIMENTAL",    "AIFLAME_DEBUG",     "AIFLAME_REPORT_THREADS",
+    "AIFLAME_BIN",          "AIFLAME_UPDATE_GOLDEN",   "AIFLAME_RESOLVE",   "AIFLAME_REQUIRE_INTEROP",
+    "AIFLAME_BENCH_SECONDS", "AIFLAME_BENCH_PROFILES", "AIFLAME_SERIALIZED", "AIFLAME_SKIP_SANITIZERS",
+    "AIFLAME_SKIP_FUZZ",    "AIFLAME_FUZZ_SECONDS",
+};
 
 }  // namespace
 
-RecordOptions record_options_from_env() { return record_options_from([](const char* n) { return std::getenv(n); }); }
+std::span<const RecordOptionSpec> record_option_schema() { return kSchema; }
+std::span<const char* const> other_aiflame_variables() { return kOtherVariables; }
 
-RecordOptions record_options_from(const std::function<const char*(const char*)>& get) {
+const RecordOptionSpec* find_record_option(std::string_view name) {
+  for (const auto& s : kSchema)
+    if (name == s.name) return &s;
+  return nullptr;
+}
+
+RecordOptions parse_record_options(const std::function<const char*(const char*)>& lookup,
+                                   const std::vector<std::string>& names, std::vector<std::string>* warnings) {
   RecordOptions o;
-  if (const char* v = get("AIFLAME_OUTPUT"); v && *v) o.output = v;
-  const char* p = get("AIFLAME_PERIOD");
-  if (p && std::strcmp(p, "default") == 0) o.period_log2 = 0;
-  else o.period_log2 = env_uint(get, "AIFLAME_PERIOD", kDefaultPeriodLog2, 5, 31);
-  o.interval_ms = env_uint(get, "AIFLAME_INTERVAL_MS", 10, 1, 10000);
-  if (const char* u = get("AIFLAME_UNWIND")) {
-    if (std::strcmp(u, "always") == 0) o.unwind = UnwindPolicy::Always;
-    else if (std::strcmp(u, "off") == 0) o.unwind = UnwindPolicy::Off;
+  for (const auto& s : kSchema) {
+    const char* v = lookup(s.env);
+    if (!v || !*v) continue;
+    RecordOptions trial = o;
+    if (s.parse(trial, v)) {
+      o = std::move(trial);
+    } else if (warnings) {
+      warnings->push_back(std::string(s.env) + "=" + v + " is not valid (it takes " + s.expected +
+                          "); the default is used");
+    }
   }
-  o.unstable_sample = env_uint(get, "AIFLAME_UNSTABLE_SAMPLE", 1, 1, 1u << 20);
-  o.python = env_flag(get, "AIFLAME_PYTHON", true);
-  o.pc_sampling = env_flag(get, "AIFLAME_PC_SAMPLING", true);
-  if (const char* m = get("AIFLAME_PC_MODE"); m && std::strcmp(m, "windows") == 0) o.pc_mode = PcMode::Windows;
-  o.windows_per_s = env_uint(get, "AIFLAME_WINDOWS_PER_S", 100, 1, 10000);
-  o.window_us = env_uint(get, "AIFLAME_WINDOW_US", 1000, 10, 1000000);
-  o.kernel_activity = env_flag(get, "AIFLAME_ACTIVITY", true);
-  o.keep_cubins = env_flag(get, "AIFLAME_CUBINS", true);
-  o.quiet = env_flag(get, "AIFLAME_QUIET", false);
-  o.activity_buffer_mb = env_uint(get, "AIFLAME_ACTIVITY_BUFFER_MB", o.activity_buffer_mb, 1, 4096);
-  o.device_buffer_mb = env_uint(get, "AIFLAME_DEVICE_BUFFER_MB", 0, 1, 4096);
-  o.activity_zeroed = env_flag(get, "AIFLAME_ACTIVITY_ZEROED", false);
-  o.activity_flush_every = env_uint(get, "AIFLAME_ACTIVITY_FLUSH_EVERY", o.activity_flush_every, 0, 1u << 20);
-  o.skip_launches = env_uint(get, "AIFLAME_SKIP_LAUNCHES", 0, 0, 2);
+  // Windows mode has a period of its own unless one is asked for (record_options.h).
+  if (o.pc_mode == PcMode::Windows) {
+    const char* p = lookup("AIFLAME_PERIOD");
+    if (!p || !*p) o.period_log2 = kWindowsPeriodLog2;
+  }
+  if (!warnings) return o;
+  for (const auto& n : names) {
+    if (!n.starts_with("AIFLAME_")) continue;
+    bool known = false;
+    for (const auto& s : kSchema) known |= n == s.env;
+    for (const char* other : kOtherVariables) known |= n == other;
+    if (!known) {
+      const char* v = lookup(n.c_str());
+      warnings->push_back(n + "=" + (v ? v : "") + " is not an aiflame option; it is ignored");
+    }
+  }
   return o;
+}
+
+RecordOptions record_options_from_env(std::vector<std::string>* warnings) {
+  std::vector<std::string> names;
+  for (char** e = environ; e && *e; e++) {
+    std::string_view kv = *e;
+    names.emplace_back(kv.substr(0, kv.find('=')));
+  }
+  return parse_record_options([](const char* name) { return std::getenv(name); }, names, warnings);
+}
+
+LauncherRanks launcher_ranks_from_env() {
+  auto env_int = [](const char* name, int32_t dflt) {
+    const char* v = std::getenv(name);
+    return v && *v ? static_cast<int32_t>(std::atoi(v)) : dflt;
+  };
+  LauncherRanks r;
+  r.rank = env_int("RANK", env_int("OMPI_COMM_WORLD_RANK", env_int("PMI_RANK", -1)));
+  r.local_rank = env_int("LOCAL_RANK", env_int("OMPI_COMM_WORLD_LOCAL_RANK", -1));
+  r.world_size = env_int("WORLD_SIZE", env_int("OMPI_COMM_WORLD_SIZE", env_int("PMI_SIZE", 0)));
+  return r;
 }
 
 }  // namespace aiflame

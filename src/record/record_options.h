@@ -1,8 +1,14 @@
-// Settings of the injection library, passed by `aiflame record` through the environment.
+// Settings of the injection library and their one description (the schema): every option's name, its
+// environment variable, its `aiflame record` flag, its help line and how its value is parsed. The CLI
+// registers its record flags from the schema and hands the values over in those variables; the
+// library parses them here, in one place (record_options_from_env), once at start.
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "record/stack_capture.h"
 
@@ -11,44 +17,92 @@ namespace aiflame {
 // Chosen by measurement on an H100 (bench/RESULTS.md): 2^22 cycles keeps gpt_train.py within budget
 // while giving tens of thousands of samples per second on a busy GPU.
 inline constexpr uint32_t kDefaultPeriodLog2 = 22;
+// Windows mode samples only inside short windows, so it samples densely there. CUPTI's own period in
+// kernel-serialized mode gave 1,046,000 samples for 40 short kernels and slowed them ~500x (one
+// 0.4-ms kernel held a window open 276 ms); 2^19 gave 4,631 (bench/probes/serialized_where.cu, H100,
+// 2026-11-24). 2^18 gives about 3.5 million samples a second of busy GPU inside a window.
+inline constexpr uint32_t kWindowsPeriodLog2 = 18;
 
 // Continuous: sampling runs all the time, samples carry no launch id (CUPTI promises concurrent
 // kernels; on the H100 kernels of concurrent streams still ran one at a time, bench/RESULTS.md).
 // Windows: kernel-serialized sampling in short windows at launch boundaries; exact launch ids.
 enum class PcMode : uint32_t { Continuous = 0, Windows = 1 };
 
+// Measurement switches for bench/storm_breakdown.sh (bench/RESULTS.md, "Launch storm") and CUPTI
+// experiments, not options of `aiflame record`: read once at start like the options, never on the
+// launch path. The host buffer CUPTI fills with kernel records (MB), the device buffer (MB, 0:
+// CUPTI's), buffers handed over zeroed, cuptiActivityFlushAll every N drains (0: never), what the
+// launch callback skips (1: everything, 2: all after the timestamp and context lookup), the
+// stall-reason list and decode-thread sleep span configured (see cupti_pc_sampling.cpp for why not by
+// default), and CUPTI's function-name strings freed at exit (for leak checkers).
+struct MeasurementSwitches {
+  uint32_t activity_buffer_mb = 4;
+  uint32_t device_buffer_mb = 0;
+  bool activity_zeroed = false;
+  uint32_t activity_flush_every = 10;
+  uint32_t skip_launches = 0;
+  bool stall_config = false;
+  uint32_t sleep_span_ms = 0;
+  bool free_names = false;
+  // Windows mode experiments (bench/windows_eval.sh): launch callbacks and kernel records switched on
+  // only while a window is open or due, and PC sampling disabled (not just stopped) between windows.
+  bool win_toggle_callbacks = false;
+  bool win_toggle_activity = false;
+  bool win_disable_between = false;
+};
+
 struct RecordOptions {
   std::string output = "aiflame.data";  // the library writes OUTPUT.<pid>
-  uint32_t period_log2 = kDefaultPeriodLog2;  // 0: CUPTI's own default period
+  uint32_t period_log2 = kDefaultPeriodLog2;  // 0: CUPTI's own default period (windows mode: kWindowsPeriodLog2 unless set)
   uint32_t interval_ms = 10;
-  UnwindPolicy unwind = UnwindPolicy::Sampled;
+  UnwindPolicy unwind = UnwindPolicy::Always;
   uint32_t unstable_sample = 1;  // sites still unstable after refining: unwind one launch in N
   bool python = true;
   bool pc_sampling = true;
   PcMode pc_mode = PcMode::Continuous;
   uint32_t windows_per_s = 100;
   uint32_t window_us = 1000;
+  uint32_t window_budget_permille = 20;  // windows mode: the share of the run windows may take (20: 2%)
   bool kernel_activity = true;
   bool keep_cubins = true;
   bool quiet = false;
-  // Measurement switches for bench/storm_breakdown.sh (bench/RESULTS.md, "Launch storm"), not options
-  // of `aiflame record`: the host buffer CUPTI fills with kernel records (MB), the device buffer (MB,
-  // 0: CUPTI's), buffers handed over zeroed, cuptiActivityFlushAll every N drains (0: never), and
-  // what the launch callback skips (1: everything, 2: all after the timestamp and context lookup).
-  uint32_t activity_buffer_mb = 4;
-  uint32_t device_buffer_mb = 0;
-  bool activity_zeroed = false;
-  uint32_t activity_flush_every = 10;
-  uint32_t skip_launches = 0;
+  std::string cupti_path;  // empty: search (see load_cupti)
+  MeasurementSwitches measure;
 };
 
-// AIFLAME_OUTPUT, AIFLAME_PERIOD, AIFLAME_INTERVAL_MS, AIFLAME_UNWIND=sampled|always|off, AIFLAME_UNSTABLE_SAMPLE=N,
-// AIFLAME_PYTHON=0, AIFLAME_PC_SAMPLING=0,
-// AIFLAME_PC_MODE=continuous|windows, AIFLAME_WINDOWS_PER_S=N, AIFLAME_WINDOW_US=N, AIFLAME_ACTIVITY=0, AIFLAME_CUBINS=0, AIFLAME_QUIET=1;
-// measurement switches AIFLAME_ACTIVITY_BUFFER_MB, AIFLAME_DEVICE_BUFFER_MB, AIFLAME_ACTIVITY_ZEROED=1,
-// AIFLAME_ACTIVITY_FLUSH_EVERY=N, AIFLAME_SKIP_LAUNCHES=1|2.
-RecordOptions record_options_from_env();
-// The same settings by name from `get` (attach passes them as text, not through the environment).
-RecordOptions record_options_from(const std::function<const char*(const char*)>& get);
+// One option of the schema. `parse` sets the option from a value; false when the value is not one it
+// takes (then `expected` says what it takes). `cli` is the `aiflame record` flag, or null for the
+// library's own switches; a flag without a value ("--no-python") hands `flag_value` to the library.
+struct RecordOptionSpec {
+  const char* name;
+  const char* env;
+  const char* cli;
+  const char* flag_value;  // null: the flag takes a value
+  const char* expected;    // what values it takes, for help and warnings
+  const char* help;
+  bool (*parse)(RecordOptions&, std::string_view value);
+};
+
+std::span<const RecordOptionSpec> record_option_schema();
+const RecordOptionSpec* find_record_option(std::string_view name);
+
+// Environment variables of aiflame that are not options of the injection library (read by the CLI,
+// the debug log or the tests); they draw no "unknown" warning.
+std::span<const char* const> other_aiflame_variables();
+
+// Parses every option of the schema from `lookup` (an environment). A bad value keeps the default and
+// adds one line to *warnings naming the variable and the value; so does an AIFLAME_ variable of
+// `names` that is neither an option nor another aiflame variable.
+RecordOptions parse_record_options(const std::function<const char*(const char*)>& lookup,
+                                   const std::vector<std::string>& names, std::vector<std::string>* warnings);
+// The same, from this process's environment.
+RecordOptions record_options_from_env(std::vector<std::string>* warnings = nullptr);
+
+// The launcher's rank variables (torchrun, Open MPI, PMI) of this process: -1 (or 0 for the world
+// size) when none is set.
+struct LauncherRanks {
+  int32_t rank = -1, local_rank = -1, world_size = 0;
+};
+LauncherRanks launcher_ranks_from_env();
 
 }  // namespace aiflame

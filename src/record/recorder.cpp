@@ -47,18 +47,39 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
   static thread_local uint32_t tid = static_cast<uint32_t>(gettid());
   rec.tid = tid;
   rec.timestamp = timestamp;
-  rec.stack_id = st.stack_id;
+  rec.stack_id = autograd_.on_launch(st.stack_id);
   t_in_launch = true;
-  t_launch_stack = st.stack_id;
+  t_launch_stack = rec.stack_id;
   rec.api = api;
   rec.native_unwound = st.unwound;
   rec.device = device;
   writer_.add(rec);
-  launches++;
-  if (st.unwound) launches_unwound++;
-  capture_ns += static_cast<uint64_t>(
+  counters_.launches++;
+  if (st.unwound) counters_.launches_unwound++;
+  counters_.capture_ns += static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
 }
+
+void Recorder::add_code_object(const CubinRecord& r) {
+  writer_.add(r);
+  counters_.cubins++;
+}
+
+void Recorder::add_stall_reasons(const StallReasonsRecord& r) { writer_.add(r); }
+
+void Recorder::add_sample_batch(const PcBatchRecord& b, uint64_t counted_samples, uint64_t pc_records) {
+  writer_.add(b);
+  counters_.samples += counted_samples;
+  counters_.pc_records += pc_records;
+  counters_.dropped_samples += b.dropped_samples;
+}
+
+void Recorder::add_kernel(const KernelRecord& r) {
+  writer_.add(r);
+  counters_.kernels++;
+}
+
+void Recorder::add_graph_node(const GraphNodeRecord& r) { writer_.add(r); }
 
 void Recorder::warn(const std::string& text) {
   {
@@ -89,12 +110,15 @@ void Recorder::start_collector(std::function<void()> drain) {
       if (stop_.load()) break;
       drain();
       // The module list rarely changes; look every 100 ticks (and at exit).
-      if (ticks++ % 100 == 0) write_modules_if_changed();
+      if (ticks++ % 100 == 0) {
+        write_modules_if_changed();
+        autograd_.poll();  // torch imported after CUDA started
+      }
       std::lock_guard<std::mutex> lock(collector_mu_);
       writer_.flush();
       timespec ts{};
       if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) == 0)
-        collector_cpu_ns.store(static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec));
+        counters_.collector_cpu_ns.store(static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec));
     }
   });
 }
@@ -107,21 +131,22 @@ void Recorder::stop_collector() {
 void Recorder::finish(uint64_t end_timestamp) {
   if (!started_) return;
   write_modules_if_changed();
+  autograd_.finish();
   EndRecord end;
   end.timestamp = end_timestamp;
-  end.launches = launches;
-  end.launches_unwound = launches_unwound;
+  end.launches = counters_.launches;
+  end.launches_unwound = counters_.launches_unwound;
   end.stacks = stacks_.stacks();
-  end.pc_records = pc_records;
-  end.samples = samples;
-  end.dropped_samples = dropped_samples;
-  end.kernels = kernels;
-  end.cubins = cubins;
-  end.dropped_records = dropped_records;
-  end.capture_ns = capture_ns;
-  end.collector_cpu_ns = collector_cpu_ns;
-  end.windows = windows;
-  end.window_ns = window_ns;
+  end.pc_records = counters_.pc_records;
+  end.samples = counters_.samples;
+  end.dropped_samples = counters_.dropped_samples;
+  end.kernels = counters_.kernels;
+  end.cubins = counters_.cubins;
+  end.dropped_records = counters_.dropped_records;
+  end.capture_ns = counters_.capture_ns;
+  end.collector_cpu_ns = counters_.collector_cpu_ns;
+  end.windows = counters_.windows;
+  end.window_ns = counters_.window_ns;
   writer_.add(end);
   if (!writer_.close()) std::fprintf(stderr, "aiflame: writing the profile failed: %s\n", writer_.error().c_str());
   started_ = false;

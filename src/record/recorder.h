@@ -1,5 +1,7 @@
-// The vendor-neutral hub of the injection library: GPU backends feed it launches, kernels, PC
-// samples and code objects; it owns the profile file, the stack capture and the collector thread.
+// The vendor-neutral hub of the injection library: a GPU backend (record/gpu_backend.h) feeds it
+// launches, kernels, sample batches and code objects through the typed methods below, each of which
+// writes the record and counts it (the counters go into the End record); it owns the profile file, the
+// stack capture and the collector thread.
 #pragma once
 #include <atomic>
 #include <functional>
@@ -9,6 +11,7 @@
 #include <thread>
 
 #include "profile/profile_writer.h"
+#include "record/autograd/autograd_tracker.h"
 #include "record/record_options.h"
 #include "record/stack_capture.h"
 #include "record/string_table.h"
@@ -17,19 +20,41 @@ namespace aiflame {
 
 class Recorder {
  public:
-  Recorder() : strings_(writer_), stacks_(writer_, strings_) {}
+  Recorder() : strings_(writer_), stacks_(writer_, strings_), autograd_(writer_, strings_) {}
 
   // Opens OUTPUT.<pid> and writes the process record. False (with *error) when the file cannot be made.
   bool start(const RecordOptions& opt, const ProcessRecord& process, std::string* error);
   bool started() const { return started_; }
   const RecordOptions& options() const { return opt_; }
 
-  // Called on the launching thread at every kernel launch.
+  // Called on the launching thread at every kernel launch (the backend's launch callback).
   void on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, uint64_t timestamp, uint32_t device = kNoDevice);
   void on_launch_exit();
   // The CPU stack that is creating a graph node on this thread: the launch being captured into a
   // graph (stream capture), or the stack of an explicit add-node call.
   uint32_t graph_node_stack(uint64_t node_id);
+
+  // What a backend emits besides launches. Each writes the record and counts it.
+  // A GPU code object (cubin, Level Zero module binary) the first time it is loaded.
+  void add_code_object(const CubinRecord& r);
+  // A device's stall-reason names (index -> name), before its first sample batch.
+  void add_stall_reasons(const StallReasonsRecord& r);
+  // A batch of samples. `counted_samples`: the samples to count (a backend leaves out reasons that are
+  // subsets of others); `pc_records`: the instruction records the vendor delivered.
+  void add_sample_batch(const PcBatchRecord& b, uint64_t counted_samples, uint64_t pc_records);
+  // One kernel execution (start, end, grid, correlation id of its launch).
+  void add_kernel(const KernelRecord& r);
+  // A kernel node of a graph, with the stack that created it (graph_node_stack) or the node it copies.
+  void add_graph_node(const GraphNodeRecord& r);
+  // Kernel records the vendor dropped (buffers full).
+  void add_dropped_records(uint64_t n) { counters_.dropped_records += n; }
+  // A sampling window closed after `ns` nanoseconds (backends with sampling windows).
+  void add_window(uint64_t ns) {
+    counters_.windows++;
+    counters_.window_ns += ns;
+  }
+  // A GPU was left unsampled because another process samples it.
+  void note_sampling_declined() { counters_.sampling_declined = true; }
 
   // The collector thread: every interval, runs `drain` (backend's buffers) and flushes the file.
   void start_collector(std::function<void()> drain);
@@ -41,20 +66,26 @@ class Recorder {
   uint32_t intern(std::string_view s) { return strings_.intern(s); }
   ProfileWriter& writer() { return writer_; }
   StackCapture& stacks() { return stacks_; }
+  AutogradTracker& autograd() { return autograd_; }
   void write_modules_if_changed();
 
   // Writes the End record and closes the file; the counters below go into it.
   void finish(uint64_t end_timestamp);
 
-  std::atomic<uint64_t> launches{0}, launches_unwound{0}, capture_ns{0}, collector_cpu_ns{0};
-  std::atomic<uint64_t> kernels{0}, pc_records{0}, samples{0}, dropped_samples{0}, cubins{0}, dropped_records{0};
-  std::atomic<bool> sampling_declined{false};  // a GPU was left unsampled because another process samples it
-  std::atomic<uint64_t> windows{0}, window_ns{0};  // windows mode
+  struct Counters {
+    std::atomic<uint64_t> launches{0}, launches_unwound{0}, capture_ns{0}, collector_cpu_ns{0};
+    std::atomic<uint64_t> kernels{0}, pc_records{0}, samples{0}, dropped_samples{0}, cubins{0}, dropped_records{0};
+    std::atomic<bool> sampling_declined{false};  // a GPU was left unsampled because another process samples it
+    std::atomic<uint64_t> windows{0}, window_ns{0};  // backends with sampling windows
+  };
+  const Counters& counters() const { return counters_; }
 
  private:
+  Counters counters_;
   ProfileWriter writer_;
   StringTable strings_;
   StackCapture stacks_;
+  AutogradTracker autograd_;  // backward kernels under the Python that caused them (PyTorch)
   RecordOptions opt_;
   bool started_ = false;
   std::mutex warn_mu_;

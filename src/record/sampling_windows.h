@@ -16,7 +16,12 @@ class SamplingWindows {
  public:
   enum class Action { None, Open, Close };
 
-  SamplingWindows(uint32_t per_second, uint32_t length_us, uint64_t seed);
+  // per_second: the most windows a second (the mean rate when budget is 0). budget: the share of the
+  // run that windows may take (0.02: 2%). A window costs its own length (the program runs with its
+  // kernels serialized and sampled) plus what charge() adds (the wait for an idle GPU before it
+  // opens); the gap before the next window is that cost over the budget, so windows take about
+  // `budget` of the run whatever the program does, and never come more often than per_second.
+  SamplingWindows(uint32_t per_second, uint32_t length_us, uint64_t seed, double budget = 0.0);
 
   // True when `now` may call for an action. Lock-free.
   bool due(uint64_t now) const { return now >= due_.load(std::memory_order_relaxed); }
@@ -27,6 +32,10 @@ class SamplingWindows {
   // length.
   Action decide(uint64_t now);
 
+  // A cost of the open window beyond its length, in nanoseconds.
+  void charge(uint64_t ns) { cost_ns_ += ns; }
+  uint64_t cost_ns() const { return total_cost_ns_ + cost_ns_; }  // all windows so far
+
   bool open() const { return open_; }
   uint64_t opened_at() const { return opened_at_; }
   uint64_t windows() const { return windows_; }
@@ -35,6 +44,8 @@ class SamplingWindows {
  private:
   uint64_t next_gap();
   uint64_t gap_ns_, length_ns_;
+  double budget_;
+  uint64_t cost_ns_ = 0, total_cost_ns_ = 0;
   uint64_t rng_;
   bool open_ = false;
   uint64_t opened_at_ = 0;

@@ -25,10 +25,13 @@ int ms_left(Clock::time_point deadline) {
   return left > 0 ? static_cast<int>(std::min<int64_t>(left, 1 << 30)) : 0;
 }
 
-// One nvdisasm run within what is left of the budget; killed at the limit is a time-out.
+// One nvdisasm run within what is left of the budget; killed at the limit is a time-out. No run starts
+// with less than SassCache::kMinRunMs left: a remainder of a millisecond or two (the budget is counted
+// in whole ms) would start a run that can only time out, and made the count of cubins left depend on
+// scheduling (issue #20: cubins_left 0 or 1 instead of 2 in 1 of ~15 runs).
 void run_once(const std::string& tool, Job& job, Clock::time_point deadline, const std::vector<size_t>& symbols) {
   int allowed = ms_left(deadline);
-  if (allowed <= 0) return;
+  if (allowed < SassCache::kMinRunMs) return;
   auto t0 = Clock::now();
   job.result = disassemble(tool, job.want->image, allowed, symbols);
   job.timed_out = !job.result->ok() && Clock::now() - t0 >= std::chrono::milliseconds(allowed - 100);

@@ -31,6 +31,10 @@ class SassCache {
     double seconds = 0;
   };
 
+  // No nvdisasm run starts with less than this left of the budget (a run takes ~30 ms even on a tiny
+  // cubin, so one started later could only be killed at the deadline).
+  static constexpr int kMinRunMs = 100;
+
   // Disassembles what `wanted` names and was not tried before. `tool` empty: one "not found" note.
   // Problems go to *notes once each, as one line.
   void derive(const std::string& tool, const std::map<uint64_t, Want>& wanted, int budget_ms, unsigned threads,

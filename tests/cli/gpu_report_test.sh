@@ -9,8 +9,11 @@ T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 fail=0
 pass=0
-check() {  # check NAME CONDITION-EXIT-STATUS
-  if [ "$2" -eq 0 ]; then pass=$((pass + 1)); else echo "FAIL $1"; fail=$((fail + 1)); fi
+# check NAME STATUS [FILE]: STATUS is the exit status of the condition (take it as the next word after
+# the condition, `check NAME $?`, never inside a $(...) in the same line: that would be the status of
+# the substitution). FILE, when given, is printed on failure.
+check() {
+  if [ "$2" -eq 0 ]; then pass=$((pass + 1)); else echo "FAIL $1"; [ -n "${3:-}" ] && sed 's/^/  | /' "$3"; fail=$((fail + 1)); fi
 }
 # The demo as recorded before SASS was stored (the stand-in prints that cubin's listing).
 DEMO=$SRC/tests/data/demo_matmul_unfinalized.aiflame
@@ -28,7 +31,7 @@ check "no nvdisasm note when it works" $?
 "$AIFLAME" report "$DEMO" --nvdisasm "$T/nvdisasm_bad" --plain -o "$T/bad.folded" 2>"$T/err"
 check "report with a failing nvdisasm exits 0" $?
 [ "$(grep -c 'nvdisasm_bad failed' "$T/err")" -eq 1 ]
-check "one note for a failing nvdisasm: $(cat "$T/err")" $?
+check "one note for a failing nvdisasm" $? "$T/err"
 ! grep -q ';[A-Z][A-Z0-9._]* 0x' "$T/bad.folded" && grep -q ';matmul.cu:28;0x[0-9a-f]*;' "$T/bad.folded"
 check "offsets only without nvdisasm" $?
 
@@ -39,10 +42,10 @@ sum() { awk '{s += $NF} END {print s}' "$1"; }
 [ "$(sum "$T/none.folded")" = "$(sum "$T/ok.folded")" ]
 check "--stall-reasons keeps the total" $?
 
-"$AIFLAME" report "$SRC/tests/data/gpt_train.aiflame" -q -o "$T/gpt.folded" 2>"$T/err"
 "$AIFLAME" report "$SRC/tests/data/gpt_train.aiflame" -o "$T/gpt.folded" 2>"$T/err"
+check "report of gpt_train exits 0" $? "$T/err"
 grep -q 'GPU samples (100.0%) have no source line' "$T/err"
-check "samples without line info are counted: $(cat "$T/err")" $?
+check "samples without line info are counted" $? "$T/err"
 
 echo "gpu_report: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -39,5 +39,13 @@ echo keep >"$T/q.data"
 "$AIFLAME" record -o "$T/q.data" -- true 2>/dev/null
 check "rotated to .old" 'grep -q keep "$T/q.data.old"'
 
+# The library's options travel in the variables of their schema (src/record/record_options.cpp): the
+# flags given, and the absolute output path.
+(cd "$T" && "$AIFLAME" record -q --unwind off --no-python --period default -o rel.data -- sh -c 'env | grep ^AIFLAME_' \
+  >"$T/env" 2>/dev/null)
+check "options handed over in their variables" \
+  'grep -qx AIFLAME_UNWIND=off "$T/env" && grep -qx AIFLAME_PYTHON=0 "$T/env" && grep -qx AIFLAME_PERIOD=default "$T/env" &&
+   grep -qx "AIFLAME_OUTPUT=$T/rel.data" "$T/env" && grep -qx AIFLAME_QUIET=1 "$T/env"'
+
 echo "record_without_gpu: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

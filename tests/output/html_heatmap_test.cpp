@@ -3,7 +3,7 @@
 
 #include <sstream>
 
-#include "output/flame_filter.h"
+#include "flame/flame_filter.h"
 #include "output/heatmap_writer.h"
 #include "output/html_writer.h"
 #include "test_util.h"

@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "output/html_writer.h"
-#include "output/process_totals.h"
+#include "flame/process_totals.h"
 #include "test_util.h"
 
 namespace aiflame {

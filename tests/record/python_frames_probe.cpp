@@ -1,5 +1,8 @@
 // Loaded into a Python interpreter by python_frames_test.py through ctypes: reports the Python frames
 // that PythonFrames reads at the call, as "function file:line" lines, leaf first.
+#include <unistd.h>
+
+#include <atomic>
 #include <cstring>
 #include <new>
 #include <string>
@@ -38,4 +41,44 @@ extern "C" int aiflame_probe_capture(char* buf, int size) {
   std::strncpy(buf, out.c_str(), static_cast<size_t>(size) - 1);
   buf[size - 1] = 0;
   return n;
+}
+
+// A thread parked outside the interpreter (GIL released), as the thread that called backward() is.
+namespace {
+std::atomic<int> g_parked{0}, g_release{0};
+}
+extern "C" int aiflame_probe_park() {
+  g_parked = 1;
+  while (!g_release) usleep(1000);
+  g_parked = 0;
+  return 0;
+}
+extern "C" int aiflame_probe_parked() { return g_parked.load(); }
+extern "C" void aiflame_probe_unpark() { g_release = 1; }
+
+// Every other thread's frames, read with capture_thread: "function file:line" per frame, leaf first,
+// a line "--" after each thread; names through code_names (safe reads), lines through describe.
+extern "C" int aiflame_probe_other_threads(char* buf, int size) {
+  const void* states[64];
+  int n = g_frames.thread_states(states, 64);
+  const void* mine = g_frames.this_thread_state();
+  std::string out;
+  int threads = 0;
+  for (int i = 0; i < n; i++) {
+    if (states[i] == mine) continue;
+    aiflame::RawPyFrame frames[64];
+    int k = g_frames.capture_thread(states[i], frames, 64);
+    for (int j = 0; j < k; j++) {
+      std::string file, function, file2, function2;
+      uint32_t line = 0;
+      if (!g_frames.code_names(frames[j].code, &file, &function)) function = "?";
+      g_frames.describe(frames[j], &file2, &function2, &line);
+      out += function + " " + file.substr(file.rfind('/') + 1) + ":" + std::to_string(line) + "\n";
+    }
+    out += "--\n";
+    threads++;
+  }
+  std::strncpy(buf, out.c_str(), static_cast<size_t>(size) - 1);
+  buf[size - 1] = 0;
+  return threads;
 }

@@ -61,5 +61,34 @@ check("not validated before the first capture", without_gil.aiflame_probe_raw_en
 first = Model().forward(without_gil)
 check("frames without ever holding the GIL", first[:3] == expected, first)
 check("layout validated by type", without_gil.aiflame_probe_raw_enabled() == 1)
-print("python_frames (Python %s): %d passed, %d failed" % (sys.version.split()[0], 10 - failures, failures))
+
+# Another thread's frames, read while it sits in C with the GIL released (as the thread that called
+# backward() does while autograd's engine threads launch): names and lines of this file, leaf first.
+import threading
+import time
+
+
+def park():
+    return without_gil.aiflame_probe_park()  # LINE_PARK
+
+
+def parked_caller():
+    return park()  # LINE_PARKED_CALLER
+
+
+waiter = threading.Thread(target=parked_caller)
+waiter.start()
+while not without_gil.aiflame_probe_parked():
+    time.sleep(0.001)
+buf = ctypes.create_string_buffer(65536)
+threads = without_gil.aiflame_probe_other_threads(buf, 65536)
+without_gil.aiflame_probe_unpark()
+waiter.join()
+blocks = [b.strip().splitlines() for b in buf.value.decode().split("--") if b.strip()]
+check("other threads listed", threads >= 1, threads)
+theirs = [b for b in blocks if b and b[0].startswith("park ")]
+check("the parked thread's frames", len(theirs) == 1 and theirs[0][:2] == [
+    "park python_frames_test.py:%d" % line_of("LINE_PARK"),
+    "parked_caller python_frames_test.py:%d" % line_of("LINE_PARKED_CALLER")], blocks)
+print("python_frames (Python %s): %d passed, %d failed" % (sys.version.split()[0], 12 - failures, failures))
 sys.exit(1 if failures else 0)

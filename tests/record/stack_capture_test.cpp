@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <thread>
 #include <vector>
 
 #include "profile/profile.h"
@@ -15,10 +16,10 @@ struct Fixture {
   ProfileWriter writer;
   StringTable strings{writer};
   StackCapture capture{writer, strings};
-  Fixture(UnwindPolicy policy, uint32_t unstable_sample = 1) {
+  explicit Fixture(UnwindPolicy policy) {
     std::string err;
     EXPECT_TRUE(writer.open(path, false, &err));
-    capture.init(policy, /*python=*/false, unstable_sample);
+    capture.init(policy, /*python=*/false);
   }
   ~Fixture() { std::remove(path.c_str()); }
 };
@@ -34,60 +35,55 @@ __attribute__((noinline)) StackCapture::Result path_b(StackCapture& c, uint64_t 
   return r;
 }
 
-TEST(StackCapture, SampledPolicyUnwindsAtPowersOfTwo) {
-  Fixture f(UnwindPolicy::Sampled);
-  int unwound = 0;
-  uint32_t id = 0;
-  for (int i = 1; i <= 100; i++) {
-    auto r = path_a(f.capture, 7);
-    unwound += r.unwound;
-    if (id) {
-      EXPECT_EQ(r.stack_id, id);
-    }
-    id = r.stack_id;
-  }
-  EXPECT_EQ(unwound, 7);  // hits 1, 2, 4, 8, 16, 32, 64
-  EXPECT_EQ(f.capture.stacks(), 1u);
-}
-
 using Path = StackCapture::Result (*)(StackCapture&, uint64_t);
-// One call site for both paths: path_a and path_b have identical frames, so the launch site key
-// (site, stack depth) is the same and only the unwound return addresses tell them apart.
+// One call site for both paths: path_a and path_b have identical frames and the same site, so only
+// the unwound return addresses tell them apart.
 __attribute__((noinline)) StackCapture::Result via(Path p, StackCapture& c) {
   auto r = p(c, 9);
   asm volatile("");
   return r;
 }
 
-// Two paths at one depth share a site key; once that is seen, the key is refined by the return
-// addresses in the learned stack slots: each path is unwound about as often as a stable site, and
-// every launch still gets its own path's stack.
-TEST(StackCapture, ASiteReachedFromTwoPathsIsToldApartByItsReturnSlots) {
-  Fixture f(UnwindPolicy::Sampled);
-  const Path paths[2] = {path_a, path_b};
-  std::vector<StackCapture::Result> r;
-  const int n = 4000;
-  for (int i = 0; i < n; i++) r.push_back(via(paths[i % 4 == 3 ? 1 : 0], f.capture));  // A A A B ...
-  uint32_t a = r[0].stack_id, b = r[3].stack_id;
-  EXPECT_NE(a, b);
-  int unwound = 0;
-  for (int i = 0; i < n; i++) {
-    EXPECT_EQ(r[i].stack_id, i % 4 == 3 ? b : a) << i;
-    unwound += r[i].unwound;
+// Every launch is unwound: in the pattern A A A B ... every launch gets its own path's stack.
+TEST(StackCapture, EveryLaunchIsUnwoundAndGetsItsOwnPathsStack) {
+  for (UnwindPolicy policy : {UnwindPolicy::Always, UnwindPolicy::Sampled}) {
+    Fixture f(policy);
+    const Path paths[2] = {path_a, path_b};
+    std::vector<StackCapture::Result> r;
+    const int n = 4000;
+    for (int i = 0; i < n; i++) r.push_back(via(paths[i % 4 == 3 ? 1 : 0], f.capture));
+    uint32_t a = r[0].stack_id, b = r[3].stack_id;
+    EXPECT_NE(a, b);
+    for (int i = 0; i < n; i++) {
+      EXPECT_EQ(r[i].stack_id, i % 4 == 3 ? b : a) << i;
+      EXPECT_TRUE(r[i].unwound) << i;
+    }
+    EXPECT_EQ(f.capture.stacks(), 2u);
   }
-  EXPECT_LT(unwound, 40);  // powers of two per path, not every launch
-  EXPECT_EQ(f.capture.stacks(), 2u);
 }
 
-// The always policy ignores the site cache: every launch of either path is unwound.
-TEST(StackCapture, AlwaysPolicyUnwindsEveryLaunchOfBothPaths) {
+// Threads intern through their own tables and the shared one: one id per content across threads
+// (the threads' stacks below the two paths are the same: std::thread's entry frames).
+TEST(StackCapture, IdsAreUniquePerContentAcrossThreads) {
   Fixture f(UnwindPolicy::Always);
   const Path paths[2] = {path_a, path_b};
-  for (int i = 0; i < 100; i++) {
-    auto r = via(paths[i % 2], f.capture);
-    EXPECT_TRUE(r.unwound);
-  }
+  constexpr int kThreads = 4;
+  std::vector<uint32_t> ids[kThreads];
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; t++)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 2000; i++) ids[t].push_back(via(paths[(i + t) % 2], f.capture).stack_id);
+    });
+  for (auto& t : threads) t.join();
+  uint32_t a = ids[0][0], b = ids[0][1];
+  EXPECT_NE(a, b);
+  for (int t = 0; t < kThreads; t++)
+    for (int i = 0; i < 2000; i++) ASSERT_EQ(ids[t][i], (i + t) % 2 ? b : a) << t << " " << i;
   EXPECT_EQ(f.capture.stacks(), 2u);
+  ASSERT_TRUE(f.writer.close());
+  auto p = read_profile(f.path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ(p->stacks.size(), 2u);  // each written once
 }
 
 TEST(StackCapture, StacksAreWrittenOnceAndHoldThisTestsFrames) {

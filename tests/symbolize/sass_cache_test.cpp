@@ -122,6 +122,22 @@ TEST(SassCache, TheBudgetBoundsTheWholePassAndSaysWhatWasLeft) {
   EXPECT_FALSE(cache.answered(1, kBasic));
 }
 
+// No run starts with less than kMinRunMs of the budget left: a budget below it starts none (the
+// remainder after a run killed at the deadline is the same case, above).
+TEST(SassCache, NoRunStartsWithLessThanTheMinimumLeft) {
+  std::string cubin = demo_cubin(), log = test::temp_path("args.log");
+  SassCache cache;
+  std::vector<std::string> notes;
+  cache.derive(fake_tool(log, "cat " + listing_path()), {{1, {cubin, {kBasic}, 1}}, {2, {cubin, {kBasic}, 2}}},
+               SassCache::kMinRunMs - 1, 1, notes);
+  EXPECT_TRUE(lines_of(log).empty());
+  EXPECT_EQ(cache.stats().cubins_left, 2u);
+  // With enough left, the same work runs.
+  SassCache enough;
+  enough.derive(fake_tool(log, "cat " + listing_path()), {{1, {cubin, {kBasic}, 1}}}, 10000, 1, notes);
+  EXPECT_EQ(enough.stats().cubins, 1u);
+}
+
 TEST(SassCache, MostSampledCubinFirst) {
   std::string cubin = demo_cubin(), log = test::temp_path("args.log");
   SassCache cache;

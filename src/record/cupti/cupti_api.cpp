@@ -22,7 +22,7 @@ std::string dir_of(const std::string& path) {
   return slash == std::string::npos ? std::string() : path.substr(0, slash);
 }
 
-std::vector<std::string> candidates() {
+std::vector<std::string> candidates(const std::string& explicit_path) {
   std::vector<std::string> c;
   // A libcupti the program already loaded (PyTorch's kineto links it): a second copy would be a second CUPTI.
   std::string loaded;
@@ -30,8 +30,8 @@ std::vector<std::string> candidates() {
   if (find_module_range("libcupti.so", &lo, &hi, &loaded)) c.push_back(loaded);
   // An explicit choice is the only one tried (after a copy already loaded): falling back silently
   // to another libcupti would hide a typo in the path.
-  if (const char* e = std::getenv("AIFLAME_CUPTI"); e && *e) {
-    c.push_back(e);
+  if (!explicit_path.empty()) {
+    c.push_back(explicit_path);
     return c;
   }
   std::string rt;
@@ -58,10 +58,10 @@ std::vector<std::string> candidates() {
 
 }  // namespace
 
-bool load_cupti(CuptiApi* api, std::string* error) {
+bool load_cupti(CuptiApi* api, const std::string& explicit_path, std::string* error) {
   void* h = nullptr;
   std::string tried;
-  for (const auto& path : candidates()) {
+  for (const auto& path : candidates(explicit_path)) {
     h = dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
     if (h) {
       api->library_path = path;
@@ -86,6 +86,7 @@ bool load_cupti(CuptiApi* api, std::string* error) {
   }
   api->cuptiGetGraphNodeId = reinterpret_cast<decltype(&::cuptiGetGraphNodeId)>(dlsym(h, "cuptiGetGraphNodeId"));
   api->cuptiGetGraphId = reinterpret_cast<decltype(&::cuptiGetGraphId)>(dlsym(h, "cuptiGetGraphId"));
+  api->cuptiActivityDisable = reinterpret_cast<decltype(&::cuptiActivityDisable)>(dlsym(h, "cuptiActivityDisable"));
   api->cuptiActivitySetAttribute =
       reinterpret_cast<decltype(&::cuptiActivitySetAttribute)>(dlsym(h, "cuptiActivitySetAttribute"));
   api->cuptiFinalize = reinterpret_cast<decltype(&::cuptiFinalize)>(dlsym(h, "cuptiFinalize"));

@@ -46,6 +46,8 @@ struct CuptiApi {
   decltype(&::cuptiGetGraphId) cuptiGetGraphId = nullptr;
   // Optional (activity buffer tuning is skipped when missing).
   decltype(&::cuptiActivitySetAttribute) cuptiActivitySetAttribute = nullptr;
+  // Optional (windows mode switches kernel records off between windows only when present).
+  decltype(&::cuptiActivityDisable) cuptiActivityDisable = nullptr;
   // Optional (attach: detaching needs it).
   decltype(&::cuptiFinalize) cuptiFinalize = nullptr;
 
@@ -56,10 +58,10 @@ struct CuptiApi {
   std::string result_string(CUptiResult r) const;
 };
 
-// Finds and opens libcupti: one already loaded in the process, then $AIFLAME_CUPTI alone when it is
-// set, otherwise next to the loaded
+// Finds and opens libcupti: one already loaded in the process, then `explicit_path` (AIFLAME_CUPTI)
+// alone when it is given, otherwise next to the loaded
 // CUDA runtime (pip's nvidia/cuda_runtime -> nvidia/cuda_cupti), $CUDA_HOME, /usr/local/cuda, then
 // the loader's search path. On failure returns false and explains in *error what was tried.
-bool load_cupti(CuptiApi* api, std::string* error);
+bool load_cupti(CuptiApi* api, const std::string& explicit_path, std::string* error);
 
 }  // namespace aiflame

@@ -30,20 +30,66 @@ struct ContextScope {
   bool pushed_ = false;
 };
 
+// The devices' primary contexts that are active (PyTorch, JAX and the CUDA runtime use these). Retain
+// and release at once: the reference count ends where it was, and no context is made (an inactive
+// one is skipped, never retained). Without cuInit the count fails: no context.
+std::vector<CUcontext> active_primary_contexts() {
+  using CountFn = CUresult (*)(int*);
+  using GetFn = CUresult (*)(CUdevice*, int);
+  using StateFn = CUresult (*)(CUdevice, unsigned*, int*);
+  using RetainFn = CUresult (*)(CUcontext*, CUdevice);
+  using ReleaseFn = CUresult (*)(CUdevice);
+  static auto count = reinterpret_cast<CountFn>(cuda_driver_symbol("cuDeviceGetCount"));
+  static auto get = reinterpret_cast<GetFn>(cuda_driver_symbol("cuDeviceGet"));
+  static auto state = reinterpret_cast<StateFn>(cuda_driver_symbol("cuDevicePrimaryCtxGetState"));
+  static auto retain = reinterpret_cast<RetainFn>(cuda_driver_symbol("cuDevicePrimaryCtxRetain"));
+  static auto release = reinterpret_cast<ReleaseFn>(cuda_driver_symbol("cuDevicePrimaryCtxRelease_v2"));
+  std::vector<CUcontext> out;
+  int n = 0;
+  if (!count || !get || !state || !retain || !release || count(&n) != CUDA_SUCCESS) return out;
+  for (int i = 0; i < n; i++) {
+    CUdevice dev{};
+    unsigned flags = 0;
+    int active = 0;
+    if (get(&dev, i) != CUDA_SUCCESS || state(dev, &flags, &active) != CUDA_SUCCESS || !active) continue;
+    CUcontext ctx = nullptr;
+    if (retain(&ctx, dev) != CUDA_SUCCESS) continue;
+    release(dev);
+    if (ctx) out.push_back(ctx);
+  }
+  return out;
+}
+
 }  // namespace
 
-void CuptiBackend::attach_contexts(const std::vector<CUcontext>& contexts) {
+size_t CuptiBackend::find_existing_contexts() {
+  existing_contexts_ = active_primary_contexts();
+  return existing_contexts_.size();
+}
+
+std::string CuptiBackend::cannot_detach() const {
+  return api_.cuptiFinalize ? std::string() : api_.library_path + " lacks cuptiFinalize, needed to detach";
+}
+
+std::string CuptiBackend::start_refusal() const {
+  if (subscribe_result_ == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED)
+    return "cupti-busy another CUPTI client (Nsight Systems/Compute, torch.profiler, a DCGM or kineto "
+           "daemon) is already subscribed in this process; stop it, or record when it is done";
+  return "cupti cuptiSubscribe failed: " + api_.result_string(subscribe_result_);
+}
+
+void CuptiBackend::attach_existing_contexts() {
   {
     std::lock_guard<std::mutex> lock(contexts_mu_);
     attach_mode_ = true;
   }
-  for (CUcontext ctx : contexts) {
+  for (CUcontext ctx : existing_contexts_) {
     ContextScope scope(ctx);
     context_created(ctx);
   }
 }
 
-void CuptiBackend::adopt_pending_contexts() {
+void CuptiBackend::adopt_new_contexts() {
   std::set<CUcontext> pending;
   {
     std::lock_guard<std::mutex> lock(contexts_mu_);

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
@@ -19,7 +20,7 @@ void CUPTIAPI callback_trampoline(void*, CUpti_CallbackDomain domain, CUpti_Call
   if (g_backend) g_backend->on_callback(domain, cbid, data);
 }
 
-size_t g_activity_buffer_size = 4u << 20;  // RecordOptions::activity_buffer_mb
+size_t g_activity_buffer_size = 4u << 20;  // MeasurementSwitches::activity_buffer_mb
 bool g_zeroed_buffers = false;  // CUPTI told that buffers come zeroed (it then skips zeroing them)
 
 void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_records) {
@@ -75,6 +76,23 @@ std::string fix_for(CUptiResult r) {
 
 }  // namespace
 
+std::unique_ptr<GpuBackend> make_cupti_backend(Recorder& rec, const RecordOptions& opt, std::string* why) {
+  CuptiApi api;
+  if (!load_cupti(&api, opt.cupti_path, why)) return nullptr;
+  if (api.version < kCuptiApiMinimum) {
+    *why = api.library_path + " has CUPTI API version " + std::to_string(api.version) +
+           "; aiflame reads the records of CUDA 12.0 (API " + std::to_string(kCuptiApiMinimum) +
+           ") and newer: run with a newer CUDA runtime or point AIFLAME_CUPTI at a newer libcupti";
+    return nullptr;
+  }
+  if (api.version / 10000 > CUPTI_API_VERSION / 10000)
+    std::fprintf(stderr, "aiflame: %s (CUPTI API %u) is newer than the CUPTI %d aiflame was built with; if kernel times "
+                 "look wrong, rebuild aiflame against the newer CUDA headers\n",
+                 api.library_path.c_str(), api.version, CUPTI_API_VERSION / 10000);
+  debug("loaded %s (CUPTI API %u)", api.library_path.c_str(), api.version);
+  return std::make_unique<CuptiBackend>(rec, std::move(api));
+}
+
 bool CuptiBackend::check(CUptiResult r, const char* call, const std::string& fix) {
   if (r == CUPTI_SUCCESS) return true;
   std::string f = fix.empty() ? fix_for(r) : fix;
@@ -106,19 +124,21 @@ bool CuptiBackend::start() {
     check(api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED),
           "cuptiEnableCallback(GRAPHNODE_CLONED)");
   }
-  for (CUpti_CallbackId id : kLaunchCallbacks)
-    check(api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id), "cuptiEnableCallback(launch)");
-  if (rec_.options().kernel_activity) {
+  const RecordOptions& o = rec_.options();
+  const bool windows = o.pc_sampling && o.pc_mode == PcMode::Windows;
+  set_launch_callbacks(!(windows && measure_.win_toggle_callbacks));
+  if (o.kernel_activity) {
     tune_activity_buffers();
-    if (check(api_.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks"))
+    if (check(api_.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks") &&
+        !(windows && measure_.win_toggle_activity && api_.cuptiActivityDisable))
       check(api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable(CONCURRENT_KERNEL)");
   }
   return true;
 }
 
-// The activity-buffer measurement switches of RecordOptions (bench/storm_breakdown.sh).
+// The activity-buffer measurement switches (MeasurementSwitches, bench/storm_breakdown.sh).
 void CuptiBackend::tune_activity_buffers() {
-  const RecordOptions& o = rec_.options();
+  const MeasurementSwitches& o = measure_;
   g_activity_buffer_size = size_t{o.activity_buffer_mb} << 20;
   if (!api_.cuptiActivitySetAttribute) return;
   if (o.activity_zeroed) {
@@ -144,11 +164,12 @@ void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbi
     auto* cb = static_cast<const CUpti_CallbackData*>(data);
     if (cb->callbackSite != CUPTI_API_ENTER) {
       rec_.on_launch_exit();
+      if (rec_.options().pc_mode == PcMode::Windows) window_exit(cb->context);
       return;
     }
-    // RecordOptions::skip_launches (bench/storm_breakdown.sh): 1 measures CUPTI's callback alone, 2
-    // adds the timestamp and context lookup.
-    const uint32_t skip = rec_.options().skip_launches;
+    // MeasurementSwitches::skip_launches (bench/storm_breakdown.sh): 1 measures CUPTI's callback
+    // alone, 2 adds the timestamp and context lookup.
+    const uint32_t skip = measure_.skip_launches;
     if (skip == 1) return;
     uint64_t ts = 0;
     api_.cuptiGetTimestamp(&ts);
@@ -157,6 +178,7 @@ void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbi
       asm volatile("" ::"r"(c), "r"(ts));
       return;
     }
+    if (c && c->windows) window_enter(*c, ts);
     rec_.on_launch(cbid, cb->correlationId, reinterpret_cast<uint64_t>(cb->symbolName), ts, c ? c->device : kNoDevice);
     return;
   }
@@ -224,8 +246,7 @@ void CuptiBackend::module_loaded(const CUpti_ModuleResourceData* m, CUcontext ct
   rec.crc = p.cubinCrc;
   api_.cuptiGetDeviceId(ctx, &rec.device);
   if (rec_.options().keep_cubins) rec.image.assign(m->pCubin, m->cubinSize);
-  rec_.writer().add(rec);
-  rec_.cubins++;
+  rec_.add_code_object(rec);
 }
 
 void CuptiBackend::graph_node(const CUpti_GraphData* g, bool cloned) {
@@ -244,7 +265,7 @@ void CuptiBackend::graph_node(const CUpti_GraphData* g, bool cloned) {
   } else {
     r.stack_id = rec_.graph_node_stack(r.node_id);
   }
-  rec_.writer().add(r);
+  rec_.add_graph_node(r);
 }
 
 void CuptiBackend::on_activity_buffer(uint8_t* buffer, size_t valid) {
@@ -267,9 +288,14 @@ void CuptiBackend::on_activity_buffer(uint8_t* buffer, size_t valid) {
     kr.block[0] = k->blockX; kr.block[1] = k->blockY; kr.block[2] = k->blockZ;
     kr.graph_id = k->graphId;
     kr.graph_node_id = k->graphNodeId;
-    rec_.writer().add(kr);
-    rec_.kernels++;
+    rec_.add_kernel(kr);
   }
+}
+
+void CuptiBackend::set_launch_callbacks(bool on) {
+  for (CUpti_CallbackId id : kLaunchCallbacks)
+    check(api_.cuptiEnableCallback(on ? 1 : 0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id), "cuptiEnableCallback(launch)");
+  launch_callbacks_on_.store(on, std::memory_order_release);
 }
 
 void CuptiBackend::stop() {
@@ -284,15 +310,20 @@ void CuptiBackend::stop() {
   for (Context* c : all) disable(*c);
   if (rec_.options().kernel_activity) api_.cuptiActivityFlushAll(1);
   stopped_.store(true);
+  if (rec_.options().pc_mode == PcMode::Windows && !rec_.options().quiet)
+    std::fprintf(stderr, "aiflame: windows: %llu windows, %.1f ms open, %.1f ms in cuCtxSynchronize, %llu launches inside windows\n",
+          (unsigned long long)rec_.counters().windows.load(), rec_.counters().window_ns.load() / 1e6, sync_ns_.load() / 1e6,
+          (unsigned long long)window_launches_.load());
   size_t dropped = 0;
-  if (api_.cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) rec_.dropped_records += dropped;
+  if (api_.cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) rec_.add_dropped_records(dropped);
   if (attach_mode_) return;  // detach() frees the function names after cuptiFinalize
   // CUPTI's function-name strings are the user's to free, but they may also back activity records
   // that CUPTI delivers after this point (context teardown runs after atexit); the process is
-  // exiting, so they are left to it. AIFLAME_FREE_NAMES=1 frees them here (for leak checkers).
+  // exiting, so they are left to it. AIFLAME_FREE_NAMES=1 (MeasurementSwitches::free_names) frees
+  // them here (for leak checkers).
   std::lock_guard<std::mutex> lock(names_mu_);
   debug("%zu distinct function-name strings from CUPTI", function_names_.size());
-  if (std::getenv("AIFLAME_FREE_NAMES"))
+  if (measure_.free_names)
     for (char* name : function_names_) std::free(name);
   function_names_.clear();
 }

@@ -13,6 +13,7 @@
 
 #include "record/cupti/cupti_api.h"
 #include "record/device_claim.h"
+#include "record/gpu_backend.h"
 #include "record/recorder.h"
 #include "record/sampling_windows.h"
 
@@ -21,30 +22,53 @@ namespace aiflame {
 // A function of the loaded libcuda by name, or null (not loaded, or a test without it).
 void* cuda_driver_symbol(const char* name);
 
-class CuptiBackend {
+// The CUPTI backend for `rec`: loads libcupti (opt.cupti_path, or the search of load_cupti) and checks
+// its version. Null with *why when it cannot be used.
+std::unique_ptr<GpuBackend> make_cupti_backend(Recorder& rec, const RecordOptions& opt, std::string* why);
+
+class CuptiBackend final : public GpuBackend, public SamplingWindowControl, public AttachControl {
  public:
-  CuptiBackend(Recorder& rec, CuptiApi api) : rec_(rec), api_(std::move(api)) {}
+  // The measurement switches are copied here, once: the launch callback reads no options.
+  CuptiBackend(Recorder& rec, CuptiApi api)
+      : rec_(rec), api_(std::move(api)), measure_(rec.options().measure) {}
+  const char* name() const override { return "cupti"; }
+  uint32_t version() const override { return api_.version; }
+  std::span<const char* const> runtime_libraries() const override {
+    static constexpr const char* kLibraries[] = {"libcupti.so", "libcuda.so"};
+    return kLibraries;
+  }
+  uint64_t timestamp() const override {
+    uint64_t ts = 0;
+    if (api_.cuptiGetTimestamp) api_.cuptiGetTimestamp(&ts);
+    return ts;
+  }
   // Subscribes and enables callbacks and activity. False when nothing can be recorded (warned).
-  bool start();
+  bool start() override;
+  void drain() override { drain_all(); }
   // Collector thread: drains the PC sampling buffers of every context.
   void drain_all();
   // At exit: final drain, disable sampling, flush activity.
-  void stop();
+  void stop() override;
+  SamplingWindowControl* sampling_windows() override { return this; }
   // Windows mode: opens and closes sampling windows on every context whose time has come; returns
   // the nanoseconds until the next window event. Called by the window thread (and by tests).
-  uint64_t tick_windows();
+  uint64_t tick_windows() override;
   // Windows mode: starts the thread that calls tick_windows(); stop() ends it.
-  void start_window_thread();
+  void start_window_thread() override;
 
   // Attach to a running program (cupti_attach.cpp). The contexts that existed before start() (their
-  // CONTEXT_CREATED is long past): sampling is enabled on each with the context pushed on this thread.
-  void attach_contexts(const std::vector<CUcontext>& contexts);
+  // CONTEXT_CREATED is long past): the devices' active primary contexts; sampling is enabled on each
+  // with the context pushed on the attach thread.
+  AttachControl* attach_control() override { return this; }
+  size_t find_existing_contexts() override;
+  std::string cannot_detach() const override;
+  std::string start_refusal() const override;
+  void attach_existing_contexts() override;
   // Contexts first seen in a launch callback (not primary ones): adopted here, off the launch path.
-  void adopt_pending_contexts();
+  void adopt_new_contexts() override;
   // Ends what start() began and detaches CUPTI (cuptiFinalize, at a driver call's exit as CUPTI
   // recommends, or from this thread when the program makes no call within 2 s); the program runs on.
-  void detach();
-  CUptiResult subscribe_result() const { return subscribe_result_; }
+  void detach() override;
 
   // Entry points for CUPTI (static trampolines route here).
   void on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
@@ -73,6 +97,9 @@ class CuptiBackend {
     uint64_t last_drain = 0;
     bool enabled = false;
     std::unique_ptr<SamplingWindows> windows;  // windows mode only
+    // Windows mode: a window is open (read without the lock on every launch exit).
+    std::atomic<bool> window_open{false};
+    bool configured = false;  // PC sampling enabled and configured (win_disable_between re-enables per window)
   };
   void context_created(CUcontext ctx);
   void finalize_in_callback(const void* data);  // detach(): the first driver-call exit finalizes CUPTI
@@ -81,6 +108,14 @@ class CuptiBackend {
   void module_loaded(const CUpti_ModuleResourceData* m, CUcontext ctx);
   void graph_node(const CUpti_GraphData* g, bool cloned);
   bool enable_sampling(Context& c);
+  bool configure_sampling(Context& c);
+  // Windows mode, on the launching thread: opens a window at a launch's entry when one is due, and at
+  // a launch's exit fetches the window's samples and closes it when its time is up.
+  void window_enter(Context& c, uint64_t now);
+  void window_exit(CUcontext ctx);
+  bool open_window_locked(Context& c, uint64_t now);
+  void set_launch_callbacks(bool on);
+  void synchronize(Context& c);
   bool claim_device(uint32_t device);
   void drain(Context& c);
   void drain_locked(Context& c);
@@ -89,10 +124,11 @@ class CuptiBackend {
   void disable(Context& c);
   bool check(CUptiResult r, const char* call, const std::string& fix = {});
   void tune_activity_buffers();
-  PcBatchRecord take_batch(Context& c, CUpti_PCSamplingData& d, uint64_t now);
+  void take_batch(Context& c, CUpti_PCSamplingData& d, uint64_t now);
 
   Recorder& rec_;
   CuptiApi api_;
+  const MeasurementSwitches measure_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::mutex contexts_mu_;
   std::map<CUcontext, std::unique_ptr<Context>> contexts_;
@@ -106,14 +142,17 @@ class CuptiBackend {
   NodeTypeFn node_type_ = nullptr;  // libcuda's cuGraphNodeGetType, when the program loaded libcuda
   unsigned drains_ = 0;
   std::map<uint32_t, std::unique_ptr<DeviceClaim>> claims_;  // per device ordinal, under contexts_mu_
+  std::atomic<bool> launch_callbacks_on_{true};
+  std::atomic<uint64_t> sync_ns_{0}, window_launches_{0};
   std::thread window_thread_;
   std::atomic<bool> window_thread_stop_{false};
-  std::vector<std::unique_ptr<Context>> retired_;
+  std::vector<std::unique_ptr<Context>> retired_;  // replaced contexts, never freed while running
   // Attach (cupti_attach.cpp): unknown contexts seen at launches, under contexts_mu_; detach's handshake.
   bool attach_mode_ = false;
   std::set<CUcontext> pending_contexts_;
+  std::vector<CUcontext> existing_contexts_;  // find_existing_contexts()
   CUptiResult subscribe_result_ = CUPTI_SUCCESS;
-  std::atomic<bool> finalize_requested_{false}, finalizing_{false}, finalized_{false};  // replaced contexts, never freed while running
+  std::atomic<bool> finalize_requested_{false}, finalizing_{false}, finalized_{false};
   // Validates context_of's per-thread cache: unique per backend (tests create several at one
   // address) and bumped when a context is replaced.
   std::atomic<uint64_t> generation_{next_generation() << 32};

@@ -49,7 +49,7 @@ bool CuptiBackend::claim_device(uint32_t device) {
               " (CUPTI samples a GPU for one process at a time); this process records its launches and kernel "
               "times without GPU samples there");
     claims_[device] = nullptr;
-    rec_.sampling_declined = true;
+    rec_.note_sampling_declined();
     return false;
   }
   claims_[device] = std::move(claim);
@@ -86,7 +86,7 @@ bool CuptiBackend::enable_sampling(Context& c) {
     sr.reasons.emplace_back(idx[i], std::string(names[i].data()));
     if (sr.reasons.back().second.ends_with("_not_issued")) c.duplicate_reasons.insert(idx[i]);
   }
-  rec_.writer().add(sr);
+  rec_.add_stall_reasons(sr);
 
   bool windows = rec_.options().pc_mode == PcMode::Windows;
   c.buf.init(kPcBufferEntries, n);
@@ -94,7 +94,24 @@ bool CuptiBackend::enable_sampling(Context& c) {
     c.range = std::make_unique<PcBuffer>();
     c.range->init(kPcBufferEntries, n);
   }
+  if (!configure_sampling(c)) return false;
+  if (windows)
+    c.windows = std::make_unique<SamplingWindows>(rec_.options().windows_per_s, rec_.options().window_us,
+                                                  reinterpret_cast<uintptr_t>(c.ctx) ^ static_cast<uint64_t>(getpid()),
+                                                  rec_.options().window_budget_permille / 1000.0);
+  if (windows && measure_.win_disable_between) {
+    CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize};
+    dp.ctx = c.ctx;
+    check(api_.cuptiPCSamplingDisable(&dp), "cuptiPCSamplingDisable");
+    c.configured = false;
+  }
+  return true;
+}
 
+bool CuptiBackend::configure_sampling(Context& c) {
+  bool windows = rec_.options().pc_mode == PcMode::Windows;
+  size_t n = c.reason_index.size();
+  std::vector<uint32_t>& idx = c.reason_index;
   std::vector<CUpti_PCSamplingConfigurationInfo> cfg;
   auto add = [&](CUpti_PCSamplingConfigurationAttributeType t) -> CUpti_PCSamplingConfigurationInfo& {
     cfg.push_back({});
@@ -106,8 +123,10 @@ bool CuptiBackend::enable_sampling(Context& c) {
   // million launches of gpt_train.py, three times in three runs; with the sleep span alone (10 ms) it
   // crashed once after 1.66 million launches (and ran 2.6 million cleanly once); with both at CUPTI's
   // defaults 4.8 million launches ran cleanly (bench/RESULTS.md). AIFLAME_STALL_CONFIG=1 and
-  // AIFLAME_SLEEP_SPAN_MS=N set them for experiments.
-  if (std::getenv("AIFLAME_STALL_CONFIG"))
+  // AIFLAME_SLEEP_SPAN_MS=N set them for experiments (MeasurementSwitches).
+  // Windows mode sets it, as NVIDIA's start/stop sample and Parca's library do (kernel-serialized
+  // sampling with start/stop delivered samples that way on the H100, bench/probes/serialized_where.cu).
+  if (windows || measure_.stall_config)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON).attributeData.stallReasonData = {n, idx.data()};
   add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER)
       .attributeData.samplingDataBufferData.samplingDataBuffer = windows ? &c.range->data : &c.buf.data;
@@ -116,9 +135,7 @@ bool CuptiBackend::enable_sampling(Context& c) {
   if (windows)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL)
         .attributeData.enableStartStopControlData.enableStartStopControl = 1;
-  const char* span = std::getenv("AIFLAME_SLEEP_SPAN_MS");
-  uint32_t span_ms = span ? static_cast<uint32_t>(std::atoi(span)) : 0;
-  if (span_ms)
+  if (const uint32_t span_ms = measure_.sleep_span_ms)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN)
         .attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan = span_ms;
   if (rec_.options().period_log2)
@@ -134,9 +151,7 @@ bool CuptiBackend::enable_sampling(Context& c) {
     api_.cuptiPCSamplingDisable(&dp);
     return false;
   }
-  if (windows)
-    c.windows = std::make_unique<SamplingWindows>(rec_.options().windows_per_s, rec_.options().window_us,
-                                                  reinterpret_cast<uintptr_t>(c.ctx) ^ static_cast<uint64_t>(getpid()));
+  c.configured = true;
   return true;
 }
 
@@ -153,8 +168,9 @@ void CuptiBackend::PcBuffer::init(size_t entries, size_t stall_reasons) {
   data.pPcData = pcs.data();
 }
 
-// Converts what the sampling buffer holds into one batch record and returns the buffer to CUPTI.
-PcBatchRecord CuptiBackend::take_batch(Context& c, CUpti_PCSamplingData& d, uint64_t now) {
+// Converts what the sampling buffer holds into one batch record for the Recorder and returns the
+// buffer to CUPTI.
+void CuptiBackend::take_batch(Context& c, CUpti_PCSamplingData& d, uint64_t now) {
   PcBatchRecord b;
   b.timestamp = now;
   b.prev_timestamp = c.last_drain;
@@ -164,6 +180,7 @@ PcBatchRecord CuptiBackend::take_batch(Context& c, CUpti_PCSamplingData& d, uint
   b.dropped_samples = d.droppedSamples;
   b.hardware_buffer_full = d.hardwareBufferFull != 0;
   bool has_correlation = api_.version >= kCuptiApiWithPcCorrelation;
+  uint64_t counted = 0;
   for (size_t i = 0; i < d.totalNumPcs; i++) {
     CUpti_PCSamplingPCData& pc = d.pPcData[i];
     uint32_t fn = rec_.intern(pc.functionName ? pc.functionName : "[unknown kernel]");
@@ -181,14 +198,12 @@ PcBatchRecord CuptiBackend::take_batch(Context& c, CUpti_PCSamplingData& d, uint
       s.stall_reason = pc.stallReason[k].pcSamplingStallReasonIndex;
       s.count = pc.stallReason[k].samples;
       s.correlation_id = has_correlation ? pc.correlationId : 0;
-      if (!c.duplicate_reasons.count(s.stall_reason)) rec_.samples += s.count;
+      if (!c.duplicate_reasons.count(s.stall_reason)) counted += s.count;
       b.samples.push_back(s);
     }
   }
-  rec_.pc_records += d.totalNumPcs;
-  rec_.dropped_samples += d.droppedSamples;
+  rec_.add_sample_batch(b, counted, d.totalNumPcs);
   d.totalNumPcs = 0;
-  return b;
 }
 
 void CuptiBackend::drain(Context& c) {
@@ -222,7 +237,7 @@ void CuptiBackend::drain_locked(Context& c) {
     size_t remaining = d.remainingNumPcs;
     debug("GetData ctx %u: %zu PCs, %zu remaining, %llu samples, %llu dropped", c.context_id, d.totalNumPcs, remaining,
           (unsigned long long)d.totalSamples, (unsigned long long)d.droppedSamples);
-    if (d.totalNumPcs > 0 || d.droppedSamples > 0) rec_.writer().add(take_batch(c, d, now));
+    if (d.totalNumPcs > 0 || d.droppedSamples > 0) take_batch(c, d, now);
     if (remaining == 0) {
       c.last_drain = now;
       break;
@@ -238,14 +253,17 @@ void CuptiBackend::drain_all() {
   }
   for (Context* c : all) drain(*c);
   // Kernel records otherwise wait for a full 4 MB buffer; a run cut short would lose them.
-  const uint32_t every = rec_.options().activity_flush_every;
-  if (rec_.options().kernel_activity && every && ++drains_ % every == 0) api_.cuptiActivityFlushAll(0);
+  const uint32_t every = measure_.activity_flush_every;
+  bool window_open = false;
+  for (Context* c : all) window_open |= c->window_open.load();
+  // Not while a window is open: kernel-serialized sampling is kept to the launching thread's calls.
+  if (rec_.options().kernel_activity && every && ++drains_ % every == 0 && !window_open) api_.cuptiActivityFlushAll(0);
 }
 
 void CuptiBackend::disable(Context& c) {
   std::lock_guard<std::mutex> lock(c.mu);
   if (!c.enabled) return;
-  if (c.windows && c.windows->open()) {
+  if (c.windows && c.window_open.load()) {
     uint64_t now = 0;
     api_.cuptiGetTimestamp(&now);
     c.windows->decide(now + (1ull << 62));  // closes it
@@ -254,6 +272,7 @@ void CuptiBackend::disable(Context& c) {
     drain_locked(c);
   }
   c.enabled = false;
+  if (!c.configured) return;
   CUpti_PCSamplingData& configured = c.range ? c.range->data : c.buf.data;
   configured.totalNumPcs = 0;
   CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize};
@@ -262,24 +281,113 @@ void CuptiBackend::disable(Context& c) {
   if (configured.totalNumPcs > 0) {  // disabling flushes what CUPTI still held into the configured buffer
     uint64_t now = 0;
     api_.cuptiGetTimestamp(&now);
-    rec_.writer().add(take_batch(c, configured, now));
+    take_batch(c, configured, now);
   }
 }
 
 
 void CuptiBackend::close_window_locked(Context& c, uint64_t now) {
+  synchronize(c);  // the window's last kernels end before Stop (NVIDIA's sample does the same)
   CUpti_PCSamplingStopParams sp = {CUpti_PCSamplingStopParamsSize};
   sp.ctx = c.ctx;
   bool stopped = check(api_.cuptiPCSamplingStop(&sp), "cuptiPCSamplingStop");
-  rec_.windows++;
-  rec_.window_ns += now - c.windows->opened_at();
+  c.window_open.store(false, std::memory_order_release);
+  rec_.add_window(now - c.windows->opened_at());
   c.last_drain = c.windows->opened_at();
+  const RecordOptions& o = rec_.options();
+  if (o.kernel_activity && measure_.win_toggle_activity && api_.cuptiActivityDisable)
+    check(api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable(CONCURRENT_KERNEL)");
+  if (measure_.win_toggle_callbacks) set_launch_callbacks(false);
   if (!stopped) return;
   size_t before = c.range->data.totalNumPcs;
   drain_locked(c);  // moves the range's records from the configured buffer into c.buf
   if (c.windows->windows() <= 3)
     debug("window %llu stopped: configured buffer %zu PCs before GetData, %zu after",
           (unsigned long long)c.windows->windows(), before, c.range->data.totalNumPcs);
+  if (measure_.win_disable_between) {
+    CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize};
+    dp.ctx = c.ctx;
+    check(api_.cuptiPCSamplingDisable(&dp), "cuptiPCSamplingDisable");
+    c.configured = false;
+  }
+}
+
+// cuCtxSynchronize on this thread with c's context current (the launching thread has it already;
+// the collector and the exit path push it).
+void CuptiBackend::synchronize(Context& c) {
+  using SyncFn = CUresult (*)();
+  using CtxFn = CUresult (*)(CUcontext*);
+  using PushFn = CUresult (*)(CUcontext);
+  static auto sync = reinterpret_cast<SyncFn>(cuda_driver_symbol("cuCtxSynchronize"));
+  static auto get = reinterpret_cast<CtxFn>(cuda_driver_symbol("cuCtxGetCurrent"));
+  static auto push = reinterpret_cast<PushFn>(cuda_driver_symbol("cuCtxPushCurrent_v2"));
+  static auto pop = reinterpret_cast<CtxFn>(cuda_driver_symbol("cuCtxPopCurrent_v2"));
+  if (!sync) return;
+  auto t0 = std::chrono::steady_clock::now();
+  CUcontext cur = nullptr;
+  bool pushed = false;
+  if (get && get(&cur) == CUDA_SUCCESS && cur != c.ctx && push && pop) pushed = push(c.ctx) == CUDA_SUCCESS;
+  sync();
+  if (pushed) {
+    CUcontext popped = nullptr;
+    pop(&popped);
+  }
+  sync_ns_ += static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+}
+
+bool CuptiBackend::open_window_locked(Context& c, uint64_t now) {
+  const RecordOptions& o = rec_.options();
+  uint64_t before = sync_ns_.load();
+  synchronize(c);  // CUPTI starts a range only on an idle GPU
+  // The wait for the GPU's queue is charged to the window: the queue then refills from empty.
+  c.windows->charge(sync_ns_.load() - before);
+  if (!c.configured) {
+    CUpti_PCSamplingEnableParams en = {CUpti_PCSamplingEnableParamsSize};
+    en.ctx = c.ctx;
+    if (!check(api_.cuptiPCSamplingEnable(&en), "cuptiPCSamplingEnable") || !configure_sampling(c)) {
+      c.enabled = false;
+      return false;
+    }
+  }
+  CUpti_PCSamplingStartParams sp = {CUpti_PCSamplingStartParamsSize};
+  sp.ctx = c.ctx;
+  if (c.windows->windows() < 3) debug("window %llu opens on context %u", (unsigned long long)c.windows->windows(), c.context_id);
+  if (!check(api_.cuptiPCSamplingStart(&sp), "cuptiPCSamplingStart", "GPU samples are off for this context")) {
+    c.enabled = false;
+    CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize};
+    dp.ctx = c.ctx;
+    api_.cuptiPCSamplingDisable(&dp);
+    return false;
+  }
+  if (o.kernel_activity && measure_.win_toggle_activity && api_.cuptiActivityDisable)
+    check(api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable(CONCURRENT_KERNEL)");
+  (void)now;
+  c.window_open.store(true, std::memory_order_release);
+  return true;
+}
+
+void CuptiBackend::window_enter(Context& c, uint64_t now) {
+  if (c.window_open.load(std::memory_order_acquire)) {
+    window_launches_++;
+    return;
+  }
+  if (!c.windows->due(now)) return;
+  std::lock_guard<std::mutex> lock(c.mu);
+  if (!c.enabled || c.window_open.load()) return;
+  if (c.windows->decide(now) != SamplingWindows::Action::Open) return;
+  if (open_window_locked(c, now)) window_launches_++;
+}
+
+void CuptiBackend::window_exit(CUcontext ctx) {
+  Context* c = context_of(ctx);
+  if (!c || !c->windows || !c->window_open.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> lock(c->mu);
+  if (!c->enabled || !c->window_open.load()) return;
+  drain_locked(*c);  // serialized sampling wants its data fetched after every kernel
+  uint64_t now = 0;
+  api_.cuptiGetTimestamp(&now);
+  if (c->windows->decide(now) == SamplingWindows::Action::Close) close_window_locked(*c, now);
 }
 
 // The context a launch runs in, looked up once per thread and context (contexts are never freed).
@@ -301,9 +409,9 @@ CuptiBackend::Context* CuptiBackend::context_of(CUcontext ctx) {
   return cache.c;
 }
 
-// Windows mode. CUPTI 13.0 hangs when cuptiPCSamplingStart is called from inside a launch callback
-// (measured on the H100: the first launch never returned), so windows are opened and closed by a
-// thread of their own. Experimental: see bench/RESULTS.md, "Windows mode".
+// Windows mode, on the window thread: windows open and close on launching threads (window_enter,
+// window_exit); this thread switches the launch callbacks back on when a window is due (when they are
+// off between windows).
 uint64_t CuptiBackend::tick_windows() {
   std::vector<Context*> all;
   {
@@ -312,34 +420,19 @@ uint64_t CuptiBackend::tick_windows() {
       if (c->windows) all.push_back(c.get());
   }
   uint64_t next = 10'000'000;  // look again within 10 ms for new contexts
+  uint64_t now = 0;
+  api_.cuptiGetTimestamp(&now);
+  bool due = false;
+  // An open window is never closed from here: cuptiPCSamplingStop from a thread other than the
+  // launching one hung the program (bench/probes/serialized_where.cu, start and stop on a thread).
+  // A window whose program stopped launching stays open at no cost until the next launch or exit.
   for (Context* c : all) {
-    std::lock_guard<std::mutex> lock(c->mu);
-    if (!c->enabled) continue;
-    uint64_t now = 0;
-    api_.cuptiGetTimestamp(&now);
-    switch (c->windows->decide(now)) {
-      case SamplingWindows::Action::Open: {
-        CUpti_PCSamplingStartParams sp = {CUpti_PCSamplingStartParamsSize};
-        sp.ctx = c->ctx;
-        if (c->windows->windows() < 3) debug("window %llu opens on context %u", (unsigned long long)c->windows->windows(), c->context_id);
-        if (!check(api_.cuptiPCSamplingStart(&sp), "cuptiPCSamplingStart", "GPU samples are off for this context")) {
-          c->enabled = false;
-          CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize};
-          dp.ctx = c->ctx;
-          api_.cuptiPCSamplingDisable(&dp);
-          continue;
-        }
-        break;
-      }
-      case SamplingWindows::Action::Close:
-        close_window_locked(*c, now);
-        if (c->windows->windows() <= 3) debug("window %llu closed on context %u", (unsigned long long)c->windows->windows(), c->context_id);
-        break;
-      case SamplingWindows::Action::None: break;
-    }
-    uint64_t due = c->windows->next_event();
-    next = std::min(next, due > now ? due - now : 0);
+    if (!c->enabled || c->window_open.load()) continue;
+    uint64_t at = c->windows->next_event();
+    if (now >= at) due = true;
+    else next = std::min(next, at - now);
   }
+  if (due && measure_.win_toggle_callbacks && !launch_callbacks_on_.load()) set_launch_callbacks(true);
   return next;
 }
 
@@ -348,7 +441,7 @@ void CuptiBackend::start_window_thread() {
   window_thread_ = std::thread([this] {
     set_phase(Phase::Collector);
     while (!window_thread_stop_.load(std::memory_order_relaxed)) {
-      uint64_t wait = std::clamp<uint64_t>(tick_windows(), 20'000, 10'000'000);
+      uint64_t wait = std::clamp<uint64_t>(tick_windows(), 200'000, 10'000'000);
       std::this_thread::sleep_for(std::chrono::nanoseconds(wait));
     }
   });

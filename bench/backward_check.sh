@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Issue 23 on the GPU machine: are PyTorch's backward kernels under the Python that caused them?
+#   bench/backward_check.sh          records gpt_train.py, hf_gpt2.py and resnet_train.py, reports
+#                                    folded stacks and prints, for each, the share of GPU samples with
+#                                    a frame of the script (budget >= 95%) and the share of backward
+#                                    samples under the script's forward call (>= 90%; bench/backward_check.py)
+#   bench/backward_check.sh --probe  the facts the tracking relies on: torch version, the four symbols,
+#                                    the Node layout checked from Python (bench/backward_probe.py), and
+#                                    what the recorder resolved and decided (AIFLAME_DEBUG lines, summary)
+# Binaries from .dist/ (AIFLAME_BIN), outputs under OUT (default /tmp/aiflame_backward). Runs every
+# step even when one fails, so that a failing layout check still leaves its diagnostics; exit 1 if
+# any budget or check failed.
+set -u
+bin=${AIFLAME_BIN:-.dist}
+out=${OUT:-/tmp/aiflame_backward}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+status=0
+
+probe() {
+  echo "== torch, symbols and Node layout, read from Python (no aiflame)"
+  python3 bench/backward_probe.py || status=1
+  for lib in $(python3 -c "import torch, glob, os; print(' '.join(glob.glob(os.path.join(os.path.dirname(torch.__file__), 'lib', 'libtorch_cpu.so*'))))"); do
+    echo "== nm -D $lib"
+    nm -D --defined-only "$lib" | grep -E "sequence_number4peekEv|sequence_number17get_and_incrementEv|get_current_nodeEv|get_current_graph_task_idEv|RecordFunction15currentThreadIdEv" || { echo "symbols MISSING"; status=1; }
+  done
+  echo "== the recorder on a short training run (AIFLAME_DEBUG=1: what it resolved; the report's summary line)"
+  STEPS=2 AIFLAME_DEBUG=1 "$bin/aiflame" record --force -o "$out/probe.aiflame" -- python3 bench/workloads/gpt_train.py \
+    2> "$out/probe.log" || status=1
+  grep -E "autograd|Python" "$out/probe.log" | head -40
+  "$bin/aiflame" report "$out/probe.aiflame" -o "$out/probe.folded" 2>&1 | grep -E "autograd|warning" || { echo "no autograd summary line"; status=1; }
+  echo "== the three heaviest backward stacks"
+  grep -F "[backward]" "$out/probe.folded" | awk '{print $NF" "$0}' | sort -n -r | head -3 | cut -d' ' -f2- | cut -c1-600
+}
+
+check() {  # script args...
+  local script=$1 name
+  name=$(basename "$script" .py)
+  echo "== $name"
+  local t0=$SECONDS
+  if ! "$bin/aiflame" record --force -o "$out/$name.aiflame" -- python3 "$script" > "$out/$name.record.log" 2>&1; then
+    echo "recording $name failed:"; tail -20 "$out/$name.record.log"; status=1; return
+  fi
+  grep -E "loop_s|aiflame: .*(autograd|warning)" "$out/$name.record.log"
+  "$bin/aiflame" report "$out/$name.aiflame" -o "$out/$name.folded" 2>&1 | grep -E "autograd|attributed|capture cost"
+  python3 bench/backward_check.py "$out/$name.folded" "$script" || status=1
+  echo "($((SECONDS - t0)) s; $out/$name.folded)"
+}
+
+if [ "${1:-}" = "--probe" ]; then
+  probe
+else
+  STEPS=${STEPS:-20} check bench/workloads/gpt_train.py
+  STEPS=${STEPS:-20} check bench/workloads/hf_gpt2.py
+  STEPS=${STEPS:-20} check bench/workloads/resnet_train.py
+fi
+exit $status

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Windows mode on the GPU machine (issue #24): does kernel-serialized sampling in short windows give
+# samples with launch ids, how exact is the 3:1 split, and what does each way of leaving CUPTI idle
+# between windows cost? Variants run round-robin, so drifts of the machine hit all of them.
+# Usage: bench/windows_eval.sh [ROUNDS=2] [WORKLOAD...]   (workloads: gpt hf resnet storm)
+# Env:   AIFLAME_BIN (default .dist), OUT (default /tmp/win), WIN (window options),
+#        PERIOD (windows' sampling period, default CUPTI's), SKIP_ACCURACY=1, VARIANTS (names to run).
+set -u
+rounds=${1:-2}
+shift || true
+workloads=${*:-gpt hf storm}
+bin=${AIFLAME_BIN:-.dist}
+out=${OUT:-/tmp/win}
+mkdir -p "$out"
+export AIFLAME_EXPERIMENTAL=1 PYTHONUNBUFFERED=1
+win=${WIN:---pc-mode windows --window-us 10000 --windows-per-sec 20}
+popt=${PERIOD:+--period $PERIOD}
+
+if [ "${SKIP_ACCURACY:-0}" != 1 ]; then
+  echo "== a first window, traced"
+  AIFLAME_DEBUG=1 timeout -k 5 60 "$bin/aiflame" record --force --sass-timeout 0 $win $popt -o "$out/trace.aiflame" -- \
+    "$bin/aiflame_bench_kernels" split sequential 100 >"$out/trace.log" 2>&1
+  echo "exit $?"; grep -E 'window|GetData|Start|Stop|error|fail' "$out/trace.log" | head -30; tail -12 "$out/trace.log"
+  echo "== accuracy, windows (10 ms windows, 20 a second)"
+  AIFLAME_WINDOW_BUDGET_PERMILLE=0 OUT=$out TIMEOUT=120 RECORD_OPTS="--pc-mode windows --window-us 10000 --windows-per-sec 20 $popt --sass-timeout 0" \
+    bash bench/accuracy.sh 300 sequential streams size thin
+  grep -h 'windows:' "$out"/split_*.log
+  grep ';-;work;' "$out/split_thin.folded" | head -3 | cut -c1-300
+  echo "== the demo's three towers, windows"
+  timeout -k 5 120 "$bin/aiflame" record --force --sass-timeout 0 $win $popt -o "$out/demo.aiflame" -- "$bin/aiflame_demo_matmul" 200 >"$out/demo.log" 2>&1
+  grep -E 'windows|samples' "$out/demo.log" | head -4
+  "$bin/aiflame" report --plain -q -f "$out/demo.aiflame" -o "$out/demo.folded"
+  awk '{k=$0; sub(/.*;-;/, "", k); sub(/;.*/, "", k); n[k]+=$NF} END {for (k in n) print "  kernel", k, n[k]}' "$out/demo.folded"
+  echo "== accuracy, continuous (today's default), thin only"
+  OUT=$out TIMEOUT=120 RECORD_OPTS="--sass-timeout 0" bash bench/accuracy.sh 300 thin
+fi
+
+command_of() {
+  case $1 in
+    gpt) echo "env STEPS=100 python3 bench/workloads/gpt_train.py" ;;
+    hf) echo "env STEPS=30 python3 bench/workloads/hf_gpt2.py" ;;
+    resnet) echo "env STEPS=20 python3 bench/workloads/resnet_train.py" ;;
+    storm) echo "$bin/aiflame_bench_kernels storm 300000" ;;
+  esac
+}
+# name|environment|record options ("-": plain)
+variants=(
+  "plain|-|-"
+  "continuous||"
+  "win||$win $popt"
+  "win-toggle|AIFLAME_WIN_TOGGLE_CB=1 AIFLAME_WIN_TOGGLE_ACT=1|$win $popt"
+  "win-disable|AIFLAME_WIN_TOGGLE_CB=1 AIFLAME_WIN_TOGGLE_ACT=1 AIFLAME_WIN_DISABLE_BETWEEN=1|$win $popt"
+)
+for w in $workloads; do
+  read -r -a prog <<<"$(command_of "$w")"
+  echo "== $w: ${prog[*]}"
+  "${prog[@]}" >/dev/null 2>&1  # warm caches
+  for ((r = 0; r < rounds; r++)); do
+    for v in "${variants[@]}"; do
+      IFS='|' read -r name envs opts <<<"$v"
+      [ -n "${VARIANTS:-}" ] && [[ " $VARIANTS " != *" $name "* ]] && continue
+      log=$out/${w}_${name}_$r.log
+      if [ "$envs" = - ]; then
+        timeout -k 5 200 "${prog[@]}" >"$log" 2>&1
+      else
+        # shellcheck disable=SC2086
+        timeout -k 5 200 env $envs "$bin/aiflame" record --force --sass-timeout 0 $opts -o "$out/$w.aiflame" -- "${prog[@]}" >"$log" 2>&1
+      fi
+      rc=$?
+      loop=$(grep -o 'loop_s [0-9.]*' "$log" | tail -1 | cut -d' ' -f2)
+      sps=$(grep -o '[0-9]* GPU samples/s' "$log" | head -1 | cut -d' ' -f1)
+      cap=$(grep -o 'stack capture cost [0-9.]*' "$log" | cut -d' ' -f4)
+      wl=$(grep -o 'windows: .*' "$log" | head -1)
+      printf '%-7s %-12s r%d rc=%s loop_s=%s samples/s=%s capture_us=%s %s\n' "$w" "$name" "$r" "$rc" "${loop:-?}" "${sps:--}" "${cap:--}" "$wl"
+    done
+  done
+done

@@ -1,0 +1,93 @@
+#include "flame/flame_filter.h"
+
+#include <sstream>
+
+namespace aiflame {
+namespace {
+
+std::set<std::string> split_list(const std::string& s) {
+  std::set<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, ','))
+    if (!item.empty()) out.insert(item);
+  return out;
+}
+
+const Frame* frame_of_kind(const WeightedStack& s, FrameKind k) {
+  for (const auto& f : s.frames)
+    if (f.kind == k) return &f;
+  return nullptr;
+}
+
+}  // namespace
+
+Result<FlameFilter> make_flame_filter(const std::string& kernels, const std::string& exclude_kernels,
+                                      const std::string& stalls, const std::string& devices, const std::string& pids) {
+  FlameFilter f;
+  try {
+    if (!kernels.empty()) f.kernels.emplace(kernels, std::regex::ECMAScript | std::regex::optimize);
+    if (!exclude_kernels.empty()) f.exclude_kernels.emplace(exclude_kernels, std::regex::ECMAScript | std::regex::optimize);
+  } catch (const std::regex_error& e) {
+    return Error{"bad kernel regex: " + std::string(e.what())};
+  }
+  f.stalls = split_list(stalls);
+  for (const auto& d : split_list(devices)) {
+    if (d.find_first_not_of("0123456789") != std::string::npos || d.size() > 9)
+      return Error{"bad device '" + d + "' in --devices: expected GPU numbers such as 0,1"};
+    f.devices.insert(static_cast<uint32_t>(std::stoul(d)));
+  }
+  f.pids = split_list(pids);
+  return f;
+}
+
+void apply_filter(const FlameFilter& f, FlameData& data) {
+  if (f.empty()) return;
+  std::vector<bool> keep(data.stacks.size(), true);
+  for (size_t i = 0; i < data.stacks.size(); i++) {
+    const WeightedStack& s = data.stacks[i];
+    const Frame* kernel = frame_of_kind(s, FrameKind::GpuKernel);
+    std::string kname = kernel ? kernel->name : "";
+    bool k = true;
+    if (f.kernels) k = kernel && std::regex_search(kname, *f.kernels);
+    if (k && f.exclude_kernels && kernel) k = !std::regex_search(kname, *f.exclude_kernels);
+    if (k && !f.stalls.empty()) {
+      const Frame* stall = frame_of_kind(s, FrameKind::Stall);
+      k = stall && f.stalls.count(stall->name);
+    }
+    if (k && !f.pids.empty()) {
+      bool any = false;
+      for (const auto& fr : s.frames) {
+        if (fr.kind != FrameKind::Process) break;
+        any |= f.pids.count(fr.name) > 0;
+      }
+      k = any;
+    }
+    keep[i] = k;
+  }
+  // Devices: a stack's samples may come from several GPUs; its count becomes the sum of its timeline
+  // entries on the kept devices (stacks have no device of their own).
+  if (!f.devices.empty() && !data.timeline.empty()) {
+    std::vector<double> kept(data.stacks.size(), 0);
+    for (const auto& t : data.timeline)
+      if (f.devices.count(t.device)) kept[t.stack] += t.weight;
+    for (size_t i = 0; i < data.stacks.size(); i++)
+      data.stacks[i].count = static_cast<uint64_t>(kept[i] + 0.5);
+  }
+  for (size_t i = 0; i < data.stacks.size(); i++)
+    if (!keep[i]) data.stacks[i].count = 0;  // kept in place: the timeline refers to stacks by index
+  std::vector<TimedCount> timeline;
+  for (const auto& t : data.timeline)
+    if (keep[t.stack] && (f.devices.empty() || f.devices.count(t.device))) timeline.push_back(t);
+  data.timeline = std::move(timeline);
+  std::vector<KernelSpan> kernels;
+  for (auto& k : data.kernels) {
+    bool ok = (!f.kernels || std::regex_search(k.name, *f.kernels)) &&
+              (!f.exclude_kernels || !std::regex_search(k.name, *f.exclude_kernels)) &&
+              (f.devices.empty() || f.devices.count(k.device));
+    if (ok) kernels.push_back(std::move(k));
+  }
+  data.kernels = std::move(kernels);
+}
+
+}  // namespace aiflame

@@ -1,0 +1,107 @@
+// Puts PyTorch's backward kernels under the Python that caused them (issue 23).
+//
+// The backward pass runs on autograd's engine threads ("pt_autograd_N"), which run no Python: their
+// launches carry only the engine's native frames. At every launch the tracker asks libtorch whether
+// this thread is inside a backward call (get_current_graph_task_id() >= 0, a thread-local read):
+//  - outside backward (a forward launch): it remembers (torch thread id, sequence number in effect)
+//    -> the launch's stack id in a fixed table. An op creates its autograd node (taking sequence
+//    number s) before it launches, so its launches see peek() == s + 1; the first launch per number wins.
+//  - inside backward on another thread than the caller's: the launch names a BackwardStack made of
+//    its own stack, the Python stack of the thread that called backward() (found once per graph task
+//    among the interpreter's threads: the one whose innermost frame is torch.autograd's entry into
+//    the engine, read with process_vm_readv), and the forward launch stack of the node being
+//    evaluated (get_current_node(), its sequence_nr_ and thread_id_ read at the offsets of
+//    torch_api.h, looked up at s + 1, s + 2 ... in the table).
+// The node layout is trusted only for a known torch version, and then only after a probe of the
+// first nodes seen (plausible numbers, and forward launches found for them); otherwise the forward
+// part is off with one note and backward kernels sit under the caller and "[backward]" alone.
+#pragma once
+#include <atomic>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "profile/profile_writer.h"
+#include "record/autograd/torch_api.h"
+#include "record/python_frames.h"
+#include "record/string_table.h"
+
+namespace aiflame {
+
+class AutogradTracker {
+ public:
+  using Warn = std::function<void(const std::string&)>;
+  AutogradTracker(ProfileWriter& w, StringTable& strings) : writer_(w), strings_(strings) {}
+  // Looks for a loaded torch (resolve_torch) and the interpreter. warn prints a note once.
+  void init(bool python, Warn warn);
+  // Uses the given functions instead of a loaded torch (tests).
+  void init_with(const TorchApi& api, bool python, Warn warn);
+  // Called now and then off the launch path (the collector): looks for torch again until found.
+  void poll();
+  // At every kernel launch, on the launching thread, after its stack was captured: the stack id the
+  // Launch record names (stack_id itself, or a BackwardStack id).
+  uint32_t on_launch(uint32_t stack_id);
+  // Writes the AutogradSummary record.
+  void finish();
+
+  bool active() const { return ready_.load(std::memory_order_acquire); }
+  bool node_enabled() const { return node_on_.load(std::memory_order_relaxed); }
+  AutogradSummaryRecord summary();
+
+ private:
+  struct Slot {
+    std::atomic<uint64_t> key{0};
+    std::atomic<uint32_t> stack{0};
+  };
+  static constexpr size_t kSlots = 1u << 16;  // forward launches remembered (1 MiB); a forward pass creating more nodes loses its oldest
+  static constexpr int kProbe = 64;           // nodes the layout probe looks at
+  void start(const TorchApi& api);
+  void remember_forward(uint32_t stack_id);
+  uint32_t on_backward(uint32_t stack_id, int graph_task);
+  uint32_t forward_of(const void* node);
+  uint32_t lookup(uint64_t seq, uint64_t tid) const;
+  bool probe(uint64_t seq, uint64_t tid, bool found);
+  // The BackwardCaller id of a graph task (0: none found); *self: this thread is the caller.
+  uint32_t find_caller(int graph_task, bool* self);
+  bool is_backward_entry(const void* code);
+  uint32_t intern_caller(const RawPyFrame* py, int n);
+  uint32_t intern_backward(uint32_t stack_id, uint32_t caller, uint32_t forward);
+  void off(const std::string& note);
+
+  ProfileWriter& writer_;
+  StringTable& strings_;
+  Warn warn_;
+  const uint64_t serial_ = next_serial_++;  // tells the per-thread state of two trackers apart (tests)
+  static inline std::atomic<uint64_t> next_serial_{1};
+  bool python_ = false;
+  PythonFrames frames_;
+  TorchApi api_;
+  bool disabled_ = false;
+  std::atomic<bool> started_{false};
+  std::atomic<bool> ready_{false};
+  std::atomic<bool> node_on_{false};
+  std::unique_ptr<Slot[]> table_;
+  std::atomic<uint64_t> seen_tid_[8] = {};  // torch thread ids seen at forward launches, max sequence number + 1 beside
+  std::atomic<uint64_t> seen_max_[8] = {};
+  std::atomic<int> probed_{0}, probe_hits_{0};
+  std::atomic<uint64_t> backward_launches_{0}, with_caller_{0}, with_node_{0}, with_forward_{0};
+  std::string state_ = "off: not started";
+
+  std::mutex mu_;  // below: interning and the per-graph-task caller cache (once per backward call)
+  struct Caller {
+    int graph_task;
+    const void* thread;  // its PyThreadState
+    uint32_t id;
+  };
+  std::vector<Caller> callers_;  // recent graph tasks
+  std::unordered_map<const void*, bool> entry_code_;
+  std::map<std::vector<uint64_t>, uint32_t> caller_ids_;
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> backward_ids_;
+};
+
+}  // namespace aiflame

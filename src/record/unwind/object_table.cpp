@@ -1,0 +1,207 @@
+#include "record/unwind/object_table.h"
+
+#include <link.h>
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+#include "record/debug_log.h"
+
+namespace aiflame::unwind {
+namespace {
+
+struct Counters {
+  unsigned long long adds = 0, subs = 0;
+};
+
+// The loader's dlopen/dlclose counters: the first object's callback has them, so stop there.
+Counters loader_counters() {
+  Counters c;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t size, void* data) -> int {
+        auto* out = static_cast<Counters*>(data);
+        if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
+          out->adds = info->dlpi_adds;
+          out->subs = info->dlpi_subs;
+        }
+        return 1;
+      },
+      &c);
+  return c;
+}
+
+struct Collect {
+  const Snapshot* old;
+  Snapshot* next;
+  std::map<std::pair<uint64_t, const void*>, std::shared_ptr<Object>> known;
+};
+
+}  // namespace
+
+ObjectTable& ObjectTable::instance() {
+  static ObjectTable* t = new ObjectTable();  // never destroyed (see the header)
+  return *t;
+}
+
+const Snapshot* ObjectTable::refresh_now() {
+  std::lock_guard<std::mutex> lock(work_mu_);
+  const Snapshot* old = current_.load(std::memory_order_acquire);
+  Counters c = loader_counters();
+  if (old && old->adds == c.adds && old->subs == c.subs) return old;
+  auto next = std::make_unique<Snapshot>();
+  next->adds = c.adds;
+  next->subs = c.subs;
+  next->generation = old ? old->generation + 1 : 1;
+  Collect col{old, next.get(), {}};
+  if (old)
+    for (const auto& o : old->objects) col.known[{o->bias, o->phdr}] = o;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        auto* col = static_cast<Collect*>(data);
+        std::shared_ptr<Object> o;
+        auto it = col->known.find({info->dlpi_addr, info->dlpi_phdr});
+        if (it != col->known.end()) {
+          o = it->second;  // still loaded: keep its rows
+        } else {
+          o = std::make_shared<Object>();
+          o->path = info->dlpi_name ? info->dlpi_name : "";
+          o->bias = info->dlpi_addr;
+          o->phdr = info->dlpi_phdr;
+          for (int i = 0; i < info->dlpi_phnum; i++)
+            if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME) o->hdr_addr = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+        }
+        bool any = false;
+        for (int i = 0; i < info->dlpi_phnum; i++) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X) || !ph.p_memsz) continue;
+          uint64_t lo = info->dlpi_addr + ph.p_vaddr;
+          col->next->ranges.push_back({lo, lo + ph.p_memsz, o.get()});
+          any = true;
+        }
+        if (any) col->next->objects.push_back(std::move(o));
+        return 0;
+      },
+      &col);
+  std::sort(next->ranges.begin(), next->ranges.end(), [](const TextRange& a, const TextRange& b) { return a.lo < b.lo; });
+  const Snapshot* published = next.get();
+  retired_.push_back(std::move(next));
+  current_.store(published, std::memory_order_release);
+  return published;
+}
+
+void ObjectTable::build_now(Object* o) {
+  if (o->state.load(std::memory_order_acquire) == Object::kBuilt) return;
+  std::lock_guard<std::mutex> lock(work_mu_);
+  if (o->state.load() == Object::kBuilt) return;
+  timespec t0{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+  auto rows = std::make_unique<std::vector<FrameRow>>();
+  struct Find {
+    Object* o;
+    std::vector<FrameRow>* rows;
+    CfiStats stats;
+  } find{o, rows.get(), {}};
+  // Inside dl_iterate_phdr the loader holds its lock: the object cannot be unmapped while it is read.
+  if (o->hdr_addr)
+    dl_iterate_phdr(
+        [](dl_phdr_info* info, size_t, void* data) -> int {
+          auto* f = static_cast<Find*>(data);
+          if (info->dlpi_addr != f->o->bias || info->dlpi_phdr != f->o->phdr) return 0;
+          for (int i = 0; i < info->dlpi_phnum; i++) {
+            const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+            uint64_t lo = info->dlpi_addr + ph.p_vaddr;
+            if (ph.p_type != PT_LOAD || f->o->hdr_addr < lo || f->o->hdr_addr >= lo + ph.p_memsz) continue;
+            MemView mem{reinterpret_cast<const uint8_t*>(lo), lo, ph.p_memsz};
+            build_cfi_rows(mem, f->o->hdr_addr, info->dlpi_addr, f->rows, &f->stats);
+          }
+          return 1;
+        },
+        &find);
+  o->stats = find.stats;
+  timespec t1{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+  debug("unwind rows of %s: %zu rows (%u FDEs, %u rejected) in %.1f ms CPU", o->path.empty() ? "(main program)" : o->path.c_str(),
+        rows->size(), find.stats.fdes, find.stats.bad_entries,
+        static_cast<double>(t1.tv_sec - t0.tv_sec) * 1e3 + static_cast<double>(t1.tv_nsec - t0.tv_nsec) / 1e6);
+  o->rows.store(rows.release(), std::memory_order_release);
+  o->state.store(Object::kBuilt, std::memory_order_release);
+  builds_++;
+}
+
+void ObjectTable::build_all_now() {
+  refresh_now();
+  const Snapshot* s = snapshot();
+  for (const auto& o : s->objects) build_now(o.get());
+}
+
+void ObjectTable::request_build(Object* o) {
+  uint8_t expected = Object::kNone;
+  if (!o->state.compare_exchange_strong(expected, Object::kQueued)) return;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(o);
+    ensure_thread();
+  }
+  cv_.notify_one();
+}
+
+void ObjectTable::request_builds_for(const uint64_t* pcs, int n) {
+  const Snapshot* s = snapshot();
+  for (int i = 0; i < n; i++)
+    if (const TextRange* r = s->find(pcs[i] - 1); r && r->object->hdr_addr) request_build(r->object);
+}
+
+void ObjectTable::request_refresh() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (refresh_requested_) return;
+    refresh_requested_ = true;
+    ensure_thread();
+  }
+  cv_.notify_one();
+}
+
+void ObjectTable::ensure_thread() {
+  if (thread_started_) return;
+  thread_started_ = true;
+  std::thread([this] { builder_loop(); }).detach();
+}
+
+void ObjectTable::stop_builder() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!thread_started_) return;
+  stop_requested_ = true;
+  cv_.notify_all();
+  cv_.wait(lock, [this] { return !thread_started_; });
+  stop_requested_ = false;
+}
+
+void ObjectTable::builder_loop() {
+  for (;;) {
+    Object* o = nullptr;
+    bool refresh = false;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      // Also wakes every 100 ms to notice a dlclose (the loader's counters), which no walk can see.
+      cv_.wait_for(lock, std::chrono::milliseconds(100),
+                   [this] { return !queue_.empty() || refresh_requested_ || stop_requested_; });
+      if (stop_requested_) {
+        thread_started_ = false;
+        cv_.notify_all();
+        return;
+      }
+      if (!queue_.empty()) {
+        o = queue_.front();
+        queue_.pop_front();
+      }
+      refresh = refresh_requested_;
+      refresh_requested_ = false;
+    }
+    if (o) build_now(o);
+    if (refresh || !o) refresh_now();
+  }
+}
+
+}  // namespace aiflame::unwind

@@ -1,0 +1,109 @@
+// The loaded objects of this process as the native unwinder sees them: an immutable snapshot (sorted
+// executable ranges, each with its object's CFI rows once built), read without a lock and replaced
+// whole (RCU style) when the loader's dlopen/dlclose counters move. Rows are built per object, once,
+// by a background thread when a walk first needs them (the walk falls back meanwhile), inside
+// dl_iterate_phdr so that the object cannot be unloaded while its .eh_frame is read.
+#pragma once
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "record/unwind/cfi_table.h"
+
+namespace aiflame::unwind {
+
+struct Object {
+  std::string path;
+  uint64_t bias = 0;
+  const void* phdr = nullptr;  // with bias, tells this load of the object from a later one
+  uint64_t hdr_addr = 0;       // .eh_frame_hdr, 0 if the object has none
+  enum State : uint8_t { kNone, kQueued, kBuilt };
+  std::atomic<uint8_t> state{kNone};
+  // Published once (release) when built; freed with the process (a walk may be reading it).
+  std::atomic<const std::vector<FrameRow>*> rows{nullptr};
+  CfiStats stats;
+};
+
+struct TextRange {
+  uint64_t lo, hi;
+  Object* object;
+};
+
+struct Snapshot {
+  std::vector<TextRange> ranges;  // executable segments, sorted by lo
+  std::vector<std::shared_ptr<Object>> objects;
+  unsigned long long adds = 0, subs = 0;  // dl_iterate_phdr's counters when taken
+  uint32_t generation = 0;
+
+  const TextRange* find(uint64_t pc) const {
+    size_t lo = 0, hi = ranges.size();
+    while (lo < hi) {
+      size_t mid = (lo + hi) / 2;
+      if (ranges[mid].lo <= pc) lo = mid + 1;
+      else hi = mid;
+    }
+    if (!lo || pc >= ranges[lo - 1].hi) return nullptr;
+    return &ranges[lo - 1];
+  }
+};
+
+class ObjectTable {
+ public:
+  // The process's one table (never destroyed: walks and the builder thread may outlive any owner).
+  static ObjectTable& instance();
+
+  // The current snapshot; never null after the first call. Lock-free.
+  const Snapshot* snapshot() {
+    const Snapshot* s = current_.load(std::memory_order_acquire);
+    return s ? s : refresh_now();
+  }
+  // The walk met an object whose rows are not built: queue it for the builder thread (once).
+  void request_build(Object* o);
+  // Queues the objects of these return addresses (a fallback's frames, the stack at the recorder's
+  // start): all of a stack's objects are built in one round instead of one per walk.
+  void request_builds_for(const uint64_t* pcs, int n);
+  // The walk met a return address that the loader knows and the snapshot does not.
+  void request_refresh();
+  // Takes a fresh snapshot now (if the loader's counters moved, or none exists yet).
+  const Snapshot* refresh_now();
+  // Tests and benchmarks: refresh and build every object's rows on this thread.
+  void build_all_now();
+  // Builds one object's rows on this thread (a no-op when built).
+  void build_now(Object* o);
+  uint64_t builds() const { return builds_.load(); }
+  // Starts the builder thread now (the recorder's start) rather than at the first request.
+  void start_builder() {
+    std::lock_guard<std::mutex> lock(mu_);
+    ensure_thread();
+  }
+  // Ends the builder thread and waits for it (a detaching `record --pid` leaves no thread behind); a
+  // later request starts it again.
+  void stop_builder();
+
+ private:
+  ObjectTable() = default;
+  void ensure_thread();
+  void builder_loop();
+
+  std::atomic<const Snapshot*> current_{nullptr};
+  // Two locks, so that a walk under the loader's lock (a launch from a library's constructor during
+  // dlopen) cannot deadlock with the builder: work_mu_ (taking snapshots, building rows, retired_)
+  // is held while calling into the loader; mu_ (the queue, which a walk's request takes) never is.
+  std::mutex work_mu_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Object*> queue_;
+  bool refresh_requested_ = false;
+  bool thread_started_ = false;
+  bool stop_requested_ = false;  // under mu_: the builder ends at its next wake-up
+  std::vector<std::unique_ptr<const Snapshot>> retired_;  // kept: a walk may still hold one
+  std::atomic<uint64_t> builds_{0};
+};
+
+}  // namespace aiflame::unwind

@@ -1,0 +1,42 @@
+// The native stack walk of a launch (x86-64): DWARF CFI rows where an object has them (ObjectTable),
+// frame pointers where a row says nothing (gaps, rules not modelled), ending at the outermost frame.
+// Every stack read is bounded to [sp, top of the thread's stack) and the stack pointer only grows;
+// every return address must lie in an executable segment of a loaded object; so a corrupt stack or
+// a bad CFI row ends the walk instead of faulting. Lock-free once the rows of the objects on the
+// stack are built; a per-thread cache of resolved return addresses makes a frame a few loads.
+#pragma once
+#include <cstdint>
+
+namespace aiflame::unwind {
+
+struct Regs {
+  uint64_t pc = 0, sp = 0, fp = 0;
+};
+
+enum class WalkEnd : uint8_t {
+  Outermost,    // the CFI's outermost frame, or a zero return address
+  Limit,        // `max` frames
+  BadFrame,     // a read out of bounds, a stack pointer that did not grow, a return address in no object
+  NotReady,     // an object's rows are being built (queued): fall back for this walk
+  Stale,        // a return address in an object loaded after the snapshot (refresh queued): fall back
+  OffStack,     // sp is not on the thread's own stack (an alternate signal stack, a coroutine's): fall back
+};
+
+struct WalkStatus {
+  WalkEnd end = WalkEnd::Outermost;
+  uint16_t fp_frames = 0;  // frames stepped by frame pointer
+  bool needs_fallback() const { return end == WalkEnd::NotReady || end == WalkEnd::Stale || end == WalkEnd::OffStack; }
+};
+
+// Walks from `start` (pc: the exact instruction, as in a signal context) with stack reads bounded to
+// [start.sp, stack_hi). Writes the return addresses of the frames above `start` (not start.pc).
+int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatus* status);
+
+// The caller's stack, like glibc's backtrace() called from the same place: out[0] is the return
+// address of unwind_here into its caller, then that caller's return address, and so on.
+int unwind_here(uint64_t* out, int max, WalkStatus* status);
+
+// Top (highest address) of the calling thread's stack, 0 if unknown.
+uint64_t thread_stack_top();
+
+}  // namespace aiflame::unwind

@@ -1,0 +1,282 @@
+// The autograd tracking against a fake libtorch: sequence numbers, torch thread ids, graph tasks and
+// current nodes behave as in torch 2.x (thread-local counters, a node created before its op launches).
+#include "record/autograd/autograd_tracker.h"
+
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "profile/profile.h"
+#include "test_util.h"
+
+namespace aiflame {
+namespace {
+
+// torch::autograd::Node as the tracker reads it: sequence_nr_ at 24, thread_id_ at 48.
+struct FakeNode {
+  void* vptr = nullptr;
+  // enable_shared_from_this's weak_ptr: two pointers, as a real one holds.
+  uintptr_t weak[2] = {0x7f1234567890, 0x7f12345678a0};
+  uint64_t sequence_nr = 0;
+  uint64_t topological_nr = 0;
+  bool has_parent = false;
+  uint64_t thread_id = 0;
+};
+static_assert(offsetof(FakeNode, sequence_nr) == 24 && offsetof(FakeNode, thread_id) == 48);
+
+namespace fake {
+thread_local uint64_t sequence = 0;  // at::sequence_number: per thread
+thread_local uint64_t tid = 0;
+std::atomic<uint64_t> next_tid{1};
+thread_local int graph_task = -1;
+thread_local std::shared_ptr<FakeNode> current;
+
+uint64_t peek() { return sequence; }
+uint64_t thread_id() { return tid ? tid : (tid = next_tid++); }
+int graph_task_id() { return graph_task; }
+std::shared_ptr<void> current_node() { return current; }
+
+// An op that creates its autograd node: returns the node (sequence number, creating thread).
+FakeNode node() {
+  FakeNode n;
+  n.sequence_nr = sequence++;
+  n.thread_id = thread_id();
+  return n;
+}
+}  // namespace fake
+
+TorchApi fake_api() {
+  TorchApi api;
+  api.peek = fake::peek;
+  api.thread_id = fake::thread_id;
+  api.graph_task_id = fake::graph_task_id;
+  api.current_node = fake::current_node;
+  api.node_layout = true;
+  api.version = "2.11.0";
+  api.library = "fake";
+  return api;
+}
+
+struct Harness {
+  std::string path = test::temp_path("autograd.aiflame");
+  ProfileWriter writer;
+  StringTable strings{writer};
+  AutogradTracker tracker{writer, strings};
+  std::vector<std::string> notes;
+  explicit Harness(const TorchApi& api) {
+    std::string error;
+    EXPECT_TRUE(writer.open(path, true, &error)) << error;
+    tracker.init_with(api, /*python=*/false, [this](const std::string& n) { notes.push_back(n); });
+  }
+  Profile close() {
+    tracker.finish();
+    writer.add(EndRecord{});
+    EXPECT_TRUE(writer.close());
+    auto p = read_profile(path);
+    EXPECT_TRUE(p.ok()) << p.error();
+    std::remove(path.c_str());
+    return p.ok() ? std::move(*p) : Profile{};
+  }
+};
+
+// Autograd's engine thread: one thread that lives as long as the test program, as engine threads live
+// as long as the process (the profile writer keeps a scratch buffer per writing thread, freed never).
+class EngineThread {
+ public:
+  EngineThread() { std::thread([this] { loop(); }).detach(); }
+  void run(const std::function<void()>& fn) {
+    std::unique_lock<std::mutex> lock(mu_);
+    task_ = &fn;
+    cv_.notify_all();
+    cv_.wait(lock, [this] { return task_ == nullptr; });
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (true) {
+      cv_.wait(lock, [this] { return task_ != nullptr; });
+      (*task_)();
+      task_ = nullptr;
+      cv_.notify_all();
+    }
+  }
+  std::mutex mu_;
+  std::condition_variable cv_;
+  const std::function<void()>* task_ = nullptr;
+};
+
+// Runs fn on the engine thread inside graph task 5 with the given node current (nullptr: none).
+template <class F>
+void on_engine(const FakeNode* node, F fn) {
+  static auto* engine = new EngineThread;
+  engine->run([&] {
+    fake::graph_task = 5;
+    if (node) fake::current = std::make_shared<FakeNode>(*node);
+    fn();
+    fake::current.reset();
+  });
+}
+
+TEST(AutogradTracker, BackwardLaunchesNameTheForwardLaunchOfTheirNode) {
+  Harness h(fake_api());
+  ASSERT_TRUE(h.tracker.active());
+  ASSERT_TRUE(h.tracker.node_enabled());
+  std::vector<FakeNode> nodes;
+  std::thread forward([&] {
+    nodes.push_back(fake::node());                // mm: node 0, then its kernel
+    EXPECT_EQ(h.tracker.on_launch(11), 11u);
+    nodes.push_back(fake::node());                // a view: node 1, no kernel
+    nodes.push_back(fake::node());                // add: node 2, two kernels
+    EXPECT_EQ(h.tracker.on_launch(13), 13u);
+    EXPECT_EQ(h.tracker.on_launch(14), 14u);      // same op: the first launch keeps the number
+  });
+  forward.join();
+  FakeNode accumulate;
+  accumulate.sequence_nr = UINT64_MAX;
+  accumulate.thread_id = nodes[0].thread_id;
+  uint32_t b2 = 0, b1 = 0, b0 = 0, b0_again = 0, acc = 0, none = 0;
+  on_engine(&nodes[2], [&] { b2 = h.tracker.on_launch(100); });
+  on_engine(&nodes[1], [&] { b1 = h.tracker.on_launch(100); });
+  on_engine(&nodes[0], [&] { b0 = h.tracker.on_launch(100); b0_again = h.tracker.on_launch(100); });
+  on_engine(&accumulate, [&] { acc = h.tracker.on_launch(101); });
+  on_engine(nullptr, [&] { none = h.tracker.on_launch(101); });
+  for (uint32_t id : {b2, b1, b0, acc, none}) EXPECT_TRUE(id & kBackwardStackBit) << id;
+  EXPECT_EQ(b0, b0_again);  // interned once
+  Profile p = h.close();
+  auto parts = [&](uint32_t id) {
+    const auto& b = p.backward_stacks.at(id);
+    return std::make_tuple(b.stack_id, b.caller_id, b.forward_stack_id);
+  };
+  EXPECT_EQ(parts(b2), std::make_tuple(100u, 0u, 13u));
+  EXPECT_EQ(parts(b1), std::make_tuple(100u, 0u, 13u));  // the view's backward: the next launch after it
+  EXPECT_EQ(parts(b0), std::make_tuple(100u, 0u, 11u));
+  EXPECT_EQ(parts(acc), std::make_tuple(101u, 0u, 0u));   // AccumulateGrad: no forward op
+  EXPECT_EQ(parts(none), std::make_tuple(101u, 0u, 0u));
+  EXPECT_EQ(p.backward_stacks.size(), 3u);  // b2 and b1 share their parts, and acc and none
+  ASSERT_TRUE(p.autograd);
+  EXPECT_EQ(p.autograd->state, "on");
+  EXPECT_EQ(p.autograd->backward_launches, 6u);
+  EXPECT_EQ(p.autograd->with_node, 4u);
+  EXPECT_EQ(p.autograd->with_forward, 4u);
+  EXPECT_TRUE(h.notes.empty());
+}
+
+// Nodes of another forward thread have their own sequence numbers: the thread id keeps them apart.
+TEST(AutogradTracker, ForwardThreadsAreToldApart) {
+  Harness h(fake_api());
+  FakeNode a, b;
+  std::thread([&] { a = fake::node(); h.tracker.on_launch(21); }).join();
+  std::thread([&] { b = fake::node(); h.tracker.on_launch(22); }).join();
+  ASSERT_EQ(a.sequence_nr, b.sequence_nr);
+  ASSERT_NE(a.thread_id, b.thread_id);
+  uint32_t ia = 0, ib = 0;
+  on_engine(&a, [&] { ia = h.tracker.on_launch(100); });
+  on_engine(&b, [&] { ib = h.tracker.on_launch(100); });
+  Profile p = h.close();
+  EXPECT_EQ(p.backward_stacks.at(ia).forward_stack_id, 21u);
+  EXPECT_EQ(p.backward_stacks.at(ib).forward_stack_id, 22u);
+}
+
+// A layout two words off (the fields read where the weak_ptr's pointers are) is switched off with
+// one note; backward kernels then keep [backward] without a forward stack.
+TEST(AutogradTracker, ImplausibleNodesSwitchTheForwardPartOff) {
+  TorchApi api = fake_api();
+  api.node_sequence_nr = 8;
+  api.node_thread_id = 16;
+  Harness h(api);
+  FakeNode n;
+  std::thread([&] {
+    fake::sequence = 1000;
+    n = fake::node();
+    h.tracker.on_launch(11);
+  }).join();
+  uint32_t first = 0, second = 0;
+  on_engine(&n, [&] { first = h.tracker.on_launch(100); second = h.tracker.on_launch(100); });
+  EXPECT_FALSE(h.tracker.node_enabled());
+  ASSERT_EQ(h.notes.size(), 1u);
+  EXPECT_NE(h.notes[0].find("layout check failed"), std::string::npos) << h.notes[0];
+  Profile p = h.close();
+  EXPECT_EQ(p.backward_stacks.at(first).forward_stack_id, 0u);
+  EXPECT_EQ(p.backward_stacks.at(second).forward_stack_id, 0u);
+  EXPECT_EQ(p.autograd->state.rfind("off: autograd node layout check failed", 0), 0u) << p.autograd->state;
+}
+
+// Plausible numbers that never match a forward launch: off after the probe's 64 nodes.
+TEST(AutogradTracker, NodesWithoutForwardLaunchesFailTheProbe) {
+  Harness h(fake_api());
+  std::vector<FakeNode> nodes;
+  std::thread([&] {
+    h.tracker.on_launch(11);  // a launch before any node: no node's forward stack
+    for (int i = 0; i < 64; i++) nodes.push_back(fake::node());
+  }).join();
+  on_engine(nullptr, [&] {
+    fake::graph_task = 5;
+    for (int i = 63; i >= 0; i--) {
+      fake::current = std::make_shared<FakeNode>(nodes[static_cast<size_t>(i)]);
+      h.tracker.on_launch(100);
+    }
+  });
+  EXPECT_FALSE(h.tracker.node_enabled());
+  ASSERT_EQ(h.notes.size(), 1u);
+  EXPECT_NE(h.notes[0].find("no forward launch found for the first 64 nodes"), std::string::npos) << h.notes[0];
+  h.close();
+}
+
+TEST(AutogradTracker, UnknownVersionKeepsBackwardWithoutForwardStacks) {
+  TorchApi api = fake_api();
+  api.node_layout = false;
+  api.problem = "the autograd node layout of torch 2.12.0 is not known to this aiflame";
+  Harness h(api);
+  EXPECT_TRUE(h.tracker.active());
+  EXPECT_FALSE(h.tracker.node_enabled());
+  ASSERT_EQ(h.notes.size(), 1u);
+  EXPECT_NE(h.notes[0].find("2.12.0"), std::string::npos);
+  FakeNode n;
+  std::thread([&] { n = fake::node(); EXPECT_EQ(h.tracker.on_launch(11), 11u); }).join();
+  uint32_t id = 0;
+  on_engine(&n, [&] { id = h.tracker.on_launch(100); });
+  Profile p = h.close();
+  EXPECT_EQ(p.backward_stacks.at(id).forward_stack_id, 0u);
+  EXPECT_EQ(p.autograd->state.rfind("on without forward stacks", 0), 0u);
+}
+
+// No graph task function (a torch without it): today's picture, one note, launches unchanged.
+TEST(AutogradTracker, MissingSymbolsLeaveLaunchesAlone) {
+  TorchApi api = fake_api();
+  api.graph_task_id = nullptr;
+  api.problem = "libtorch_cpu.so lacks get_current_graph_task_id";
+  Harness h(api);
+  EXPECT_FALSE(h.tracker.active());
+  EXPECT_EQ(h.notes.size(), 1u);
+  on_engine(nullptr, [&] { EXPECT_EQ(h.tracker.on_launch(100), 100u); });
+  Profile p = h.close();
+  EXPECT_TRUE(p.backward_stacks.empty());
+  EXPECT_EQ(p.autograd->state.rfind("off: autograd: libtorch_cpu.so lacks", 0), 0u) << p.autograd->state;
+}
+
+TEST(TorchApi, VersionFileAndKnownLayouts) {
+  EXPECT_EQ(torch_version_from("# generated\n__version__ = '2.11.0+cu130'\ngit_version = 'abc'\n"), "2.11.0+cu130");
+  EXPECT_EQ(torch_version_from("__version__: str = \"2.5.1\"\n"), "2.5.1");
+  EXPECT_EQ(torch_version_from("version = '1'\n"), "");
+  EXPECT_TRUE(node_layout_known("2.11.0+cu130"));
+  EXPECT_TRUE(node_layout_known("2.0.1"));
+  EXPECT_FALSE(node_layout_known("2.12.0"));
+  EXPECT_FALSE(node_layout_known("1.13.0a0"));
+  EXPECT_FALSE(node_layout_known(""));
+}
+
+// This test binary loads no torch: nothing is resolved and nothing is guessed.
+TEST(TorchApi, NoTorchLoaded) {
+  TorchApi api = resolve_torch();
+  EXPECT_TRUE(api.library.empty());
+  EXPECT_EQ(api.problem, "torch is not loaded");
+  EXPECT_EQ(api.graph_task_id, nullptr);
+}
+
+}  // namespace
+}  // namespace aiflame

@@ -1,0 +1,419 @@
+// The native unwinder (src/record/unwind/) against libunwind, the reference, on live contexts of this
+// program: a chain through libraries without frame pointers, with them, and without CFI (calls
+// through PLT stubs), from a signal handler (through glibc's signal frame), and from asynchronous
+// signals that land anywhere in a running loop (prologues, epilogues, PLT stubs). Then corrupt
+// stacks, which must end the walk without a fault.
+#define UNW_LOCAL_ONLY
+#include <libunwind.h>
+#include <zlib.h>
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+#include <link.h>
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "record/unwind/object_table.h"
+#include "record/unwind/unwinder.h"
+
+extern "C" {
+typedef int (*chain_cb)(void*);
+int chain_nofp(int depth, chain_cb cb, void* arg);
+int chain_spin(void* flag);
+}
+
+namespace aiflame::unwind {
+namespace {
+
+struct Both {
+  std::vector<uint64_t> ours, ref;
+  WalkStatus status;
+};
+
+// libunwind's frames from its caller: ips of the frames above capture_both's.
+__attribute__((noinline)) void reference(std::vector<uint64_t>* out) {
+  unw_context_t ctx;
+  unw_cursor_t cur;
+  unw_getcontext(&ctx);
+  unw_init_local(&cur, &ctx);
+  if (unw_step(&cur) <= 0) return;  // reference's own frame
+  while (out->size() < 256) {
+    unw_word_t ip = 0;
+    unw_get_reg(&cur, UNW_REG_IP, &ip);
+    if (!ip) break;
+    out->push_back(ip);
+    if (unw_step(&cur) <= 0) break;
+  }
+}
+
+// Both unwinders from one frame: out[0] of each is the return address into capture_both's caller.
+__attribute__((noinline)) void capture_both(Both* b) {
+  std::vector<uint64_t> ref;
+  ref.reserve(256);
+  reference(&ref);  // ref[0]: the return address into capture_both; the rest its callers
+  uint64_t frames[256];
+  int n = unwind_here(frames, 256, &b->status);  // frames[0]: into capture_both, too
+  b->ours.assign(frames + (n ? 1 : 0), frames + n);
+  if (!ref.empty()) b->ref.assign(ref.begin() + 1, ref.end());
+  asm volatile("" ::: "memory");
+}
+
+std::string show(const std::vector<uint64_t>& v) {
+  std::string s;
+  for (uint64_t a : v) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, " %lx", static_cast<unsigned long>(a));
+    s += buf;
+  }
+  return s;
+}
+
+class Unwinder : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { ObjectTable::instance().build_all_now(); }
+};
+
+int bottom(void* arg) {
+  capture_both(static_cast<Both*>(arg));
+  return 0;
+}
+
+// Twelve links: four of each library, the callers below them gtest's and libc's.
+TEST_F(Unwinder, ThroughLibrariesWithAndWithoutFramePointersEqualsLibunwind) {
+  Both b;
+  chain_nofp(11, bottom, &b);
+  EXPECT_FALSE(b.status.needs_fallback());
+  EXPECT_GT(b.ours.size(), 20u);
+  EXPECT_EQ(b.ours, b.ref) << "ours:" << show(b.ours) << "\nref: " << show(b.ref);
+  EXPECT_GT(b.status.fp_frames, 0);  // chain_nocfi has no CFI: its frames were stepped by frame pointer
+}
+
+Both g_in_handler;
+void on_sigusr1(int, siginfo_t*, void*) { capture_both(&g_in_handler); }
+
+int raise_signal(void*) {
+  raise(SIGUSR1);
+  return 0;
+}
+
+// From a signal handler: through __restore_rt (its CIE says 'S') into raise() and the chain.
+TEST_F(Unwinder, ThroughASignalFrameEqualsLibunwind) {
+  struct sigaction sa {}, old{};
+  sa.sa_sigaction = on_sigusr1;
+  sa.sa_flags = SA_SIGINFO;
+  sigaction(SIGUSR1, &sa, &old);
+  chain_nofp(5, raise_signal, nullptr);
+  sigaction(SIGUSR1, &old, nullptr);
+  const Both& b = g_in_handler;
+  EXPECT_FALSE(b.status.needs_fallback());
+  EXPECT_GT(b.ours.size(), 10u);
+  EXPECT_EQ(b.ours, b.ref) << "ours:" << show(b.ours) << "\nref: " << show(b.ref);
+}
+
+// Asynchronous signals into a thread that loops calling a function of another library through the
+// PLT: the interrupted pc is anywhere, and each walk must equal libunwind's.
+std::atomic<int> g_async_done{0};
+constexpr int kShots = 300;
+Both g_shots[kShots];
+std::atomic<int> g_shot{0};
+void on_sigusr2(int, siginfo_t*, void*) {
+  int i = g_shot.load();
+  if (i < kShots) capture_both(&g_shots[i]);
+  g_shot.store(i + 1);
+}
+int spin(void* flag) { return chain_spin(flag); }
+
+TEST_F(Unwinder, AtAsynchronousSignalsEqualsLibunwind) {
+  struct sigaction sa {}, old{};
+  sa.sa_sigaction = on_sigusr2;
+  sa.sa_flags = SA_SIGINFO;
+  sigaction(SIGUSR2, &sa, &old);
+  int stop = 0;
+  std::atomic<bool> running{false};
+  std::thread t([&] {
+    running = true;
+    chain_nofp(4, spin, &stop);
+  });
+  while (!running) std::this_thread::yield();
+  for (int i = 0; i < kShots; i++) {
+    int before = g_shot.load();
+    pthread_kill(t.native_handle(), SIGUSR2);
+    while (g_shot.load() == before) std::this_thread::yield();
+  }
+  *static_cast<volatile int*>(&stop) = 1;
+  t.join();
+  sigaction(SIGUSR2, &old, nullptr);
+  int equal = 0;
+  for (int i = 0; i < kShots; i++) {
+    const Both& b = g_shots[i];
+    EXPECT_FALSE(b.status.needs_fallback()) << i;
+    if (b.ours == b.ref) equal++;
+    else ADD_FAILURE() << "shot " << i << "\nours:" << show(b.ours) << "\nref: " << show(b.ref);
+  }
+  EXPECT_EQ(equal, kShots);
+}
+
+// Random words as a stack, with real return addresses sprinkled in: the walk ends (BadFrame or
+// Outermost), never reads outside the buffer, and returns only addresses of loaded objects.
+TEST_F(Unwinder, CorruptStacksEndTheWalkWithoutAFault) {
+  const Snapshot* snap = ObjectTable::instance().snapshot();
+  std::vector<uint64_t> text_pcs;
+  for (const auto& r : snap->ranges)
+    for (uint64_t a = r.lo; a < r.hi && text_pcs.size() < 4096; a += (r.hi - r.lo) / 64 + 1) text_pcs.push_back(a);
+  std::mt19937_64 rng(42);
+  std::vector<uint64_t> stack(512);
+  int ended_bad = 0;
+  for (int trial = 0; trial < 20000; trial++) {
+    for (auto& w : stack) {
+      switch (rng() % 4) {
+        case 0: w = text_pcs[rng() % text_pcs.size()] + rng() % 64; break;
+        case 1: w = reinterpret_cast<uint64_t>(&stack[rng() % stack.size()]); break;
+        case 2: w = 0; break;
+        default: w = rng(); break;
+      }
+    }
+    uint64_t lo = reinterpret_cast<uint64_t>(stack.data()), hi = lo + stack.size() * 8;
+    Regs r;
+    r.pc = text_pcs[rng() % text_pcs.size()] + rng() % 4096;
+    r.sp = lo + (rng() % 64) * 8;
+    r.fp = rng() % 2 ? stack[rng() % stack.size()] : lo + (rng() % 512) * 8;
+    uint64_t out[64];
+    WalkStatus st;
+    int n = walk(r, hi, out, 64, &st);
+    ASSERT_LE(n, 64);
+    for (int i = 0; i < n; i++) ASSERT_NE(snap->find(out[i] - 1), nullptr) << "trial " << trial << " frame " << i;
+    ended_bad += st.end == WalkEnd::BadFrame;
+  }
+  EXPECT_GT(ended_bad, 10000);  // garbage mostly ends as a bad frame, not as a clean outermost frame
+}
+
+// Every object's rows: sorted, one per location, and the chain libraries' code covered.
+TEST_F(Unwinder, RowsOfLoadedObjectsAreSortedAndCoverTheirCode) {
+  const Snapshot* snap = ObjectTable::instance().snapshot();
+  int with_rows = 0;
+  for (const auto& o : snap->objects) {
+    const auto* rows = o->rows.load();
+    ASSERT_NE(rows, nullptr) << o->path;
+    for (size_t i = 1; i < rows->size(); i++) ASSERT_LT((*rows)[i - 1].loc, (*rows)[i].loc) << o->path;
+    with_rows += !rows->empty();
+    EXPECT_EQ(o->stats.bad_entries, 0u) << o->path;
+  }
+  EXPECT_GE(with_rows, 4);
+  for (void* fn : {reinterpret_cast<void*>(&chain_nofp), reinterpret_cast<void*>(&chain_spin)}) {
+    const TextRange* r = snap->find(reinterpret_cast<uint64_t>(fn));
+    ASSERT_NE(r, nullptr);
+    const auto* rows = r->object->rows.load();
+    const FrameRow* row = find_row(rows->data(), rows->size(), static_cast<uint32_t>(reinterpret_cast<uint64_t>(fn) - r->object->bias));
+    ASSERT_NE(row, nullptr);
+    EXPECT_EQ(row->rule(), kCfaSp);  // at a function's entry: CFA = rsp + 8
+    EXPECT_EQ(row->cfa_off(), 8);
+  }
+}
+
+
+bool sorted_unique(const std::vector<FrameRow>& rows) {
+  for (size_t i = 1; i < rows.size(); i++)
+    if (rows[i - 1].loc >= rows[i].loc) return false;
+  return true;
+}
+
+// The builder on a real object's segment (a copy of chain_nofp's, at its own address) and on damaged
+// copies: every single-byte corruption and every truncation of its .eh_frame_hdr and .eh_frame.
+// Each build stays inside the copy (AddressSanitizer watches the heap buffer) and gives sorted rows;
+// the undamaged copy gives exactly the rows built from the loaded object.
+TEST_F(Unwinder, RowBuilderOnRealAndDamagedSections) {
+  const Snapshot* snap = ObjectTable::instance().snapshot();
+  const TextRange* r = snap->find(reinterpret_cast<uint64_t>(&chain_nofp));
+  ASSERT_NE(r, nullptr);
+  const Object* o = r->object;
+  ASSERT_NE(o->hdr_addr, 0u);
+  // The segment holding .eh_frame_hdr.
+  struct Seg {
+    const Object* o;
+    uint64_t lo = 0, size = 0;
+  } seg{o};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        auto* s = static_cast<Seg*>(data);
+        if (info->dlpi_addr != s->o->bias) return 0;
+        for (int i = 0; i < info->dlpi_phnum; i++) {
+          const auto& ph = info->dlpi_phdr[i];
+          uint64_t lo = info->dlpi_addr + ph.p_vaddr;
+          if (ph.p_type == PT_LOAD && s->o->hdr_addr >= lo && s->o->hdr_addr < lo + ph.p_memsz) {
+            s->lo = lo;
+            s->size = ph.p_memsz;
+          }
+        }
+        return 1;
+      },
+      &seg);
+  ASSERT_GT(seg.size, 0u);
+  std::vector<uint8_t> copy(reinterpret_cast<const uint8_t*>(seg.lo), reinterpret_cast<const uint8_t*>(seg.lo) + seg.size);
+  std::vector<FrameRow> rows;
+  ASSERT_TRUE(build_cfi_rows(MemView{copy.data(), seg.lo, copy.size()}, o->hdr_addr, o->bias, &rows));
+  const auto* loaded = o->rows.load();
+  ASSERT_EQ(rows.size(), loaded->size());
+  for (size_t i = 0; i < rows.size(); i++) {
+    EXPECT_EQ(rows[i].loc, (*loaded)[i].loc);
+    EXPECT_EQ(rows[i].cfa, (*loaded)[i].cfa);
+    EXPECT_EQ(rows[i].fp_off, (*loaded)[i].fp_off);
+  }
+  // The .eh_frame_hdr and .eh_frame bytes: from the header to the end of the segment's CFI (small here).
+  uint64_t from = o->hdr_addr - seg.lo, to = std::min<uint64_t>(copy.size(), from + 4096);
+  int damaged_builds = 0, fewer_rows = 0;
+  for (uint64_t at = from; at < to; at++) {
+    for (uint8_t flip : {uint8_t{0xff}, uint8_t{0x80}, uint8_t{0x01}}) {
+      std::vector<uint8_t> bad = copy;
+      bad[at] ^= flip;
+      std::vector<FrameRow> out;
+      if (build_cfi_rows(MemView{bad.data(), seg.lo, bad.size()}, o->hdr_addr, o->bias, &out)) {
+        ASSERT_TRUE(sorted_unique(out)) << "byte " << at;
+        damaged_builds++;
+        fewer_rows += out.size() < rows.size();
+      }
+    }
+    std::vector<uint8_t> cut(copy.begin(), copy.begin() + static_cast<long>(at));
+    std::vector<FrameRow> out;
+    if (build_cfi_rows(MemView{cut.data(), seg.lo, cut.size()}, o->hdr_addr, o->bias, &out)) {
+      ASSERT_TRUE(sorted_unique(out)) << "cut at " << at;
+    }
+  }
+  EXPECT_GT(damaged_builds, 0);
+  EXPECT_GT(fewer_rows, 0);  // damage is detected and the entry dropped, not read on blindly
+}
+
+
+// On an alternate signal stack the walk does not start (its reads are bounded to the thread's own
+// stack): the caller falls back to backtrace().
+WalkStatus g_altstack_status;
+int g_altstack_frames = -1;
+void on_sigurg(int) {
+  uint64_t out[64];
+  g_altstack_frames = unwind_here(out, 64, &g_altstack_status);
+}
+
+TEST_F(Unwinder, OnAnAlternateSignalStackTheCallerFallsBack) {
+  std::vector<char> alt(1 << 16);
+  stack_t ss{}, old_ss{};
+  ss.ss_sp = alt.data();
+  ss.ss_size = alt.size();
+  ASSERT_EQ(sigaltstack(&ss, &old_ss), 0);
+  struct sigaction sa {}, old{};
+  sa.sa_handler = on_sigurg;
+  sa.sa_flags = SA_ONSTACK;
+  sigaction(SIGURG, &sa, &old);
+  raise(SIGURG);
+  sigaction(SIGURG, &old, nullptr);
+  sigaltstack(&old_ss, nullptr);
+  EXPECT_EQ(g_altstack_frames, 0);
+  EXPECT_EQ(g_altstack_status.end, WalkEnd::OffStack);
+  EXPECT_TRUE(g_altstack_status.needs_fallback());
+}
+
+// A library loaded after the snapshot (zlib, dlopen'ed here, calling back into this program from
+// deflateInit): the first walks through it fall back (stale snapshot, then rows being built), then
+// the walk equals libunwind's. After dlclose the background thread drops it from the snapshot.
+Both g_in_zalloc;
+int g_zalloc_calls = 0;
+WalkStatus g_first_walk;  // of the first call: nothing has asked for zlib's rows before it
+void* zalloc_capture(void*, unsigned items, unsigned size) {
+  capture_both(&g_in_zalloc);
+  if (g_zalloc_calls++ == 0) g_first_walk = g_in_zalloc.status;
+  return calloc(items, size);
+}
+void zfree(void*, void* p) { free(p); }
+
+TEST_F(Unwinder, ALibraryLoadedLaterIsWalkedOnceItsRowsAreBuiltAndDroppedAfterDlclose) {
+  if (dlopen("libz.so.1", RTLD_NOW | RTLD_NOLOAD)) GTEST_SKIP() << "libz is already loaded";
+  void* z = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(z, nullptr);
+  // What the deflateInit macro calls, looked up in the dlopen'ed copy (zlib.h gives the layout).
+  using DeflateInit = int (*)(z_stream*, int, const char*, int);
+  using DeflateEnd = int (*)(z_stream*);
+  auto init = reinterpret_cast<DeflateInit>(dlsym(z, "deflateInit_"));
+  auto end = reinterpret_cast<DeflateEnd>(dlsym(z, "deflateEnd"));
+  ASSERT_TRUE(init && end);
+  uint64_t zlib_pc = reinterpret_cast<uint64_t>(init);
+  EXPECT_EQ(ObjectTable::instance().snapshot()->find(zlib_pc), nullptr);
+  for (int i = 0; i < 400; i++) {
+    z_stream s{};
+    s.zalloc = zalloc_capture;
+    s.zfree = zfree;
+    g_in_zalloc = Both{};
+    ASSERT_EQ(init(&s, 6, ZLIB_VERSION, static_cast<int>(sizeof s)), Z_OK);
+    end(&s);
+    if (!g_in_zalloc.status.needs_fallback()) break;
+    usleep(5000);
+  }
+  // The first walk met an object that the snapshot did not have (or, if the builder's periodic look
+  // at the loader refreshed it first, one without rows): it fell back. (deflateInit allocates several
+  // times: the builder may be done before the last of them, so a whole deflateInit may not fall back.)
+  EXPECT_TRUE(g_first_walk.needs_fallback());
+  EXPECT_TRUE(g_first_walk.end == WalkEnd::Stale || g_first_walk.end == WalkEnd::NotReady);
+  ASSERT_FALSE(g_in_zalloc.status.needs_fallback());
+  EXPECT_EQ(g_in_zalloc.ours, g_in_zalloc.ref) << "ours:" << show(g_in_zalloc.ours) << "\nref: " << show(g_in_zalloc.ref);
+  ASSERT_NE(ObjectTable::instance().snapshot()->find(zlib_pc), nullptr);
+  dlclose(z);
+  if (dlopen("libz.so.1", RTLD_NOW | RTLD_NOLOAD)) GTEST_SKIP() << "libz stayed loaded";
+  bool dropped = false;
+  for (int i = 0; i < 100 && !dropped; i++) {
+    usleep(10000);
+    dropped = ObjectTable::instance().snapshot()->find(zlib_pc) == nullptr;
+  }
+  EXPECT_TRUE(dropped);  // the builder thread saw the loader's dlclose counter move
+}
+
+
+// A context stopped inside a PLT stub (recorded by hand: pc at the stub's first jump, at its push,
+// and past the push): the row built from the .plt's CFA expression gives the same caller as libunwind.
+__attribute__((noinline)) uint64_t some_return_address(int which) {
+  return which ? reinterpret_cast<uint64_t>(&capture_both) + 5 : reinterpret_cast<uint64_t>(&reference) + 7;
+}
+
+TEST_F(Unwinder, InsideAPltStubEqualsLibunwind) {
+  const Snapshot* snap = ObjectTable::instance().snapshot();
+  const TextRange* r = snap->find(reinterpret_cast<uint64_t>(&chain_nofp));
+  ASSERT_NE(r, nullptr);
+  const auto* rows = r->object->rows.load();
+  const FrameRow* plt = nullptr;
+  for (const auto& row : *rows)
+    if (row.rule() == kCfaPlt && !plt) plt = &row;
+  ASSERT_NE(plt, nullptr) << "no .plt row in chain_nofp (is the PLT built with -z ibtplt?)";
+  uint64_t entry = r->object->bias + plt->loc;  // the first entry after PLT0
+  std::vector<uint64_t> stack = {some_return_address(0), some_return_address(1), 0, 0, 0, 0, 0, 0};
+  uint64_t lo = reinterpret_cast<uint64_t>(stack.data()), hi = lo + stack.size() * 8;
+  for (uint64_t at : {uint64_t{0}, uint64_t{6}, uint64_t{11}}) {
+    Regs regs;
+    regs.pc = entry + at;
+    regs.sp = lo;
+    regs.fp = lo + 48;
+    uint64_t out[8];
+    WalkStatus st;
+    int n = walk(regs, hi, out, 8, &st);
+    ASSERT_GE(n, 1) << at;
+    unw_context_t ctx;
+    unw_getcontext(&ctx);
+    ctx.uc_mcontext.gregs[REG_RIP] = static_cast<greg_t>(regs.pc);
+    ctx.uc_mcontext.gregs[REG_RSP] = static_cast<greg_t>(regs.sp);
+    ctx.uc_mcontext.gregs[REG_RBP] = static_cast<greg_t>(regs.fp);
+    unw_cursor_t cur;
+    ASSERT_EQ(unw_init_local2(&cur, &ctx, UNW_INIT_SIGNAL_FRAME), 0);
+    ASSERT_GT(unw_step(&cur), 0);
+    unw_word_t ip = 0;
+    unw_get_reg(&cur, UNW_REG_IP, &ip);
+    EXPECT_EQ(out[0], ip) << "pc at PLT entry + " << at;
+    EXPECT_EQ(out[0], at < 11 ? stack[0] : stack[1]) << "pc at PLT entry + " << at;
+  }
+}
+
+}  // namespace
+}  // namespace aiflame::unwind
