@@ -37,7 +37,7 @@ while kill -0 "$pid" 2>/dev/null; do
   t=$(( $(date +%s) - t0 + 15 ))
   rss=$(rss_of "$pid")
   [ -n "$rss" ] || break
-  size=$(stat -c %s "$out/long.aiflame.$pid" 2>/dev/null || echo 0)
+  size=$(stat -c %s "$out"/long.aiflame.rec-*."$pid" 2>/dev/null | head -1); size=${size:-0}  # the run-private name while it records (#25)
   echo "t=${t}s rss_kb=$rss profile_bytes=$size"
   [ -z "$at60" ] && [ "$t" -ge 60 ] && at60=$rss
   [ "$rss" -gt "$max" ] && max=$rss

@@ -67,7 +67,7 @@ if [ "$long" != 0 ]; then
   t0=$(date +%s)
   while kill -0 "$pid" 2>/dev/null; do
     rss=$(awk '/VmRSS/ {print $2}' /proc/$pid/status 2>/dev/null)
-    size=$(stat -c %s $t/long.aiflame.$pid 2>/dev/null)
+    size=$(stat -c %s $t/long.aiflame.rec-*.$pid 2>/dev/null | head -1)  # the run-private name while it records (#25)
     echo "t=$(( $(date +%s) - t0 + 15 ))s rss_kb=$rss profile_bytes=$size"
     sleep 15
   done

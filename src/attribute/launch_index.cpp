@@ -9,10 +9,10 @@ LaunchIndex::LaunchIndex(const Profile& p) : p_(p) {
   for (const auto& l : p.launches) max_id = std::max(max_id, l.correlation_id);
   if (!p.launches.empty() && max_id <= 4 * p.launches.size() + 1024) {
     dense_.assign(size_t{max_id} + 1, 0);
-    for (const auto& l : p.launches) dense_[l.correlation_id] = l.stack_id;
+    for (const auto& l : p.launches) dense_[l.correlation_id] = recorded(l.stack_id);
   } else {
     by_corr_.reserve(p.launches.size());
-    for (const auto& l : p.launches) by_corr_[l.correlation_id] = l.stack_id;
+    for (const auto& l : p.launches) by_corr_[l.correlation_id] = recorded(l.stack_id);
   }
   // Number every composite up front, in kernel order, so that parts() works before stack_of() is
   // asked and two indexes of one profile agree on the ids.
@@ -24,7 +24,7 @@ uint32_t LaunchIndex::node_stack(uint64_t node_id) const {
   for (int hops = 0; node_id && hops < 64; hops++) {
     auto it = p_.graph_nodes.find(node_id);
     if (it == p_.graph_nodes.end()) return 0;
-    if (it->second.stack_id) return it->second.stack_id;
+    if (it->second.stack_id) return recorded(it->second.stack_id);
     node_id = it->second.original_node_id;
   }
   return 0;

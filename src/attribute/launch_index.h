@@ -29,8 +29,16 @@ class LaunchIndex {
     return it == by_corr_.end() ? 0 : it->second;
   }
   static bool composite(uint32_t id) { return id & kCompositeStack; }
-  // (replay stack, node-creation stack) of a composite id.
-  std::pair<uint32_t, uint32_t> parts(uint32_t id) const { return composites_.at(id & ~kCompositeStack); }
+  // (replay stack, node-creation stack) of a composite id; (0, 0), "not recorded", for an id this
+  // index did not hand out.
+  std::pair<uint32_t, uint32_t> parts(uint32_t id) const {
+    uint32_t i = id & ~kCompositeStack;
+    return i < composites_.size() ? composites_[i] : std::pair<uint32_t, uint32_t>{0, 0};
+  }
+  // A stack id as a record of the file gives it: the recorder numbers stacks from 1 up and never near
+  // 2^31, so an id with kCompositeStack set is a corrupt or crafted one, and stands for "not recorded"
+  // (0) rather than for a composite id of this index.
+  static uint32_t recorded(uint32_t stack_id) { return composite(stack_id) ? 0 : stack_id; }
 
  private:
   uint32_t node_stack(uint64_t node_id) const;

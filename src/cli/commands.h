@@ -11,6 +11,7 @@ namespace aiflame {
 struct RecordArgs {
   std::string output = "aiflame.data";
   bool force = false;
+  bool require_profile = false;  // refuse to run the program when its profile cannot be written
   // The injection library's options given on the command line: schema name -> value, as the library
   // parses it (record/record_options.h registers the flags and describes each value).
   std::map<std::string, std::string> options;
@@ -54,6 +55,14 @@ struct DemoArgs {
   bool force = false;
   bool bundled = false;
 };
+
+// `record` passes the program's exit status through (128 + N when a signal N ended it), and uses this
+// one for a failure of its own once the program has run: the profile could not be written. env,
+// nohup and docker run use 125 the same way (126: not executable, 127: not found, as a shell).
+inline constexpr int kRecordOwnFailure = 125;
+// `report` and `diff`: 0 done, 1 bad input or a failed write, 2 bad usage; `report`: 3 the filters matched no
+// sample (the output is written, empty).
+inline constexpr int kReportNothingMatched = 3;
 
 void add_record_command(CLI::App& app, RecordArgs& args);
 void add_report_command(CLI::App& app, ReportArgs& args);

@@ -1,10 +1,33 @@
 // aiflame: AI flame graphs for NVIDIA GPUs. `aiflame --help` lists the commands.
 #include <malloc.h>
 
+#include <exception>
 #include <iostream>
+#include <new>
 
 #include "cli/commands.h"
 #include "cli/diff_command.h"
+
+namespace {
+
+// CLI11 asks for a subcommand before it looks at the words it does not know: "aiflame --bogus" would
+// say "A subcommand is required". The first word before any subcommand that is not one names the fault.
+std::string unknown_word_message(const CLI::App& app, int argc, char** argv, const std::string& what) {
+  for (int i = 1; i < argc; i++) {
+    std::string w = argv[i];
+    if (w == "--") break;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands({}))
+      if (sub->check_name(w)) known = true;
+    if (known) break;  // the subcommand's own words are its parser's business
+    if (w == "--help" || w == "-h" || w == "--version") continue;
+    if (!w.empty() && w[0] == '-') return "unknown option '" + w + "'";
+    return "unknown command '" + w + "'";
+  }
+  return what;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // One malloc arena: a report's second thread (src/attribute/batch_pipeline.h) then reuses what the
@@ -25,16 +48,41 @@ int main(int argc, char** argv) {
   aiflame::add_demo_command(app, demo);
   aiflame::DiffArgs diff;
   aiflame::add_diff_command(app, diff);
+  app.get_subcommand("record")->footer(
+      "Exit status: the program's own (128+N when signal N ended it); 125: aiflame itself failed once the "
+      "program had run (its profile could not be written; one line says why and gives the program's "
+      "status); 2: bad usage, nothing run; 126/127: the command could not be run / was not found.");
+  app.get_subcommand("report")->footer(
+      "Exit status: 0 written; 1 bad input or the output could not be written; 2 bad usage; 3 the filters "
+      "(--kernels, --stalls, --devices, --pids...) matched no sample: a warning names them, the output is "
+      "written, empty.");
+  app.get_subcommand("diff")->footer(
+      "Exit status: 0 written; 1 bad input or the output could not be written; 2 bad usage.");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    std::cerr << "aiflame: " << e.what() << " (see aiflame --help)\n";
+    std::cerr << "aiflame: " << unknown_word_message(app, argc, argv, e.what()) << " (see aiflame --help)\n";
     return 2;
   }
-  if (app.got_subcommand("record")) return aiflame::run_record(rec);
-  if (app.got_subcommand("report")) return aiflame::run_report(rep);
-  if (app.got_subcommand("demo")) return aiflame::run_demo(demo, argv[0]);
-  if (app.got_subcommand("diff")) return aiflame::run_diff(diff);
+  // Whatever escapes a command (an allocation that fails, a library's exception on input nobody
+  // foresaw) is one line and status 1 (record: 125, its status for a failure of aiflame's own, which
+  // the program's status cannot be mistaken for), never std::terminate's abort and core dump.
+  const int failed = app.got_subcommand("record") ? aiflame::kRecordOwnFailure : 1;
+  try {
+    if (app.got_subcommand("record")) return aiflame::run_record(rec);
+    if (app.got_subcommand("report")) return aiflame::run_report(rep);
+    if (app.got_subcommand("demo")) return aiflame::run_demo(demo, argv[0]);
+    if (app.got_subcommand("diff")) return aiflame::run_diff(diff);
+  } catch (const std::bad_alloc&) {
+    std::cerr << "aiflame: out of memory\n";
+    return failed;
+  } catch (const std::exception& e) {
+    std::cerr << "aiflame: internal error: " << e.what() << " (please report it with the input that caused it)\n";
+    return failed;
+  } catch (...) {
+    std::cerr << "aiflame: internal error (please report it with the input that caused it)\n";
+    return failed;
+  }
   return 2;
 }

@@ -1,6 +1,7 @@
 // Writes an output file whole or not at all, safely in shared directories: into a temporary file
 // created beside it (O_EXCL, random name, never through a symlink), renamed over the target at the end,
-// so a failure never leaves a partial file. An existing target is replaced only with force, and a
+// so a failure never leaves a partial file (an unnamed O_TMPFILE where the file system has it: not even
+// an abort or SIGKILL leaves one). An existing target is replaced only with force, and a
 // symbolic link at the target path is refused even then (writing "through" it is what an attacker
 // who planted it wants; remove it or pick another name).
 #pragma once

@@ -6,8 +6,11 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/resource.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <random>
 
 #include <chrono>
 #include <climits>
@@ -38,9 +41,14 @@ std::string self_dir() {
 
 void add_record_command(CLI::App& app, RecordArgs& a) {
   auto* sub = app.add_subcommand("record", "Run a command and record GPU samples, kernels and launch stacks");
-  sub->add_option("-o,--output", a.output, "Profile file to write (an existing one is kept as FILE.old)")
+  sub->add_option("-o,--output", a.output,
+                  "Profile file to write (an existing one is kept as FILE.old; several CUDA processes: FILE.<pid> each). "
+                  "Checked before the program starts: a missing or read-only directory, a directory as FILE or a "
+                  "full disk is said in one line, and the program then runs unprofiled")
       ->capture_default_str();
   sub->add_flag("-f,--force", a.force, "Overwrite the output file instead of rotating it to FILE.old");
+  sub->add_flag("--require-profile", a.require_profile,
+                "Do not start the program when its profile cannot be written (exit 2) instead of running it unprofiled");
   // The injection library's options, from its schema: each value is checked here by the parser the
   // library runs, and handed over in the option's environment variable.
   for (const RecordOptionSpec& spec : record_option_schema()) {
@@ -78,10 +86,42 @@ void add_record_command(CLI::App& app, RecordArgs& a) {
 
 namespace {
 
-pid_t g_child = 0;
+// The program while it runs; 0 once it has ended, so that a signal is never sent to a pid that
+// may be reused by then.
+volatile pid_t g_child = 0;
 
 void forward_signal(int sig) {
-  if (g_child > 0) kill(g_child, sig);
+  pid_t child = g_child;
+  if (child > 0) kill(child, sig);
+}
+
+// A profile this run created, under its run-unique name, and the name it gets at the end.
+struct Publish {
+  std::string tmp, final_name, old_name;
+  volatile sig_atomic_t done = 0;
+};
+
+// Moves whatever is at final_name out of the way (to old_name, or replaced with force), then names
+// the profile. Only calls that are safe in a signal handler: the end phase's interrupt publishes too.
+bool publish_now(const Publish& p, bool force) {
+  struct stat st;
+  if (!force && lstat(p.final_name.c_str(), &st) == 0) rename(p.final_name.c_str(), p.old_name.c_str());
+  return rename(p.tmp.c_str(), p.final_name.c_str()) == 0;
+}
+
+// What the end phase's interrupt handler publishes: set up before the handler is installed.
+std::vector<Publish>* g_pending = nullptr;
+bool g_pending_force = false;
+const char* g_interrupt_note = "";
+
+// Ctrl-C (or TERM, HUP) once the program has ended: stop symbolizing at once, name the profiles as
+// they are (readable; `aiflame report` names what it can), and exit with the signal's status.
+void end_phase_interrupt(int sig) {
+  if (g_pending)
+    for (auto& p : *g_pending)
+      if (!p.done && publish_now(p, g_pending_force)) p.done = 1;
+  (void)!write(2, g_interrupt_note, strlen(g_interrupt_note));
+  _exit(128 + sig);
 }
 
 bool exists(const std::string& p) {
@@ -115,11 +155,11 @@ bool driver_present() {
 }
 
 // A readable profile that holds only why it is empty, so that `aiflame report` says so too.
-void write_empty_profile(const std::string& path, pid_t pid, const std::vector<std::string>& command,
-                         const std::string& why) {
+Status write_empty_profile(const std::string& path, pid_t pid, const std::vector<std::string>& command,
+                           const std::string& why) {
   ProfileWriter w;
   std::string error;
-  if (!w.open(path, /*overwrite=*/false, &error)) return;
+  if (!w.open(path, /*overwrite=*/false, &error)) return Error{error};
   ProcessRecord p;
   p.pid = static_cast<uint32_t>(pid);
   p.ppid = static_cast<uint32_t>(getpid());
@@ -128,12 +168,15 @@ void write_empty_profile(const std::string& path, pid_t pid, const std::vector<s
   w.add(p);
   w.add(WarningRecord{why});
   w.add(EndRecord{});
-  w.close();
+  if (!w.close()) return Error{path + ": " + w.error()};
+  return Ok{};
 }
 
-std::vector<std::string> per_process_files(const std::string& output, time_t since) {
-  std::string dir = output.substr(0, output.rfind('/'));
-  std::string base = output.substr(output.rfind('/') + 1) + ".";
+// The FILE.<pid> files the injection library wrote in this run: their names start with this run's
+// own prefix (AIFLAME_OUTPUT), so that two runs with the same -o never take each other's.
+std::vector<std::string> per_process_files(const std::string& prefix) {
+  std::string dir = prefix.substr(0, prefix.rfind('/'));
+  std::string base = prefix.substr(prefix.rfind('/') + 1) + ".";
   std::vector<std::string> found;
   DIR* d = opendir(dir.c_str());
   if (!d) return found;
@@ -144,11 +187,47 @@ std::vector<std::string> per_process_files(const std::string& output, time_t sin
     if (rest.find_first_not_of("0123456789") != std::string::npos) continue;
     std::string full = dir + "/" + name;
     struct stat st;
-    if (lstat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_mtime >= since) found.push_back(full);
+    if (lstat(full.c_str(), &st) == 0 && S_ISREG(st.st_mode)) found.push_back(full);
   }
   closedir(d);
   std::sort(found.begin(), found.end());
   return found;
+}
+
+// A name no other run uses at the same time: aiflame's pid (unique among running processes on this
+// host) and 32 random bits (other hosts, on a shared file system).
+std::string run_id() {
+  std::random_device rd;
+  char buf[16];
+  snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(rd()));
+  return std::to_string(getpid()) + "-" + buf;
+}
+
+// Whether the profile can be written at `output`, asked before the program starts: empty when it
+// can, else what is wrong, in words. A probe file is created (and removed) under this run's prefix,
+// which finds missing directories, permissions and read-only file systems alike.
+std::string output_problem(const std::string& output, const std::string& prefix) {
+  struct stat st;
+  if (stat(output.c_str(), &st) == 0 && S_ISDIR(st.st_mode))
+    return output + " is a directory; name a file for the profile (e.g. " + output + "/aiflame.data)";
+  std::string dir = output.substr(0, output.rfind('/'));
+  if (dir.empty()) dir = "/";
+  if (stat(dir.c_str(), &st) != 0) return "the directory " + dir + " " + (errno == ENOENT ? "does not exist" : std::strerror(errno));
+  if (!S_ISDIR(st.st_mode)) return dir + " is not a directory";
+  std::string probe = prefix + ".check";
+  int fd = open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return "cannot create files in " + dir + ": " + std::strerror(errno);
+  close(fd);
+  unlink(probe.c_str());
+  struct statvfs vfs;
+  if (statvfs(dir.c_str(), &vfs) == 0 && uint64_t{vfs.f_bavail} * vfs.f_frsize < (uint64_t{1} << 20))
+    return "no space left on the file system of " + dir + " (under 1 MiB free)";
+  return {};
+}
+
+size_t file_size(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 ? static_cast<size_t>(st.st_size) : 0;
 }
 
 int exit_status_of(int status) {
@@ -186,23 +265,39 @@ int run_record(const RecordArgs& a) {
     return 2;
   }
   std::string output = absolute(a.output);
-  if (exists(output)) {
-    if (a.force) {
-      unlink(output.c_str());
-    } else if (rename(output.c_str(), (output + ".old").c_str()) != 0) {
-      std::cerr << "aiflame: cannot move the existing " << output << " to .old: " << std::strerror(errno) << "\n";
+  // The injection library writes PREFIX.<pid>; the prefix is this run's own (two runs with the same
+  // -o never take each other's files), and the files are named FILE (or FILE.<pid>) only at the end.
+  const std::string prefix = output + ".rec-" + run_id();
+  const std::string problem = output_problem(output, prefix);
+  if (!problem.empty()) {
+    if (a.require_profile || !a.pids.empty()) {  // an attach has no program to run unprofiled
+      std::cerr << "aiflame: cannot record to " << output << ": " << problem
+                << (a.pids.empty() ? "; the program was not started\n" : "; nothing attached\n");
       return 2;
     }
+    std::cerr << "aiflame: cannot record to " << output << ": " << problem
+              << "; the program runs unprofiled (--require-profile: do not run it)\n";
   }
-  if (!a.pids.empty()) return run_attach(a, lib, output);
-  time_t started = time(nullptr);
+  if (!a.pids.empty()) {
+    // Attaching: the processes write FILE.<pid> themselves (attach_command.cpp), and the CLI names FILE at
+    // the end; an existing FILE is moved aside now, as before #25's run prefix.
+    if (exists(output)) {
+      if (a.force) {
+        unlink(output.c_str());
+      } else if (rename(output.c_str(), (output + ".old").c_str()) != 0) {
+        std::cerr << "aiflame: cannot move the existing " << output << " to .old: " << std::strerror(errno) << "\n";
+        return 2;
+      }
+    }
+    return run_attach(a, lib, output);
+  }
   auto t_start = std::chrono::steady_clock::now();
 
-  setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
+  if (problem.empty()) setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
   // The options given, in the variables of the schema; the others keep the environment's values (the
   // measurement switches of bench/) or the library's defaults.
   auto options = a.options;
-  options["output"] = output;
+  options["output"] = prefix;
   for (const auto& [name, value] : options)
     if (const RecordOptionSpec* spec = find_record_option(name)) setenv(spec->env, value.c_str(), 1);
 
@@ -236,9 +331,22 @@ int run_record(const RecordArgs& a) {
   int exec_errno = 0;
   ssize_t got = read(pipefd[0], &exec_errno, sizeof exec_errno);
   close(pipefd[0]);
+  // Wait without reaping first: while the child is a zombie its pid cannot be reused, so a signal
+  // forwarded up to the moment g_child is cleared still reaches the program, never a stranger.
+  siginfo_t info = {};
+  while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {}
+  g_child = 0;
   int status = 0;
   struct rusage usage = {};
   while (wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {}
+  // The end phase: Ctrl-C now stops aiflame's own work (end_phase_interrupt), nothing to forward.
+  static std::vector<Publish> pending;  // handed to the handler once complete (below)
+  g_pending_force = a.force;
+  sa.sa_handler = end_phase_interrupt;
+  sigfillset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+  sa.sa_handler = SIG_DFL;
+  for (int sig : {SIGQUIT, SIGUSR1, SIGUSR2}) sigaction(sig, &sa, nullptr);
   if (got == static_cast<ssize_t>(sizeof exec_errno)) {
     std::cerr << "aiflame: cannot run '" << a.command[0] << "': " << std::strerror(exec_errno) << "\n";
     return 127;
@@ -247,13 +355,29 @@ int run_record(const RecordArgs& a) {
   auto t_exit = std::chrono::steady_clock::now();
   if (WIFSIGNALED(status) && !a.quiet())
     std::cerr << "aiflame: the program was killed by signal " << WTERMSIG(status) << " (" << strsignal(WTERMSIG(status)) << ")\n";
+  // A failure of aiflame's own from here on: one line that gives the program's status too, and 125.
+  auto own_failure = [&](const std::string& what) {
+    std::cerr << "aiflame: " << what << " (the program exited with status " << rc << "; aiflame exits with "
+              << kRecordOwnFailure << ")\n";
+    return kRecordOwnFailure;
+  };
+  if (!problem.empty()) return own_failure("no profile was written: cannot record to " + output + ": " + problem);
 
-  auto files = per_process_files(output, started);
+  auto files = per_process_files(prefix);
   if (files.empty() && !driver_present()) {
     std::string why = "no NVIDIA driver here (libcuda.so.1 not found), so the program ran unprofiled: install the "
                       "NVIDIA driver, or record on a machine with a GPU";
-    std::cerr << "aiflame: " << why << "\n";
-    write_empty_profile(output, pid, a.command, why);
+    if (!a.quiet()) std::cerr << "aiflame: " << why << "\n";
+    Publish empty{prefix + "." + std::to_string(pid), output, output + ".old"};
+    if (Status st = write_empty_profile(empty.tmp, pid, a.command, why); !st) {
+      unlink(empty.tmp.c_str());
+      return own_failure("cannot write the profile " + output + ": " + st.error());
+    }
+    if (!publish_now(empty, a.force)) {
+      int e = errno;
+      unlink(empty.tmp.c_str());
+      return own_failure("cannot name the profile " + output + ": " + std::strerror(e));
+    }
     return rc;
   }
   if (files.empty()) {
@@ -261,37 +385,71 @@ int run_record(const RecordArgs& a) {
                  "start; see the messages above)\n";
     return rc;
   }
-  if (files.size() == 1 && rename(files[0].c_str(), output.c_str()) == 0) files[0] = output;
+  // A file left empty is a profile whose every write failed (the injection library writes the
+  // header when it starts): not "no CUDA call", a lost profile.
+  std::vector<std::string> lost;
+  for (auto it = files.begin(); it != files.end();) {
+    if (file_size(*it) > 0) {
+      ++it;
+      continue;
+    }
+    lost.push_back(it->substr(prefix.size() + 1));
+    unlink(it->c_str());
+    it = files.erase(it);
+  }
+  const bool several = files.size() + lost.size() > 1;
+  for (const auto& f : files) {
+    std::string pid_text = f.substr(prefix.size() + 1);
+    std::string final_name = several ? output + "." + pid_text : output;
+    pending.push_back({f, final_name, final_name + ".old"});
+  }
+  std::string note = "\naiflame: interrupted: the profiles are kept as they were recorded, without the native and "
+                     "GPU names of this step (aiflame report names what it can)\n";
+  g_interrupt_note = note.c_str();
+  g_pending = &pending;
   std::vector<ProcessRow> rows;
   GpuSymbolizerOptions gpu{a.sass_timeout_s > 0, find_nvdisasm(a.nvdisasm)};
   std::vector<std::string> notes;
   FinalizeStats fin;
-  for (const auto& f : files) {
+  std::vector<std::string> failures;
+  for (auto& pub : pending) {
+    const std::string& f = pub.tmp;
     auto p = finalize_profile(f, gpu, &notes, &fin, static_cast<int>(a.sass_timeout_s * 1000));
     if (!p) {
-      std::cerr << "aiflame: symbolizing " << f << " failed: " << p.error() << "\n";
+      failures.push_back("symbolizing " + pub.final_name + " failed: " + p.error());
       p = read_profile(f, BatchReading::Skip);
     }
+    // Named now, with the interrupt blocked: the handler never moves a file this loop is naming.
+    sigset_t block, old;
+    sigfillset(&block);
+    sigprocmask(SIG_BLOCK, &block, &old);
+    bool named = publish_now(pub, a.force);
+    int e = errno;
+    pub.done = 1;
+    sigprocmask(SIG_SETMASK, &old, nullptr);
+    const std::string& name = named ? pub.final_name : pub.tmp;
+    if (!named) failures.push_back("cannot name the profile " + pub.final_name + " (" + std::strerror(e) + "); it is kept as " + pub.tmp);
     if (a.quiet()) continue;
     if (!p) {
       std::cerr << "aiflame: " << p.error() << "\n";
       continue;
     }
-    auto streamed = stream_attribution_stats(f, *p);
+    auto streamed = stream_attribution_stats(name, *p);
     if (!streamed) {
       std::cerr << "aiflame: " << streamed.error() << "\n";
       continue;
     }
     const AttributionStats& stats = *streamed;
-    if (files.size() == 1) print_summary(*p, stats, f, std::cerr);
-    else rows.push_back(process_row(*p, stats, f));
+    if (!several) print_summary(*p, stats, name, std::cerr);
+    else rows.push_back(process_row(*p, stats, name));
     if (stats.samples > 0)  // PC sampling was on
       if (auto shape = serialized_streams(*p))
-        std::cerr << "aiflame: " << (files.size() > 1 ? f + ": " : "") << serialized_streams_hint(*shape) << "\n";
+        std::cerr << "aiflame: " << (several ? name + ": " : "") << serialized_streams_hint(*shape) << "\n";
   }
-  if (!a.quiet() && files.size() > 1) {
+  g_pending = nullptr;
+  if (!a.quiet() && rows.size() > 1) {
     // A launcher's tree (torchrun, mpirun, DataLoader workers): one line per CUDA process and a total.
-    std::cerr << "aiflame: " << files.size() << " CUDA processes recorded:\n";
+    std::cerr << "aiflame: " << rows.size() << " CUDA processes recorded:\n";
     print_process_table(rows, std::cerr);
     std::cerr << "aiflame: `aiflame report " << output << ".*` draws them in one picture (--group-by rank|device|process)\n";
   }
@@ -308,7 +466,15 @@ int run_record(const RecordArgs& a) {
               << " s for " << fin.gpu_instructions << " instructions, SASS " << fin.sass.stats().seconds << " s for "
               << fin.sass.stats().kernels << " kernels of " << fin.sass.stats().cubins << " cubins)\n";
   }
-  return rc;
+  if (!lost.empty()) {
+    std::string pids;
+    for (const auto& l : lost) pids += (pids.empty() ? "" : ", ") + l;
+    failures.push_back("the profile of process " + pids + " is lost: the injection library could not write it (0 bytes; " +
+                       "is the disk of " + output + " full?)");
+  }
+  if (failures.empty()) return rc;
+  for (size_t i = 0; i + 1 < failures.size(); i++) std::cerr << "aiflame: " << failures[i] << "\n";
+  return own_failure(failures.back());
 }
 
 }  // namespace aiflame

@@ -2,6 +2,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 
 #include "flame/flame_merge.h"
@@ -10,6 +13,7 @@
 #include "attribute/frame_builder.h"
 #include "attribute/profile_flame.h"
 #include "cli/commands.h"
+#include "cli/filter_check.h"
 #include "cli/output_file.h"
 #include "cli/input_files.h"
 #include "flame/flame_filter.h"
@@ -109,18 +113,28 @@ int run_report(const ReportArgs& a) {
   std::set<uint32_t> devices;
   StackIndex stack_index;
   for (const std::string& input : *inputs) {
-    // Folded stacks and iaprof's text output are read too, recognised by their content.
-    auto kind = detect_file_format(input);
-    if (kind && *kind != InputFormat::Aiflame && *kind != InputFormat::Unknown) {
-      auto d = read_flame_input(input);
+    // Folded stacks and iaprof's text output are read too, recognised by their content. Each input
+    // is opened once (a pipe or a FIFO cannot be opened again) and streamed.
+    auto in = FlameInput::open(input);
+    if (!in) {
+      std::cerr << "aiflame: " << in.error() << "\n";
+      return 1;
+    }
+    if (in->format() != InputFormat::Aiflame) {
+      auto d = in->read();
       if (!d) {
         std::cerr << "aiflame: " << d.error() << "\n";
         return 1;
       }
       samples += d->total();
-      if (command.empty()) command = std::string(input_format_name(*kind)) + " " + input;
+      if (command.empty()) command = std::string(input_format_name(in->format())) + " " + input;
       merge_flame(data, std::move(*d));
       continue;
+    }
+    auto path = in->profile_path();  // the file itself, or a copy of a piped profile
+    if (!path) {
+      std::cerr << "aiflame: " << path.error() << "\n";
+      return 1;
     }
     // Streamed: the profile is read without its PC batches, which then pass one at a time through
     // attribution into the frame lists (profile_flame.h).
@@ -130,9 +144,9 @@ int run_report(const ReportArgs& a) {
     fo.stalls = *parse_stall_leaves(a.stall_reasons);
     // The time series is also what --devices filters by.
     fo.times = writer->uses_times() || !filter->devices.empty();
-    auto r = flame_from_profile_file(input, fo, GpuSymbolizerOptions{true, nvdisasm});
+    auto r = flame_from_profile_file(*path, fo, GpuSymbolizerOptions{true, nvdisasm});
     if (!r) {
-      std::cerr << "aiflame: " << r.error() << "\n";
+      std::cerr << "aiflame: " << in->own_error(r.error()) << "\n";
       return 1;
     }
     const Profile& p = r->profile;
@@ -164,13 +178,29 @@ int run_report(const ReportArgs& a) {
   summary.devices.assign(devices.begin(), devices.end());
   if (!summary.processes) summary.samples = samples;
   data.summary = summary;
+  // A filter item that matches nothing is said (a typo must not be a silent empty output), and a
+  // picture the filters emptied is status 3 (cli/filter_check.h).
+  const uint64_t before_filter = data.total();
+  const auto unmatched = unmatched_filter_items(*filter, data);
   apply_filter(*filter, data);
+  const bool filtered_out = !filter->empty() && before_filter > 0 && data.total() == 0;
+  if (!a.quiet && (filtered_out || !unmatched.empty())) {
+    std::string items;
+    for (const auto& u : unmatched) items += (items.empty() ? "" : "; ") + u;
+    std::cerr << "aiflame: warning: " << (filtered_out ? "the filters matched no sample" : "a filter matched no sample")
+              << (items.empty() ? std::string(" (together; each alone matches some)") : ": " + items) << "\n";
+  }
+  const int done = filtered_out ? kReportNothingMatched : 0;
   data.title = a.title.empty() ? "AI Flame Graph: " + data.process : a.title;
   data.subtitle = command + "  |  " + std::to_string(samples) + " GPU samples, " + std::to_string(kernels) + " kernels";
   if (a.output.empty()) {
     writer->write(data, std::cout);
     std::cout.flush();
-    return std::cout ? 0 : 1;
+    if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
+      std::cerr << "aiflame: writing the output to standard output failed: " << std::strerror(errno ? errno : EIO) << "\n";
+      return 1;
+    }
+    return done;
   }
   Status st = write_output_file(a.output, [&](std::ostream& out) { writer->write(data, out); }, a.force);
   if (!st) {
@@ -178,7 +208,7 @@ int run_report(const ReportArgs& a) {
     return 1;
   }
   if (!a.quiet) std::cerr << "aiflame: wrote " << a.output << "\n";
-  return 0;
+  return done;
 }
 
 }  // namespace aiflame

@@ -1,5 +1,7 @@
 #include "input/flame_input.h"
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -7,7 +9,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <cstdlib>
 #include <memory>
+#include <utility>
 
 #include "attribute/attribution.h"
 #include "input/folded_reader.h"
@@ -94,17 +98,132 @@ Result<std::string> read_input_bytes(const std::string& path) {
   return bytes;
 }
 
-Result<InputFormat> detect_file_format(const std::string& path) {
-  // An aiflame profile is known by its first 8 bytes: reading the whole of a long profile only to see
-  // them would put its size on top of a report's peak memory.
-  if (std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose); f) {
-    char magic[8];
-    if (std::fread(magic, 1, sizeof magic, f.get()) == sizeof magic && std::memcmp(magic, "AIFLAME\0", 8) == 0)
-      return InputFormat::Aiflame;
+namespace {
+
+// True when the first line that decides the format (not blank, not a '#' comment) is whole in `head`.
+bool first_content_line_complete(std::string_view head) {
+  for (size_t p = 0;;) {
+    size_t nl = head.find('\n', p);
+    if (nl == std::string_view::npos) return false;
+    std::string_view line = head.substr(p, nl - p);
+    if (!line.empty() && line != "\r" && line[0] != '#') return true;
+    p = nl + 1;
   }
-  auto b = read_input_bytes(path);
-  if (!b) return Error{b.error()};
-  return detect_input_format(*b);
+}
+
+Result<FlameData> flame_from_profile(const Profile& p, const FrameOptions& options) {
+  AttributionResult res = attribute_samples(p);
+  Symbolizer sym(p.modules);
+  FrameBuilder fb(p, sym, options);
+  FlameData d = fb.build(res);
+  d.title = "AI Flame Graph: " + fb.process_name();
+  return d;
+}
+
+}  // namespace
+
+Result<FlameInput> FlameInput::open(const std::string& path) {
+  auto stream = InputStream::open(path);
+  if (!stream) return Error{stream.error()};
+  FlameInput in;
+  in.stream_ = std::move(*stream);
+  // The first bytes, enough for the first line that tells the format, up to InputStream::kMaxLine.
+  std::string_view head;
+  for (size_t n = 1 << 16;; n *= 2) {
+    head = in.stream_->peek(n);
+    if (head.size() < n || first_content_line_complete(head) || n >= InputStream::kMaxLine) break;
+  }
+  if (!in.stream_->error().empty()) return Error{in.stream_->error()};
+  in.format_ = detect_input_format(head);
+  return in;
+}
+
+FlameInput::FlameInput(FlameInput&& o) noexcept
+    : stream_(std::move(o.stream_)), format_(o.format_), copy_fd_(std::exchange(o.copy_fd_, -1)),
+      copy_path_(std::move(o.copy_path_)) {}
+
+FlameInput& FlameInput::operator=(FlameInput&& o) noexcept {
+  if (this != &o) {
+    if (copy_fd_ >= 0) ::close(copy_fd_);
+    stream_ = std::move(o.stream_);
+    format_ = o.format_;
+    copy_fd_ = std::exchange(o.copy_fd_, -1);
+    copy_path_ = std::move(o.copy_path_);
+  }
+  return *this;
+}
+
+FlameInput::~FlameInput() {
+  if (copy_fd_ >= 0) ::close(copy_fd_);
+}
+
+Result<std::string> FlameInput::profile_path() {
+  if (stream_->reopenable()) return stream_->name();
+  if (copy_fd_ >= 0) return copy_path_;
+  // An unnamed file (O_TMPFILE): nothing is left behind however the report ends.
+  const char* dir = std::getenv("TMPDIR");
+  std::string tmp = dir && *dir ? dir : "/tmp";
+  copy_fd_ = ::open(tmp.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (copy_fd_ < 0)
+    return Error{name() + ": an aiflame profile from a pipe, a FIFO or gzip is copied to " + tmp +
+                 " first, which failed (" + std::strerror(errno) + "); save it to a file and report that"};
+  if (Status st = stream_->copy_rest(copy_fd_); !st) return Error{st.error()};
+  copy_path_ = "/proc/self/fd/" + std::to_string(copy_fd_);
+  return copy_path_;
+}
+
+std::string FlameInput::own_error(std::string error) const {
+  if (copy_path_.empty()) return error;
+  for (size_t at; (at = error.find(copy_path_)) != std::string::npos;) error.replace(at, copy_path_.size(), name());
+  return error;
+}
+
+Result<FlameData> FlameInput::read(const FrameOptions& options) {
+  const std::string& nm = name();
+  auto lines = [&](auto& parser, const char* what) -> Result<FlameData> {
+    std::string_view line;
+    while (stream_->next_line(line))
+      if (!parser.add_line(line, stream_->line_number())) return Error{nm + ": " + what + ", " + parser.error()};
+    if (!stream_->error().empty()) return Error{stream_->error()};
+    auto d = parser.finish();
+    if (!d) return Error{nm + ": " + what + ", " + d.error()};
+    d->title = "AI Flame Graph: " + d->process;
+    d->subtitle = what;
+    return d;
+  };
+  switch (format_) {
+    case InputFormat::Aiflame: {
+      auto path = profile_path();
+      if (!path) return Error{path.error()};
+      auto p = read_profile(*path);
+      if (!p) return Error{own_error(p.error())};
+      return flame_from_profile(*p, options);
+    }
+    case InputFormat::Iaprof: {
+      IaprofParser parser;
+      return lines(parser, "iaprof output");
+    }
+    case InputFormat::Folded: {
+      FoldedParser parser;
+      return lines(parser, "folded stacks");
+    }
+    case InputFormat::Unknown: break;
+  }
+  if (stream_->peek(1).empty()) {
+    auto p = parse_profile("", nm);  // its "empty file" message
+    return Error{p ? nm + ": empty file" : p.error()};
+  }
+  std::string_view head = stream_->peek(InputStream::kMaxLine);
+  if (head.size() == InputStream::kMaxLine && head.find('\n') == std::string_view::npos)
+    return Error{nm + ": not an aiflame profile, folded stacks or iaprof output (no line end in its first " +
+                 std::to_string(InputStream::kMaxLine >> 20) + " MiB)"};
+  return Error{nm + ": not an aiflame profile, folded stacks or iaprof output"};
+}
+
+Result<InputFormat> detect_file_format(const std::string& path) {
+  auto in = FlameInput::open(path);
+  if (!in) return Error{in.error()};
+  return in->format();
 }
 
 Result<FlameData> parse_flame_input(const std::string& bytes, const std::string& name, const FrameOptions& options) {
@@ -112,12 +231,7 @@ Result<FlameData> parse_flame_input(const std::string& bytes, const std::string&
     case InputFormat::Aiflame: {
       auto p = parse_profile(bytes, name);
       if (!p) return Error{p.error()};
-      AttributionResult res = attribute_samples(*p);
-      Symbolizer sym(p->modules);
-      FrameBuilder fb(*p, sym, options);
-      FlameData d = fb.build(res);
-      d.title = "AI Flame Graph: " + fb.process_name();
-      return d;
+      return flame_from_profile(*p, options);
     }
     case InputFormat::Iaprof: {
       auto d = parse_iaprof(bytes);
@@ -143,9 +257,9 @@ Result<FlameData> parse_flame_input(const std::string& bytes, const std::string&
 }
 
 Result<FlameData> read_flame_input(const std::string& path, const FrameOptions& options) {
-  auto b = read_input_bytes(path);
-  if (!b) return Error{b.error()};
-  return parse_flame_input(*b, path, options);
+  auto in = FlameInput::open(path);
+  if (!in) return Error{in.error()};
+  return in->read(options);
 }
 
 }  // namespace aiflame

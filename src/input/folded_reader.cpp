@@ -1,8 +1,9 @@
 #include "input/folded_reader.h"
 
 #include <cctype>
-#include <map>
+#include <functional>
 #include <string>
+#include <unordered_set>
 
 #include "input/text_lines.h"
 
@@ -128,44 +129,95 @@ std::vector<Frame> classify_folded_frames(const std::vector<std::string_view>& n
   return out;
 }
 
+// The stacks already seen, as indices into the picture's stacks, hashed and compared by their frames
+// (interned names: a pointer and a kind each). A stack is looked up by adding it at the end first.
+struct FoldedParser::Index {
+  struct Hash {
+    const std::vector<WeightedStack>* stacks;
+    size_t operator()(uint32_t i) const {
+      size_t h = 0;
+      for (const Frame& f : (*stacks)[i].frames)
+        h = (h ^ (std::hash<const void*>()(&f.name.str()) + static_cast<size_t>(f.kind))) * 0x100000001b3ull;
+      return h;
+    }
+  };
+  struct Eq {
+    const std::vector<WeightedStack>* stacks;
+    bool operator()(uint32_t a, uint32_t b) const { return (*stacks)[a].frames == (*stacks)[b].frames; }
+  };
+  explicit Index(const std::vector<WeightedStack>* s) : seen(64, Hash{s}, Eq{s}) {}
+  std::unordered_set<uint32_t, Hash, Eq> seen;
+};
+
+FoldedParser::FoldedParser() : index_(std::make_unique<Index>(&d_.stacks)) {}
+FoldedParser::~FoldedParser() = default;
+
+bool FoldedParser::add_line(std::string_view line, size_t number) {
+  if (line.empty() || line[0] == '#') return true;
+  size_t blank = line.find_last_of(" \t");
+  if (blank == std::string_view::npos || blank == 0) {
+    error_ = "line " + std::to_string(number) + ": no count after the stack (folded stacks end in ' COUNT')";
+    return false;
+  }
+  uint64_t count = 0;
+  if (!parse_u64(line.substr(blank + 1), count)) {
+    error_ = "line " + std::to_string(number) + ": the count '" + std::string(line.substr(blank + 1, 40)) +
+             "' is not a whole number";
+    return false;
+  }
+  if (total_ + count < total_) {
+    error_ = "line " + std::to_string(number) + ": the counts overflow 64 bits";
+    return false;
+  }
+  if (d_.stacks.size() >= UINT32_MAX) {
+    error_ = "line " + std::to_string(number) + ": more than 4 billion distinct stacks";
+    return false;
+  }
+  total_ += count;
+  std::string_view stack = line.substr(0, blank);
+  while (!stack.empty() && (stack.back() == ' ' || stack.back() == '\t')) stack.remove_suffix(1);
+  // The same stack as the line before (sorted or repeated input): no need to classify it again.
+  if (!d_.stacks.empty() && stack == last_stack_) {
+    d_.stacks[last_index_].count += count;
+    return true;
+  }
+  std::vector<std::string_view> names;
+  for (size_t p = 0;;) {
+    size_t q = stack.find(';', p);
+    std::string_view n = stack.substr(p, q == std::string_view::npos ? std::string_view::npos : q - p);
+    names.push_back(n.empty() ? std::string_view("[empty]") : n);
+    if (q == std::string_view::npos) break;
+    p = q + 1;
+  }
+  d_.stacks.push_back({classify_folded_frames(names), count});
+  auto [it, fresh] = index_->seen.insert(static_cast<uint32_t>(d_.stacks.size() - 1));
+  if (!fresh) {
+    d_.stacks.pop_back();
+    d_.stacks[*it].count += count;
+  }
+  last_stack_.assign(stack);
+  last_index_ = *it;
+  return true;
+}
+
+Result<FlameData> FoldedParser::finish() {
+  if (!error_.empty()) return Error{error_};
+  index_->seen.clear();
+  if (d_.stacks.empty()) return Error{"no stacks in the folded input"};
+  const auto& first = d_.stacks.front().frames;
+  if (!first.empty() && first[0].kind == FrameKind::Process) d_.process = first[0].name;
+  if (first.size() > 1 && first[1].kind == FrameKind::Process && all_digits(first[1].name) && first[1].name.size() < 10)
+    d_.pid = static_cast<uint32_t>(std::stoul(first[1].name));
+  return std::move(d_);
+}
+
 Result<FlameData> parse_folded(std::string_view text) {
-  FlameData d;
-  std::map<std::vector<std::string_view>, size_t> index;  // identical lines merge
-  std::vector<std::vector<std::string_view>> keys;
-  uint64_t total = 0;
+  FoldedParser parser;
   TextLines lines(text);
   std::string_view line;
-  while (lines.next(line)) {
-    if (line.empty() || line[0] == '#') continue;
-    size_t blank = line.find_last_of(" \t");
-    if (blank == std::string_view::npos || blank == 0)
-      return Error{"line " + std::to_string(lines.number()) + ": no count after the stack (folded stacks end in ' COUNT')"};
-    uint64_t count = 0;
-    if (!parse_u64(line.substr(blank + 1), count))
-      return Error{"line " + std::to_string(lines.number()) + ": the count '" + std::string(line.substr(blank + 1, 40)) +
-                   "' is not a whole number"};
-    if (total + count < total) return Error{"line " + std::to_string(lines.number()) + ": the counts overflow 64 bits"};
-    total += count;
-    std::string_view stack = line.substr(0, blank);
-    while (!stack.empty() && (stack.back() == ' ' || stack.back() == '\t')) stack.remove_suffix(1);
-    std::vector<std::string_view> names;
-    for (size_t p = 0;;) {
-      size_t q = stack.find(';', p);
-      std::string_view n = stack.substr(p, q == std::string_view::npos ? std::string_view::npos : q - p);
-      names.push_back(n.empty() ? std::string_view("[empty]") : n);
-      if (q == std::string_view::npos) break;
-      p = q + 1;
-    }
-    auto [it, fresh] = index.try_emplace(names, d.stacks.size());
-    if (fresh) d.stacks.push_back({classify_folded_frames(names), 0});
-    d.stacks[it->second].count += count;
-  }
-  if (d.stacks.empty()) return Error{"no stacks in the folded input"};
-  const auto& first = d.stacks.front().frames;
-  if (!first.empty() && first[0].kind == FrameKind::Process) d.process = first[0].name;
-  if (first.size() > 1 && first[1].kind == FrameKind::Process && all_digits(first[1].name) && first[1].name.size() < 10)
-    d.pid = static_cast<uint32_t>(std::stoul(first[1].name));
-  return d;
+  while (lines.next(line))
+    if (!parser.add_line(line, lines.number())) return Error{parser.error()};
+  return parser.finish();
 }
 
 }  // namespace aiflame

@@ -1,6 +1,8 @@
 // Reads folded stacks ("frame;frame;... COUNT", flamegraph.pl's input), plain or with iaprof's
 // annotations, back into typed frames. What each annotation means is in docs/formats.md.
 #pragma once
+#include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -8,6 +10,27 @@
 #include "util/result.h"
 
 namespace aiflame {
+
+// Folded stacks a line at a time, for inputs streamed from a file or a pipe: what it keeps is the
+// picture (each distinct stack once, identical ones summed), never the text.
+class FoldedParser {
+ public:
+  FoldedParser();
+  ~FoldedParser();
+  // False on a malformed line; error() then names it by `number`.
+  bool add_line(std::string_view line, size_t number);
+  const std::string& error() const { return error_; }
+  Result<FlameData> finish();
+
+ private:
+  struct Index;
+  FlameData d_;
+  std::unique_ptr<Index> index_;  // identical stacks merge
+  uint64_t total_ = 0;
+  std::string error_;
+  std::string last_stack_;  // the previous line's stack text, and its stack's index
+  uint32_t last_index_ = 0;
+};
 
 // Parses a whole folded file. Blank lines and '#' comments are skipped; any other line without a
 // whole-number count after its last blank is an error naming the line.

@@ -18,13 +18,22 @@ struct HeatmapGrid {
 };
 
 struct Heatmap {
-  uint32_t columns = 0;  // seconds
+  uint32_t columns = 0;  // of column_s seconds each
+  uint32_t column_s = 1;
   uint32_t rows = 0;     // per second
   uint32_t row_ms = 10;
-  std::vector<HeatmapGrid> lanes;  // by device
+  std::vector<HeatmapGrid> lanes;  // by device; the last one holds every device past kMaxLanes - 1
+  bool other_devices = false;      // the last lane is "the other GPUs"
 };
 
-// Bins the timeline: a sample at t lands in column t / 1 s, row (t mod 1 s) / row_ms.
+// The bound on a heatmap's memory and picture, whatever the timeline holds (a crafted kernel time
+// 10^16 ns from the others once asked for 8 GB): at most kMaxColumns columns (a column then holds
+// several seconds) and kMaxLanes lanes, so at most kMaxColumns * kMaxLanes * 1000 cells (a 1-ms
+// row), 8 bytes each: 16 MB.
+inline constexpr uint32_t kMaxHeatmapColumns = 600;
+inline constexpr uint32_t kMaxHeatmapLanes = 16;
+
+// Bins the timeline: a sample at t lands in column t / (column_s seconds), row (t mod 1 s) / row_ms.
 Heatmap bin_heatmap(const FlameData& data, uint32_t row_ms);
 
 class HeatmapWriter : public Writer {

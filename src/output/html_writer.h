@@ -20,6 +20,43 @@ class HtmlWriter : public Writer {
   void write(const FlameData& data, std::ostream& out) const override;
 };
 
+// The timeline's stacks (time ranges re-draw from it): each stack, or, when one of its frames is
+// under min_share of all samples (the SVG's minimum width: 0.1 px of 1200), the stack cut after its
+// last frame at or over it, as the SVG merges thin frames into their parent. ids are the stacks'
+// frame ids, order their sorted order; `of` maps each stack to its timeline stack, an index past the
+// stacks for those cut to a prefix no stack ends at (`added`, with the stack each was cut from).
+inline constexpr double kHtmlTimelineMinShare = 0.1 / 1200;
+struct ThinStacks {
+  std::vector<uint32_t> of;
+  std::vector<std::vector<uint32_t>> added;
+  std::vector<uint32_t> added_from;
+};
+ThinStacks merge_thin_stacks(const std::vector<std::vector<uint32_t>>& ids, const std::vector<uint32_t>& order,
+                             const std::vector<uint64_t>& counts, double min_share);
+
+// The page's timeline: flat quadruples (stack, device, ms since the start, weight), one per timeline
+// stack (stack_of: a stack's timeline stack, empty for itself), device and heatmap cell (the collection
+// interval), at most max_entries of them (about 20 bytes each in the page): past that the thinnest
+// stacks are left out of the timeline (not of the picture), and how many and what share of the
+// samples is said.
+inline constexpr size_t kMaxHtmlTimelineEntries = 1'000'000;
+struct HtmlTimeline {
+  std::vector<double> quadruples;
+  size_t entries = 0;
+  size_t left_out_stacks = 0;
+  double left_out_share = 0;
+  double min_share = 0;  // the share under which frames were merged (bounded_html_timeline)
+};
+HtmlTimeline html_timeline(const FlameData& data, const std::vector<uint32_t>& stack_of = {},
+                           size_t max_entries = kMaxHtmlTimelineEntries);
+// The page's timeline: thin frames merged at the SVG's share (kHtmlTimelineMinShare) and, while the
+// timeline is over max_entries, at 4, 16, 64... times it, up to kHtmlTimelineMaxShare; only then are
+// the thinnest stacks left out. `thin` receives the merge used.
+inline constexpr double kHtmlTimelineMaxShare = 1.0 / 12;
+HtmlTimeline bounded_html_timeline(const FlameData& data, const std::vector<std::vector<uint32_t>>& ids,
+                                   const std::vector<uint32_t>& order, ThinStacks& thin,
+                                   size_t max_entries = kMaxHtmlTimelineEntries);
+
 // The data block the page's script reads (public for the tests).
 nlohmann::json html_report_data(const FlameData& data);
 // The per-process table: {"rows": [{rank, pid, name, host, devices, samples, kernels, launches,

@@ -173,7 +173,7 @@ Status walk_chunks(ByteSource& src, const std::string& name, RecordSink& sink) {
   Profile& p = sink.p;
   std::string_view header = src.read(kFileHeaderSize);
   if (src.failed()) return Error{name + ": read error"};
-  if (header.empty() && !src.failed()) return Error{name + ": empty file (the recorded program may have made no CUDA calls)"};
+  if (header.empty() && !src.failed()) return Error{name + ": empty file (0 bytes: nothing was written into it; a recording leaves this when its disk is full)"};
   if (header.size() < kFileHeaderSize || std::memcmp(header.data(), kMagic, 8) != 0)
     return Error{name + ": not an aiflame profile (bad magic)"};
   std::memcpy(&p.version, header.data() + 8, 4);

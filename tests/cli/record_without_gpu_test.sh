@@ -40,12 +40,12 @@ echo keep >"$T/q.data"
 check "rotated to .old" 'grep -q keep "$T/q.data.old"'
 
 # The library's options travel in the variables of their schema (src/record/record_options.cpp): the
-# flags given, and the absolute output path.
+# flags given, and the absolute output path with this run's own suffix (issue #25).
 (cd "$T" && "$AIFLAME" record -q --unwind off --no-python --period default -o rel.data -- sh -c 'env | grep ^AIFLAME_' \
   >"$T/env" 2>/dev/null)
 check "options handed over in their variables" \
   'grep -qx AIFLAME_UNWIND=off "$T/env" && grep -qx AIFLAME_PYTHON=0 "$T/env" && grep -qx AIFLAME_PERIOD=default "$T/env" &&
-   grep -qx "AIFLAME_OUTPUT=$T/rel.data" "$T/env" && grep -qx AIFLAME_QUIET=1 "$T/env"'
+   grep -q "^AIFLAME_OUTPUT=$T/rel.data.rec-" "$T/env" && grep -qx AIFLAME_QUIET=1 "$T/env"'
 
 echo "record_without_gpu: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

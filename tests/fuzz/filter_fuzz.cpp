@@ -9,7 +9,7 @@
 
 #include "attribute/frame_builder.h"
 #include "input/folded_reader.h"
-#include "output/flame_filter.h"
+#include "flame/flame_filter.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view in(reinterpret_cast<const char*>(data), size);

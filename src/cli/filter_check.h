@@ -1,0 +1,17 @@
+// The report's filters checked against the picture before they are applied: each item of --kernels,
+// --stalls, --devices or --pids that matches no sample is named, with what the input does hold, so
+// that a typo is not an empty output without a word (the report warns, and exits 3 when the filters
+// left nothing).
+#pragma once
+#include <string>
+#include <vector>
+
+#include "flame/flame_filter.h"
+#include "flame/flame_data.h"
+
+namespace aiflame {
+
+// One phrase per item that matches no sample of `data`, e.g. "--stalls bogus (here: selected, wait)".
+std::vector<std::string> unmatched_filter_items(const FlameFilter& f, const FlameData& data);
+
+}  // namespace aiflame

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Issue #25, as a user (and an adversary) runs aiflame: record never loses a profile silently nor
+# moves the user's data, runs never share files, report never aborts on input and says what is wrong
+# in one line. Runs without a GPU: a "program" that writes its own per-process profile (the fixture)
+# stands in for the injection library, which writes $AIFLAME_OUTPUT.<pid>.
+# Usage: reliability_test.sh AIFLAME SRC
+set -u
+AIFLAME=$1
+SRC=$2
+T=$(mktemp -d)
+trap 'rm -rf "$T"' EXIT
+fail=0
+pass=0
+check() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL $1"; fail=$((fail + 1)); fi; }
+FIX=$SRC/tests/data/demo_matmul.aiflame
+UNFIN=$SRC/tests/data/demo_matmul_unfinalized.aiflame
+lines() { grep -c '' "$1"; }
+# A memory limit for the report cases, except under AddressSanitizer (its shadow memory needs
+# terabytes of address space).
+if grep -q __asan_init "$AIFLAME" 2>/dev/null; then vlimit() { :; }; else vlimit() { ulimit -v "$1"; }; fi
+
+# --- record: the output location is checked before the program starts -----------------------------
+"$AIFLAME" record -o "$T/nodir/p.data" -- sh -c 'echo ran; exit 3' >"$T/out" 2>"$T/err"
+rc=$?
+check "missing dir: said first, in one line" 'head -1 "$T/err" | grep -q "nodir does not exist"'
+check "missing dir: the program still ran" 'grep -qx ran "$T/out"'
+check "missing dir: status 125, the program's own status named" '[ $rc -eq 125 ] && tail -1 "$T/err" | grep -q "exited with status 3"'
+
+mkdir "$T/ddir"
+echo mine >"$T/ddir/keep"
+"$AIFLAME" record -o "$T/ddir" -- true 2>"$T/err"
+rc=$?
+check "-o DIR: the directory is not renamed" '[ -f "$T/ddir/keep" ] && [ ! -e "$T/ddir.old" ]'
+check "-o DIR: says it is a directory, status 125" '[ $rc -eq 125 ] && grep -q "is a directory" "$T/err"'
+"$AIFLAME" record -f -o "$T/ddir" -- true 2>"$T/err"
+rc=$?
+check "-o DIR -f: not replaced, status 125" '[ $rc -eq 125 ] && [ -f "$T/ddir/keep" ]'
+
+"$AIFLAME" record --require-profile -o "$T/nodir/p.data" -- sh -c 'echo ran' >"$T/out" 2>"$T/err"
+rc=$?
+check "--require-profile: not run, status 2, one line" '[ $rc -eq 2 ] && [ ! -s "$T/out" ] && [ "$(lines "$T/err")" -eq 1 ] && grep -q "was not started" "$T/err"'
+
+mkdir "$T/ro"
+if [ "$(id -u)" -ne 0 ]; then
+  chmod 555 "$T/ro"
+  "$AIFLAME" record -o "$T/ro/p.data" -- true 2>"$T/err"
+  rc=$?
+  check "read-only dir: said, status 125" '[ $rc -eq 125 ] && head -1 "$T/err" | grep -q "cannot create files in"'
+  chmod 755 "$T/ro"
+elif mount -t tmpfs -o size=512k,ro tmpfs "$T/ro" 2>/dev/null; then
+  # As root (permissions do not stop root): a read-only file system, then a full one.
+  "$AIFLAME" record -o "$T/ro/p.data" -- true 2>"$T/err"
+  rc=$?
+  check "read-only file system: said, status 125" '[ $rc -eq 125 ] && head -1 "$T/err" | grep -q "Read-only file system"'
+  umount "$T/ro"
+  mount -t tmpfs -o size=512k tmpfs "$T/ro" && head -c 600000 /dev/zero >"$T/ro/fill" 2>/dev/null
+  "$AIFLAME" record -o "$T/ro/p.data" -- sh -c 'echo ran' >"$T/out" 2>"$T/err"
+  rc=$?
+  check "full file system: said first, program ran, status 125" '[ $rc -eq 125 ] && head -1 "$T/err" | grep -q "no space left" && grep -qx ran "$T/out"'
+  umount "$T/ro"
+fi
+
+# A write failing at the end (the file size limit stands in for a full disk): one error line,
+# status 125, no empty file left as "the profile". Before: exit 0, nothing said, a 0-byte file.
+# (stderr through a pipe: a file would be under the limit too)
+( (ulimit -f 0; trap '' XFSZ; exec "$AIFLAME" record -o "$T/full.data" -- true) 2>&1 >/dev/null ) | cat >"$T/err"
+rc=${PIPESTATUS[0]}
+if ldconfig -p 2>/dev/null | grep -q 'libcuda\.so\.1 '; then
+  pass=$((pass + 1))  # with a driver no profile is written for `true`: nothing to fail
+else
+  check "write failure at the end: status 125, one line" '[ $rc -eq 125 ] && [ "$(grep -c "aiflame" "$T/err")" -eq 2 ] && tail -1 "$T/err" | grep -q "cannot write the profile"'
+  check "write failure at the end: no 0-byte profile" '[ ! -e "$T/full.data" ]'
+fi
+
+# A per-process file left empty (the injection library's writes all failed): a lost profile, said
+# so, never "the program made no CUDA calls".
+"$AIFLAME" record -o "$T/z.data" -- sh -c ': >"$AIFLAME_OUTPUT.$$"' 2>"$T/err"
+rc=$?
+check "0-byte profile: status 125, disk named" '[ $rc -eq 125 ] && grep -q "disk" "$T/err" && ! grep -q "no CUDA call" "$T/err"'
+check "0-byte profile: not left as the output" '[ ! -e "$T/z.data" ]'
+
+# -q silences the no-driver warning.
+"$AIFLAME" record -q -o "$T/q.data" -- true 2>"$T/err"
+check "-q: nothing on stderr" '[ ! -s "$T/err" ]'
+
+# Two runs with the same -o at the same time: each finalizes its own file only, and names it FILE
+# (the later one moves the earlier to FILE.old). Before: both took both files, as FILE.<pid>.
+prog() { echo "cp '$FIX' \"\$AIFLAME_OUTPUT.\$\$\"; sleep $1"; }
+"$AIFLAME" record -q --sass-timeout 0 -o "$T/c.data" -- sh -c "$(prog 2)" 2>"$T/err1" &
+a=$!
+sleep 0.5
+"$AIFLAME" record -q --sass-timeout 0 -o "$T/c.data" -- sh -c "$(prog 0)" 2>"$T/err2"
+rc2=$?
+wait $a
+rc1=$?
+check "concurrent runs: both succeed" '[ $rc1 -eq 0 ] && [ $rc2 -eq 0 ]'
+check "concurrent runs: one profile each, as FILE and FILE.old" '[ -s "$T/c.data" ] && [ -s "$T/c.data.old" ] && ! ls "$T" | grep -Eq "^c\.data\.[0-9]+$"'
+check "concurrent runs: no run-private file left" '! ls "$T" | grep -q "rec-"'
+"$AIFLAME" report -q "$T/c.data" -o "$T/c.folded" && "$AIFLAME" report -q "$T/c.data.old" -o "$T/c.old.folded"
+check "concurrent runs: both profiles readable and whole" 'cmp -s "$T/c.folded" "$T/c.old.folded" && [ -s "$T/c.folded" ]'
+
+# Ctrl-C while the end phase waits for nvdisasm: aiflame stops at once and keeps the profile.
+printf '#!/bin/sh\necho $$ >>"%s/nvdisasm.pids"\nexec sleep 30\n' "$T" >"$T/slow_nvdisasm" && chmod +x "$T/slow_nvdisasm"
+"$AIFLAME" record -q --nvdisasm "$T/slow_nvdisasm" -o "$T/i.data" -- sh -c "cp '$UNFIN' \"\$AIFLAME_OUTPUT.\$\$\"" 2>"$T/err" &
+a=$!
+sleep 2
+kill -INT $a
+t0=$(date +%s)
+for _ in $(seq 50); do kill -0 $a 2>/dev/null || break; sleep 0.1; done
+alive=0; kill -0 $a 2>/dev/null && alive=1
+kill -KILL $a 2>/dev/null
+wait $a
+rc=$?
+check "Ctrl-C in the end phase: aiflame ends within 5 s with 130" '[ $alive -eq 0 ] && [ $rc -eq 130 ]'
+check "Ctrl-C in the end phase: the profile is kept, readable" '"$AIFLAME" report -q "$T/i.data" -o "$T/i.folded" && [ -s "$T/i.folded" ]'
+[ -f "$T/nvdisasm.pids" ] && while read -r p; do kill -KILL "$p" 2>/dev/null; done <"$T/nvdisasm.pids"
+
+# --- report: no input aborts, every input streamed ---------------------------------------------------
+check "crafted seeds present" 'ls "$SRC"/tests/fuzz/corpus/profile_reader/crafted_*.aiflame >/dev/null 2>&1'
+for f in "$SRC"/tests/fuzz/corpus/profile_reader/crafted_*.aiflame; do
+  [ -e "$f" ] || continue
+  for fmt in folded svg html heatmap pprof speedscope trace flamescope; do
+    (vlimit 4000000; exec "$AIFLAME" report -q "$f" --format $fmt) >/dev/null 2>"$T/err"
+    rc=$?
+    check "crafted $(basename "$f") as $fmt: no abort (rc $rc)" '[ $rc -lt 128 ] && [ "$(lines "$T/err")" -le 1 ]'
+  done
+done
+
+(vlimit 2000000; exec "$AIFLAME" report /dev/zero) >/dev/null 2>"$T/err"
+rc=$?
+check "/dev/zero: one line, status 1" '[ $rc -eq 1 ] && [ "$(lines "$T/err")" -eq 1 ] && grep -q "/dev/zero" "$T/err"'
+
+"$AIFLAME" report -q "$SRC/tests/data/demo_matmul.folded" >"$T/file.out"
+"$AIFLAME" report -q <(cat "$SRC/tests/data/demo_matmul.folded") >"$T/pipe.out" 2>"$T/err"
+check "folded through <(...)" '[ $? -eq 0 ] && cmp -s "$T/file.out" "$T/pipe.out"'
+gzip -c "$SRC/tests/data/demo_matmul.folded" | "$AIFLAME" report -q /dev/stdin >"$T/gz.out" 2>"$T/err"
+check "gzip'd folded through a pipe" 'cmp -s "$T/file.out" "$T/gz.out"'
+"$AIFLAME" report -q "$FIX" >"$T/bin_file.out"
+cat "$FIX" | "$AIFLAME" report -q /dev/stdin >"$T/bin_pipe.out" 2>"$T/err"
+check "aiflame profile through a pipe" '[ -s "$T/bin_file.out" ] && cmp -s "$T/bin_file.out" "$T/bin_pipe.out"'
+mkfifo "$T/fifo"
+(cat "$SRC/tests/data/demo_matmul.folded" >"$T/fifo") &
+timeout 20 "$AIFLAME" report -q "$T/fifo" >"$T/fifo.out" 2>"$T/err"
+rc=$?
+check "FIFO: no hang (rc $rc)" '[ $rc -eq 0 ] && cmp -s "$T/file.out" "$T/fifo.out"'
+
+# Output failures are said; a killed report leaves no temporary file.
+"$AIFLAME" report -q "$FIX" >/dev/full 2>"$T/err"
+rc=$?
+check "> /dev/full: status 1 and a message" '[ $rc -eq 1 ] && grep -q "standard output" "$T/err"'
+mkdir "$T/outdir"
+(ulimit -f 1; exec "$AIFLAME" report -q "$FIX" -o "$T/outdir/big.svg") 2>/dev/null
+wait 2>/dev/null
+check "report killed mid-write (SIGXFSZ): no temporary file left" '[ -z "$(ls -A "$T/outdir")" ]'
+(ulimit -f 1; trap "" XFSZ; exec "$AIFLAME" report -q "$FIX" -o "$T/outdir/big.svg") 2>"$T/err"
+rc=$?
+check "-o on a full disk: status 1, one line" '[ $rc -eq 1 ] && [ "$(lines "$T/err")" -eq 1 ] && grep -q "writing" "$T/err" && [ -z "$(ls -A "$T/outdir")" ]'
+
+# Filters that match nothing: a warning naming them, status 3.
+for filter in "--stalls bogus" "--devices 7" "--pids rank_99"; do
+  "$AIFLAME" report "$FIX" $filter -o "$T/f.folded" --force 2>"$T/err"
+  rc=$?
+  word=${filter%% *}
+  check "$filter: warning naming it, status 3" '[ $rc -eq 3 ] && grep -q "warning.*${word}" "$T/err"'
+done
+
+"$AIFLAME" --bogus 2>"$T/err"
+check "--bogus named" 'grep -q "unknown option .--bogus." "$T/err"'
+
+echo "reliability: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
