@@ -25,6 +25,10 @@ struct RecordArgs {
     auto it = options.find(name);
     return it == options.end() ? none : it->second;
   }
+  // Attach to running programs instead of starting one (attach_command.cpp).
+  std::vector<int> pids;
+  double duration_s = 0;  // 0: until Ctrl-C or the program ends
+  bool wait = false;
 };
 
 struct ReportArgs {
@@ -66,6 +70,8 @@ void add_report_command(CLI::App& app, ReportArgs& args);
 void add_demo_command(CLI::App& app, DemoArgs& args);
 
 int run_record(const RecordArgs& args);
+// `aiflame record --pid PID...`: `library` and `output` (absolute, already rotated) as run_record found them.
+int run_attach(const RecordArgs& args, const std::string& library, const std::string& output);
 int run_report(const ReportArgs& args);
 int run_demo(const DemoArgs& args, const std::string& self_path);
 

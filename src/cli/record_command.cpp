@@ -75,7 +75,13 @@ void add_record_command(CLI::App& app, RecordArgs& a) {
                   "instructions left without a name show their offsets, and `aiflame report` can name them later; "
                   "0: no SASS names at record time")
       ->check(CLI::Range(0u, 86400u))->capture_default_str();
-  sub->add_option("command", a.command, "The command to profile, after --")->required()->expected(-1);
+  sub->add_option("command", a.command, "The command to profile, after --")->expected(-1);
+  sub->add_option("--pid", a.pids, "Attach to running process(es) instead of starting one (repeat or comma-separate "
+                  "for several): no restart, no environment variable; needs ptrace (root, or the same user)")
+      ->delimiter(',')->check(CLI::PositiveNumber);
+  sub->add_option("--duration", a.duration_s, "With --pid: seconds to record, then detach (default: until Ctrl-C)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_flag("--wait", a.wait, "With --pid: wait for the process to create its CUDA context instead of refusing");
 }
 
 namespace {
@@ -233,6 +239,15 @@ int exit_status_of(int status) {
 }  // namespace
 
 int run_record(const RecordArgs& a) {
+  if (a.command.empty() == a.pids.empty()) {
+    std::cerr << (a.command.empty() ? "aiflame: record needs a command after -- (or --pid PID to attach to a running program)\n"
+                                    : "aiflame: record takes either a command or --pid, not both\n");
+    return 2;
+  }
+  if (a.pids.empty() && (a.duration_s > 0 || a.wait)) {
+    std::cerr << "aiflame: --duration and --wait go with --pid (attaching to a running program)\n";
+    return 2;
+  }
   std::string lib = find_library(a);
   if (lib.empty() || !exists(lib)) {
     std::cerr << "aiflame: injection library libaiflame_cupti.so not found next to aiflame; pass --lib PATH or set AIFLAME_LIB\n";
@@ -255,12 +270,26 @@ int run_record(const RecordArgs& a) {
   const std::string prefix = output + ".rec-" + run_id();
   const std::string problem = output_problem(output, prefix);
   if (!problem.empty()) {
-    if (a.require_profile) {
-      std::cerr << "aiflame: cannot record to " << output << ": " << problem << "; the program was not started\n";
+    if (a.require_profile || !a.pids.empty()) {  // an attach has no program to run unprofiled
+      std::cerr << "aiflame: cannot record to " << output << ": " << problem
+                << (a.pids.empty() ? "; the program was not started\n" : "; nothing attached\n");
       return 2;
     }
     std::cerr << "aiflame: cannot record to " << output << ": " << problem
               << "; the program runs unprofiled (--require-profile: do not run it)\n";
+  }
+  if (!a.pids.empty()) {
+    // Attaching: the processes write FILE.<pid> themselves (attach_command.cpp), and the CLI names FILE at
+    // the end; an existing FILE is moved aside now, as before #25's run prefix.
+    if (exists(output)) {
+      if (a.force) {
+        unlink(output.c_str());
+      } else if (rename(output.c_str(), (output + ".old").c_str()) != 0) {
+        std::cerr << "aiflame: cannot move the existing " << output << " to .old: " << std::strerror(errno) << "\n";
+        return 2;
+      }
+    }
+    return run_attach(a, lib, output);
   }
   auto t_start = std::chrono::steady_clock::now();
 

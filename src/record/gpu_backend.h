@@ -47,6 +47,26 @@ class SamplingWindowControl {
   virtual void start_window_thread() = 0;
 };
 
+// Backends that can join a program already running and leave it again (`aiflame record --pid`,
+// record/attach.cpp): the vendor's contexts made before the backend was there, and detaching.
+class AttachControl {
+ public:
+  virtual ~AttachControl() = default;
+  // Before start(): finds the contexts the program has made so far; how many (0: none yet).
+  virtual size_t find_existing_contexts() = 0;
+  // Empty when the backend can detach from the program again; else one line why not.
+  virtual std::string cannot_detach() const = 0;
+  // After start() failed: the refusal line "<code> <why>" (code cupti-busy: another profiler holds the
+  // vendor's only subscription in this process).
+  virtual std::string start_refusal() const = 0;
+  // After start(): sampling on the contexts find_existing_contexts() found.
+  virtual void attach_existing_contexts() = 0;
+  // The collector thread, after drain(): contexts first seen at a launch, adopted off the launch path.
+  virtual void adopt_new_contexts() = 0;
+  // Ends what start() began (as stop() does) and detaches from the program, which runs on.
+  virtual void detach() = 0;
+};
+
 class GpuBackend {
  public:
   virtual ~GpuBackend() = default;
@@ -68,6 +88,7 @@ class GpuBackend {
   virtual void stop() = 0;
   // Optional capabilities: null when the backend has none.
   virtual SamplingWindowControl* sampling_windows() { return nullptr; }
+  virtual AttachControl* attach_control() { return nullptr; }
 };
 
 // The backend for this process: loads the vendor library the options and the machine point at. Null

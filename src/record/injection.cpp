@@ -16,6 +16,7 @@
 
 #include <atomic>
 
+#include "record/attach.h"
 #include "record/crash_report.h"
 #include "record/debug_log.h"
 #include "record/gpu_backend.h"
@@ -154,6 +155,13 @@ int initialize() {
 }
 
 }  // namespace
+
+// For attach.cpp: the same process record and skipped frames as a recording started with the program.
+ProcessRecord injection_process_record(const RecordOptions& opt) { return process_record(opt); }
+void injection_skip_own_frames(StackCapture& st) {
+  for (const char* lib : {"libaiflame_cupti", "libcupti.so", "libcuda.so"}) skip_frames_of(st, lib);
+}
+
 }  // namespace aiflame
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {

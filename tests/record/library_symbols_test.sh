@@ -7,7 +7,12 @@ LIB=$1
 fail=0
 check() { if ! eval "$2"; then echo "FAIL $1"; fail=1; fi; }
 defined=$(nm -D --defined-only "$LIB" | awk '$2 ~ /^[TDBR]$/ {print $3}')
-check "the only exported function is InitializeInjection (got: $defined)" '[ "$defined" = InitializeInjection ]'
+check "the only exported functions are InitializeInjection and aiflame_attach (got: $defined)" \
+  '[ "$(echo $defined | tr " " "\n" | sort | tr "\n" " ")" = "InitializeInjection aiflame_attach " ]'
+# No STB_GNU_UNIQUE symbol: one makes the library impossible to unload, and a refused attach
+# (`aiflame record --pid`) unloads it from the program again.
+check "no GNU unique symbol: $(readelf -Ws "$LIB" | grep UNIQUE | awk '{print $8}' | sort -u | tr '\n' ' ')" \
+  '! readelf -Ws "$LIB" | grep -q UNIQUE'
 pattern='ZSTD_|ZDICT_|deflate|inflate|compress|crc32|adler32|zlibVersion'
 check "no compression symbol in the dynamic table: $(nm -D "$LIB" | grep -E "$pattern" | tr '\n' ' ')" \
   '! nm -D "$LIB" | grep -qE "$pattern"'

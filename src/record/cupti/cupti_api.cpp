@@ -89,6 +89,7 @@ bool load_cupti(CuptiApi* api, const std::string& explicit_path, std::string* er
   api->cuptiActivityDisable = reinterpret_cast<decltype(&::cuptiActivityDisable)>(dlsym(h, "cuptiActivityDisable"));
   api->cuptiActivitySetAttribute =
       reinterpret_cast<decltype(&::cuptiActivitySetAttribute)>(dlsym(h, "cuptiActivitySetAttribute"));
+  api->cuptiFinalize = reinterpret_cast<decltype(&::cuptiFinalize)>(dlsym(h, "cuptiFinalize"));
   if (api->cuptiGetVersion(&api->version) != CUPTI_SUCCESS) {
     *error = "cuptiGetVersion failed in " + api->library_path;
     return false;

@@ -48,6 +48,8 @@ struct CuptiApi {
   decltype(&::cuptiActivitySetAttribute) cuptiActivitySetAttribute = nullptr;
   // Optional (windows mode switches kernel records off between windows only when present).
   decltype(&::cuptiActivityDisable) cuptiActivityDisable = nullptr;
+  // Optional (attach: detaching needs it).
+  decltype(&::cuptiFinalize) cuptiFinalize = nullptr;
 
   std::string library_path;
   uint32_t version = 0;

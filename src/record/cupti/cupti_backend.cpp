@@ -103,6 +103,7 @@ bool CuptiBackend::check(CUptiResult r, const char* call, const std::string& fix
 bool CuptiBackend::start() {
   g_backend = this;
   CUptiResult r = api_.cuptiSubscribe(&subscriber_, callback_trampoline, nullptr);
+  subscribe_result_ = r;
   if (r != CUPTI_SUCCESS) {
     check(r, "cuptiSubscribe");
     rec_.warn("nothing is recorded for this process; the program runs on unprofiled");
@@ -154,7 +155,11 @@ void CuptiBackend::tune_activity_buffers() {
 }
 
 void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-  if (stopped_.load(std::memory_order_relaxed)) return;  // the profile is closed (process exit)
+  if (stopped_.load(std::memory_order_relaxed)) {  // the profile is closed (process exit, or detaching)
+    if (finalize_requested_.load(std::memory_order_relaxed) && domain == CUPTI_CB_DOMAIN_DRIVER_API)
+      finalize_in_callback(data);
+    return;
+  }
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     auto* cb = static_cast<const CUpti_CallbackData*>(data);
     if (cb->callbackSite != CUPTI_API_ENTER) {
@@ -191,6 +196,10 @@ void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbi
       break;
     default: break;
   }
+}
+
+void CuptiBackend::unhook() {
+  if (g_backend == this) g_backend = nullptr;
 }
 
 void CuptiBackend::context_created(CUcontext ctx) {
@@ -307,6 +316,7 @@ void CuptiBackend::stop() {
           (unsigned long long)window_launches_.load());
   size_t dropped = 0;
   if (api_.cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) rec_.add_dropped_records(dropped);
+  if (attach_mode_) return;  // detach() frees the function names after cuptiFinalize
   // CUPTI's function-name strings are the user's to free, but they may also back activity records
   // that CUPTI delivers after this point (context teardown runs after atexit); the process is
   // exiting, so they are left to it. AIFLAME_FREE_NAMES=1 (MeasurementSwitches::free_names) frees

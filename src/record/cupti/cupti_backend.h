@@ -26,7 +26,7 @@ void* cuda_driver_symbol(const char* name);
 // its version. Null with *why when it cannot be used.
 std::unique_ptr<GpuBackend> make_cupti_backend(Recorder& rec, const RecordOptions& opt, std::string* why);
 
-class CuptiBackend final : public GpuBackend, public SamplingWindowControl {
+class CuptiBackend final : public GpuBackend, public SamplingWindowControl, public AttachControl {
  public:
   // The measurement switches are copied here, once: the launch callback reads no options.
   CuptiBackend(Recorder& rec, CuptiApi api)
@@ -55,6 +55,20 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl {
   uint64_t tick_windows() override;
   // Windows mode: starts the thread that calls tick_windows(); stop() ends it.
   void start_window_thread() override;
+
+  // Attach to a running program (cupti_attach.cpp). The contexts that existed before start() (their
+  // CONTEXT_CREATED is long past): the devices' active primary contexts; sampling is enabled on each
+  // with the context pushed on the attach thread.
+  AttachControl* attach_control() override { return this; }
+  size_t find_existing_contexts() override;
+  std::string cannot_detach() const override;
+  std::string start_refusal() const override;
+  void attach_existing_contexts() override;
+  // Contexts first seen in a launch callback (not primary ones): adopted here, off the launch path.
+  void adopt_new_contexts() override;
+  // Ends what start() began and detaches CUPTI (cuptiFinalize, at a driver call's exit as CUPTI
+  // recommends, or from this thread when the program makes no call within 2 s); the program runs on.
+  void detach() override;
 
   // Entry points for CUPTI (static trampolines route here).
   void on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data);
@@ -88,6 +102,8 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl {
     bool configured = false;  // PC sampling enabled and configured (win_disable_between re-enables per window)
   };
   void context_created(CUcontext ctx);
+  void finalize_in_callback(const void* data);  // detach(): the first driver-call exit finalizes CUPTI
+  void unhook();  // the static trampolines stop routing to this backend
   void context_destroying(CUcontext ctx);
   void module_loaded(const CUpti_ModuleResourceData* m, CUcontext ctx);
   void graph_node(const CUpti_GraphData* g, bool cloned);
@@ -131,6 +147,12 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl {
   std::thread window_thread_;
   std::atomic<bool> window_thread_stop_{false};
   std::vector<std::unique_ptr<Context>> retired_;  // replaced contexts, never freed while running
+  // Attach (cupti_attach.cpp): unknown contexts seen at launches, under contexts_mu_; detach's handshake.
+  bool attach_mode_ = false;
+  std::set<CUcontext> pending_contexts_;
+  std::vector<CUcontext> existing_contexts_;  // find_existing_contexts()
+  CUptiResult subscribe_result_ = CUPTI_SUCCESS;
+  std::atomic<bool> finalize_requested_{false}, finalizing_{false}, finalized_{false};
   // Validates context_of's per-thread cache: unique per backend (tests create several at one
   // address) and bumped when a context is replaced.
   std::atomic<uint64_t> generation_{next_generation() << 32};

@@ -404,6 +404,7 @@ CuptiBackend::Context* CuptiBackend::context_of(CUcontext ctx) {
     std::lock_guard<std::mutex> lock(contexts_mu_);
     auto it = contexts_.find(ctx);
     cache = {this, gen, ctx, it == contexts_.end() ? nullptr : it->second.get()};
+    if (attach_mode_ && ctx && it == contexts_.end()) pending_contexts_.insert(ctx);  // adopted off the launch path
   }
   return cache.c;
 }

@@ -169,6 +169,15 @@ void ObjectTable::ensure_thread() {
   std::thread([this] { builder_loop(); }).detach();
 }
 
+void ObjectTable::stop_builder() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!thread_started_) return;
+  stop_requested_ = true;
+  cv_.notify_all();
+  cv_.wait(lock, [this] { return !thread_started_; });
+  stop_requested_ = false;
+}
+
 void ObjectTable::builder_loop() {
   for (;;) {
     Object* o = nullptr;
@@ -176,7 +185,13 @@ void ObjectTable::builder_loop() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       // Also wakes every 100 ms to notice a dlclose (the loader's counters), which no walk can see.
-      cv_.wait_for(lock, std::chrono::milliseconds(100), [this] { return !queue_.empty() || refresh_requested_; });
+      cv_.wait_for(lock, std::chrono::milliseconds(100),
+                   [this] { return !queue_.empty() || refresh_requested_ || stop_requested_; });
+      if (stop_requested_) {
+        thread_started_ = false;
+        cv_.notify_all();
+        return;
+      }
       if (!queue_.empty()) {
         o = queue_.front();
         queue_.pop_front();

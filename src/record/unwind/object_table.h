@@ -82,6 +82,9 @@ class ObjectTable {
     std::lock_guard<std::mutex> lock(mu_);
     ensure_thread();
   }
+  // Ends the builder thread and waits for it (a detaching `record --pid` leaves no thread behind); a
+  // later request starts it again.
+  void stop_builder();
 
  private:
   ObjectTable() = default;
@@ -98,6 +101,7 @@ class ObjectTable {
   std::deque<Object*> queue_;
   bool refresh_requested_ = false;
   bool thread_started_ = false;
+  bool stop_requested_ = false;  // under mu_: the builder ends at its next wake-up
   std::vector<std::unique_ptr<const Snapshot>> retired_;  // kept: a walk may still hold one
   std::atomic<uint64_t> builds_{0};
 };
