@@ -9,6 +9,10 @@
 #include "profile/chunk_format.h"
 #include "profile/record_codec.h"
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/lsan_interface.h>
+#endif
+
 namespace aiflame {
 
 class ProfileWriter {
@@ -31,12 +35,20 @@ class ProfileWriter {
     if (!accepting_.load(std::memory_order_relaxed)) return;  // closed: late CUPTI callbacks at exit
     // Never destroyed on purpose: CUPTI delivers records during the process's exit, after the main
     // thread's thread_local objects are gone; a destroyed scratch buffer there corrupted the heap.
-    thread_local ByteWriter* scratch = new ByteWriter;
+    // (Kept reachable for LeakSanitizer too, after its thread has exited.)
+    thread_local ByteWriter* scratch = keep(new ByteWriter);
     scratch->clear();
     encode(*scratch, rec);
     add_encoded(record_type_of<R>(), scratch->data());
   }
   void add_encoded(RecordType type, const std::string& payload);
+  template <class T>
+  static T* keep(T* p) {
+#if defined(__SANITIZE_ADDRESS__)
+    __lsan_ignore_object(p);
+#endif
+    return p;
+  }
 
   // Writes what has been added as one chunk. Returns false after an I/O error.
   bool flush();
