@@ -316,26 +316,29 @@ void BM_LaunchAutogradNoTorch(benchmark::State& state) {
 }
 BENCHMARK(BM_LaunchAutogradNoTorch);
 
-void BM_LaunchAutogradForward(benchmark::State& state) {
+// A tracker on the fake libtorch, its records written to /dev/null.
+struct FakeTorchTracker {
   ProfileWriter w;
-  std::string error;
-  w.open_fd(::open("/dev/null", O_WRONLY | O_CLOEXEC), &error);
   StringTable strings{w};
-  AutogradTracker tracker(w, strings);
-  tracker.init_with(fake_torch::api(), /*python=*/true, [](const std::string&) {});
-  launch_callback_loop(state, &tracker, Pass::Forward);
+  AutogradTracker tracker{w, strings};
+  FakeTorchTracker() {
+    std::string error;
+    w.open_fd(::open("/dev/null", O_WRONLY | O_CLOEXEC), &error);
+    tracker.init_with(fake_torch::api(), /*python=*/true, [](const std::string&) {});
+  }
+};
+
+void BM_LaunchAutogradForward(benchmark::State& state) {
+  FakeTorchTracker t;
+  launch_callback_loop(state, &t.tracker, Pass::Forward);
 }
 BENCHMARK(BM_LaunchAutogradForward);
 
 // Backward launches while a Python thread sits in a fake torch/autograd/graph.py's
 // _engine_run_backward (capture_bench.py parks one there): its stack is found once per backward call.
 void BM_LaunchAutogradBackward(benchmark::State& state) {
-  ProfileWriter w;
-  std::string error;
-  w.open_fd(::open("/dev/null", O_WRONLY | O_CLOEXEC), &error);
-  StringTable strings{w};
-  AutogradTracker tracker(w, strings);
-  tracker.init_with(fake_torch::api(), /*python=*/true, [](const std::string&) {});
+  FakeTorchTracker t;
+  AutogradTracker& tracker = t.tracker;
   {  // forward launches first, so that the nodes' forward stacks are there
     Capturer c(UnwindPolicy::Sampled);
     for (int i = 0; i < 4096; i++) {
