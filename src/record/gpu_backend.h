@@ -41,7 +41,8 @@ struct RecordOptions;
 class SamplingWindowControl {
  public:
   virtual ~SamplingWindowControl() = default;
-  // Opens and closes windows whose time has come; returns the nanoseconds until the next event.
+  // Between windows: readies what a due window needs (windows themselves open and close on the
+  // launching threads); returns the nanoseconds until the next window is due.
   virtual uint64_t tick_windows() = 0;
   // Starts the thread that calls tick_windows() (when the options ask for windows); stop() ends it.
   virtual void start_window_thread() = 0;

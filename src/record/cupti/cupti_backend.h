@@ -50,8 +50,9 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
   // At exit: final drain, disable sampling, flush activity.
   void stop() override;
   SamplingWindowControl* sampling_windows() override { return this; }
-  // Windows mode: opens and closes sampling windows on every context whose time has come; returns
-  // the nanoseconds until the next window event. Called by the window thread (and by tests).
+  // Windows mode: switches the launch callbacks back on when a window is due (when they are off
+  // between windows); returns the nanoseconds until the next window is due. Called by the window
+  // thread (and by tests).
   uint64_t tick_windows() override;
   // Windows mode: starts the thread that calls tick_windows(); stop() ends it.
   void start_window_thread() override;

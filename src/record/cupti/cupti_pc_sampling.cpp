@@ -437,7 +437,8 @@ uint64_t CuptiBackend::tick_windows() {
 }
 
 void CuptiBackend::start_window_thread() {
-  if (rec_.options().pc_mode != PcMode::Windows || !rec_.options().pc_sampling) return;
+  // The thread's only job is turning launch callbacks back on, so it runs only when they go off.
+  if (rec_.options().pc_mode != PcMode::Windows || !rec_.options().pc_sampling || !measure_.win_toggle_callbacks) return;
   window_thread_ = std::thread([this] {
     set_phase(Phase::Collector);
     while (!window_thread_stop_.load(std::memory_order_relaxed)) {
