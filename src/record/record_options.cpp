@@ -110,6 +110,8 @@ constexpr RecordOptionSpec kSchema[] = {
     {"win_disable_between", "AIFLAME_WIN_DISABLE_BETWEEN", nullptr, nullptr, "0 or 1",
      "Windows mode: PC sampling disabled between windows (hung gpt_train.py on the H100)",
      FLAG_OPTION(measure.win_disable_between)},
+    {"capture_stats", "AIFLAME_CAPTURE_STATS", nullptr, nullptr, "0 or 1",
+     "Time each part of the launch path; print the breakdown at the end", FLAG_OPTION(measure.capture_stats)},
 };
 
 #undef UINT_OPTION

@@ -49,6 +49,8 @@ struct MeasurementSwitches {
   bool win_toggle_callbacks = false;
   bool win_toggle_activity = false;
   bool win_disable_between = false;
+  // Time each part of the launch path and print the breakdown when recording ends (capture_stats.h).
+  bool capture_stats = false;
 };
 
 struct RecordOptions {

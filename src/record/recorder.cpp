@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <cstdio>
 
+#include "record/capture_stats.h"
 #include "record/crash_report.h"
 #include "record/module_map.h"
 
@@ -18,6 +19,7 @@ bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std
   std::string path = opt.output + "." + std::to_string(getpid());
   if (!writer_.open(path, /*overwrite=*/true, error)) return false;
   writer_.add(process);
+  if (opt.measure.capture_stats) CaptureStats::enable();
   started_ = true;
   return true;
 }
@@ -41,19 +43,31 @@ uint32_t Recorder::graph_node_stack(uint64_t) {
 void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, uint64_t timestamp, uint32_t device) {
   PhaseScope phase(Phase::LaunchCallback);
   auto t0 = std::chrono::steady_clock::now();
+  const bool stats = CaptureStats::on();
+  uint64_t c0 = stats ? CaptureStats::now() : 0;
   StackCapture::Result st = stacks_.capture(site ^ (static_cast<uint64_t>(api) << 48));
+  uint64_t c1 = stats ? CaptureStats::now() : 0;
   LaunchRecord rec;
   rec.correlation_id = correlation_id;
   static thread_local uint32_t tid = static_cast<uint32_t>(gettid());
   rec.tid = tid;
   rec.timestamp = timestamp;
   rec.stack_id = autograd_.on_launch(st.stack_id);
+  uint64_t c2 = stats ? CaptureStats::now() : 0;
   t_in_launch = true;
   t_launch_stack = rec.stack_id;
   rec.api = api;
   rec.native_unwound = st.unwound;
   rec.device = device;
   writer_.add(rec);
+  if (stats) {
+    CaptureStats& cs = CaptureStats::instance();
+    uint64_t c3 = CaptureStats::now();
+    cs.add(CaptureStats::Autograd, c1, c2);
+    cs.add(CaptureStats::Write, c2, c3);
+    cs.add(CaptureStats::Total, c0, c3);
+    cs.launches.fetch_add(1, std::memory_order_relaxed);
+  }
   counters_.launches++;
   if (st.unwound) counters_.launches_unwound++;
   counters_.capture_ns += static_cast<uint64_t>(
@@ -148,6 +162,7 @@ void Recorder::finish(uint64_t end_timestamp) {
   end.windows = counters_.windows;
   end.window_ns = counters_.window_ns;
   writer_.add(end);
+  if (CaptureStats::on()) std::fprintf(stderr, "aiflame: %s\n", CaptureStats::instance().line().c_str());
   if (!writer_.close()) std::fprintf(stderr, "aiflame: writing the profile failed: %s\n", writer_.error().c_str());
   started_ = false;
 }

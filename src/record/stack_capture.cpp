@@ -1,5 +1,6 @@
 #include "record/stack_capture.h"
 
+#include "record/capture_stats.h"
 #include "record/crash_report.h"
 #include "record/debug_log.h"
 #include "record/unwind/object_table.h"
@@ -124,6 +125,12 @@ int StackCapture::unwind(uint64_t* out, int max) {
   uint64_t frames[kMaxNative];
   unwind::WalkStatus status;
   int n = unwind::unwind_here(frames, std::min(max, kMaxNative), &status);
+  if (CaptureStats::on()) {
+    CaptureStats& cs = CaptureStats::instance();
+    cs.ends[static_cast<int>(status.end)].fetch_add(1, std::memory_order_relaxed);
+    cs.cache_misses.fetch_add(status.cache_misses, std::memory_order_relaxed);
+    cs.fp_frames.fetch_add(status.fp_frames, std::memory_order_relaxed);
+  }
   if (status.needs_fallback()) {
     // An object on this stack has no rows yet (they are being built) or was loaded after the
     // snapshot: this once, the slow and complete unwinder.
@@ -196,13 +203,17 @@ StackCapture::Result StackCapture::capture(uint64_t) {
   } content;
   RawPyFrame* py = frames.at;
   int np = 0;
+  const bool stats = CaptureStats::on();
+  uint64_t t0 = stats ? CaptureStats::now() : 0;
   if (use_python_) {
     PhaseScope phase(Phase::PythonWalk);
     np = python_.capture(py, kMaxPython);
   }
+  uint64_t t1 = stats ? CaptureStats::now() : 0;
   // The content of the stack, as interned: native frame count, frames, Python frame count, frames.
   uint64_t* w = content.words;
   int nn = policy_ == UnwindPolicy::Off ? 0 : unwind(w + 1, kMaxNative);
+  uint64_t t2 = stats ? CaptureStats::now() : 0;
   w[0] = static_cast<uint64_t>(nn);
   size_t len = 1 + static_cast<size_t>(nn);
   w[len++] = static_cast<uint64_t>(np);
@@ -215,9 +226,22 @@ StackCapture::Result StackCapture::capture(uint64_t) {
   LocalStacks& local = t_stacks;
   if (local.owner != serial_) local.reset(serial_);
   uint32_t id = local.find(h, w, len);
+  uint64_t t3 = stats ? CaptureStats::now() : 0;
+  const bool thread_new = !id;
   if (!id) {
     id = intern_shared(w, len, h, nn, py, np);
     local.insert(h, w, len, id);
+  }
+  if (stats) {
+    CaptureStats& cs = CaptureStats::instance();
+    uint64_t t4 = CaptureStats::now();
+    cs.add(CaptureStats::Python, t0, t1);
+    cs.add(CaptureStats::Unwind, t1, t2);
+    cs.add(CaptureStats::Hash, t2, t3);
+    cs.add(CaptureStats::Intern, t3, t4);
+    cs.native_frames.fetch_add(static_cast<uint64_t>(nn), std::memory_order_relaxed);
+    cs.python_frames.fetch_add(static_cast<uint64_t>(np), std::memory_order_relaxed);
+    if (thread_new) cs.thread_new.fetch_add(1, std::memory_order_relaxed);
   }
   return {id, policy_ != UnwindPolicy::Off};
 }

@@ -105,18 +105,24 @@ void CuptiBackend::adopt_new_contexts() {
   }
 }
 
-// Called on a program thread at the exit of a driver call once detach() asked for it: CUPTI's
-// recommended place for cuptiFinalize (it then races no other CUPTI call of that thread).
+// Called on a program thread at the exit of a driver call once detach() asked for it: sampling is
+// stopped and CUPTI finalized here, where they race no other CUPTI or driver call of that thread.
+// Stopping from the attach thread instead hung under a live PyTorch job on the H100
+// (bench/attach_debug.sh, 2026-11-24: the trace ends at "stopping: final drain, disable, activity
+// flush" while the program launches on), as cuptiPCSamplingStop from a non-launching thread hung the
+// program in windows mode (bench/probes/serialized_where.cu).
 void CuptiBackend::finalize_in_callback(const void* data) {
   auto* cb = static_cast<const CUpti_CallbackData*>(data);
   if (!cb || cb->callbackSite != CUPTI_API_EXIT) return;
   if (finalizing_.exchange(true)) return;
+  debug("detaching on a program thread at a driver call's exit");
+  stop();  // final drain, sampling disabled on every context, activity flushed
   if (api_.cuptiFinalize) api_.cuptiFinalize();
+  debug("CUPTI finalized");
   finalized_.store(true);
 }
 
 void CuptiBackend::detach() {
-  stop();  // final drain, sampling disabled on every context, activity flushed; callbacks now record nothing
   if (subscriber_ && api_.cuptiFinalize) {
     finalize_requested_.store(true);
     auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
@@ -124,14 +130,16 @@ void CuptiBackend::detach() {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     if (!finalizing_.exchange(true)) {
       // No driver call in 2 s: the program is idle (or between phases); nothing races us.
-      debug("no launch within 2 s: finalizing CUPTI from the attach thread");
+      debug("no driver call within 2 s: detaching from the attach thread");
+      stop();
       api_.cuptiUnsubscribe(subscriber_);
       api_.cuptiFinalize();
       finalized_.store(true);
     }
     while (!finalized_.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  } else if (subscriber_) {
-    api_.cuptiUnsubscribe(subscriber_);
+  } else {
+    stop();
+    if (subscriber_) api_.cuptiUnsubscribe(subscriber_);
   }
   subscriber_ = nullptr;
   unhook();

@@ -155,11 +155,13 @@ void CuptiBackend::tune_activity_buffers() {
 }
 
 void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
-  if (stopped_.load(std::memory_order_relaxed)) {  // the profile is closed (process exit, or detaching)
-    if (finalize_requested_.load(std::memory_order_relaxed) && domain == CUPTI_CB_DOMAIN_DRIVER_API)
-      finalize_in_callback(data);
+  // Detaching (`record --pid`): the first driver call's exit stops sampling and finalizes CUPTI here,
+  // on the program's own thread (cupti_attach.cpp says why).
+  if (finalize_requested_.load(std::memory_order_relaxed)) {
+    if (domain == CUPTI_CB_DOMAIN_DRIVER_API) finalize_in_callback(data);
     return;
   }
+  if (stopped_.load(std::memory_order_relaxed)) return;  // the profile is closed (process exit)
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     auto* cb = static_cast<const CUpti_CallbackData*>(data);
     if (cb->callbackSite != CUPTI_API_ENTER) {
@@ -308,7 +310,9 @@ void CuptiBackend::stop() {
     for (auto& [ctx, c] : contexts_) all.push_back(c.get());
   }
   for (Context* c : all) disable(*c);
+  debug("sampling disabled on %zu context(s); flushing kernel records", all.size());
   if (rec_.options().kernel_activity) api_.cuptiActivityFlushAll(1);
+  debug("kernel records flushed");
   stopped_.store(true);
   if (rec_.options().pc_mode == PcMode::Windows && !rec_.options().quiet)
     std::fprintf(stderr, "aiflame: windows: %llu windows, %.1f ms open, %.1f ms in cuCtxSynchronize, %llu launches inside windows\n",

@@ -114,6 +114,7 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
       cfa_rule = ce.cfa;
       fp_off = ce.fp_off;
     } else {
+      st.cache_misses++;
       const TextRange* r = snap->find(pc - (exact ? 0 : 1));
       if (!r) {
         // Not a return address into loaded code: the last frame was not one (it is dropped).

@@ -25,6 +25,7 @@ enum class WalkEnd : uint8_t {
 struct WalkStatus {
   WalkEnd end = WalkEnd::Outermost;
   uint16_t fp_frames = 0;  // frames stepped by frame pointer
+  uint16_t cache_misses = 0;  // frames not in the per-thread cache (binary searches)
   bool needs_fallback() const { return end == WalkEnd::NotReady || end == WalkEnd::Stale || end == WalkEnd::OffStack; }
 };
 

@@ -1,0 +1,47 @@
+#include "record/capture_stats.h"
+
+#include <time.h>
+
+#include <fmt/format.h>
+
+namespace aiflame {
+
+std::atomic<bool> CaptureStats::enabled_{false};
+
+namespace {
+uint64_t mono_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+}  // namespace
+
+CaptureStats& CaptureStats::instance() {
+  static CaptureStats* s = new CaptureStats();  // never destroyed: launches may run during exit
+  return *s;
+}
+
+void CaptureStats::enable() {
+  CaptureStats& s = instance();
+  s.tsc0 = __rdtsc();
+  s.ns0 = mono_ns();
+  enabled_.store(true);
+}
+
+std::string CaptureStats::line() const {
+  uint64_t n = launches.load();
+  double ns_per_tick = 0;
+  if (uint64_t dt = __rdtsc() - tsc0; dt) ns_per_tick = static_cast<double>(mono_ns() - ns0) / static_cast<double>(dt);
+  auto us = [&](Part p) { return n ? static_cast<double>(ticks[p].load()) * ns_per_tick / 1e3 / static_cast<double>(n) : 0.0; };
+  auto per = [&](const std::atomic<uint64_t>& c) { return n ? static_cast<double>(c.load()) / static_cast<double>(n) : 0.0; };
+  return fmt::format(
+      "capture stats: {} launches; us per launch: total {:.3f} = python walk {:.3f} + native unwind {:.3f} + hash and "
+      "local lookup {:.3f} + shared intern {:.3f} + autograd {:.3f} + launch record write {:.3f}; per launch: {:.1f} "
+      "native frames ({:.1f} by frame pointer), {:.1f} Python frames, {:.2f} unwind cache misses, {:.4f} stacks new to "
+      "the thread; walk ends: outermost {} limit {} bad {} not-ready {} stale {} off-stack {}",
+      n, us(Total), us(Python), us(Unwind), us(Hash), us(Intern), us(Autograd), us(Write), per(native_frames),
+      per(fp_frames), per(python_frames), per(cache_misses), per(thread_new), ends[0].load(), ends[1].load(),
+      ends[2].load(), ends[3].load(), ends[4].load(), ends[5].load());
+}
+
+}  // namespace aiflame
