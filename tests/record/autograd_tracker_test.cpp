@@ -227,6 +227,35 @@ TEST(AutogradTracker, NodesWithoutForwardLaunchesFailTheProbe) {
   h.close();
 }
 
+// `record --pid` attaching mid-step: the nodes made before the first forward launch the tracker saw
+// have no launch to find; the probe skips them instead of failing, and later nodes find theirs.
+TEST(AutogradTracker, NodesMadeBeforeTrackingBeganAreNotProbed) {
+  Harness h(fake_api());
+  std::vector<FakeNode> early;
+  FakeNode late;
+  std::thread([&] {
+    for (int i = 0; i < 100; i++) early.push_back(fake::node());  // before the attach: no launch seen
+    for (int i = 0; i < 20; i++) fake::node();                       // beyond the look-ahead of any launch
+    late = fake::node();
+    h.tracker.on_launch(11);
+  }).join();
+  uint32_t last = 0;
+  on_engine(nullptr, [&] {
+    fake::graph_task = 5;
+    for (int i = 99; i >= 0; i--) {
+      fake::current = std::make_shared<FakeNode>(early[static_cast<size_t>(i)]);
+      h.tracker.on_launch(100);
+    }
+    fake::current = std::make_shared<FakeNode>(late);
+    last = h.tracker.on_launch(100);
+  });
+  for (const FakeNode& n : early) ASSERT_LT(n.sequence_nr + 16, late.sequence_nr);
+  EXPECT_TRUE(h.tracker.node_enabled());
+  EXPECT_TRUE(h.notes.empty()) << h.notes[0];
+  Profile p = h.close();
+  EXPECT_EQ(p.backward_stacks.at(last).forward_stack_id, 11u);
+}
+
 TEST(AutogradTracker, UnknownVersionKeepsBackwardWithoutForwardStacks) {
   TorchApi api = fake_api();
   api.node_layout = false;

@@ -135,7 +135,8 @@ void AutogradTracker::remember_forward(uint32_t stack_id) {
   for (size_t i = 0; i < 8; i++) {
     uint64_t have = seen_tid_[i].load(std::memory_order_relaxed);
     if (have == 0) {
-      if (!seen_tid_[i].compare_exchange_strong(have, t.tid) && have != t.tid) continue;
+      if (seen_tid_[i].compare_exchange_strong(have, t.tid)) seen_min_[i].store(seq, std::memory_order_relaxed);
+      else if (have != t.tid) continue;
     } else if (have != t.tid) {
       continue;
     }
@@ -164,9 +165,27 @@ uint32_t AutogradTracker::forward_of(const void* node) {
   if (seq == kAccumulateGrad) return 0;
   with_node_.fetch_add(1, std::memory_order_relaxed);
   uint32_t found = lookup(seq, tid);
-  if (probed_.load(std::memory_order_relaxed) < kProbe && !probe(seq, tid, found != 0)) return 0;
+  if (probed_.load(std::memory_order_relaxed) < kProbe) {
+    if (!found && before_tracking(seq, tid)) return 0;
+    if (!probe(seq, tid, found != 0)) return 0;
+  }
   if (found) with_forward_.fetch_add(1, std::memory_order_relaxed);
   return found;
+}
+
+// A node the probe must not count: made by a thread before any of its forward launches was seen, or
+// numbered below that thread's first seen forward launch (tracking began mid-step: `record --pid`).
+// A wrong layout would read thread ids never seen, so past 65536 such nodes with none probed the
+// tracking is switched off as by a failed probe.
+bool AutogradTracker::before_tracking(uint64_t seq, uint64_t tid) {
+  if (tid < 1 || tid > 4096 || seq >= (1ull << 40)) return false;  // implausible: the probe says so
+  for (size_t i = 0; i < 8; i++)
+    if (seen_tid_[i].load(std::memory_order_relaxed) == tid)
+      return seq < seen_min_[i].load(std::memory_order_relaxed);
+  if (unprobed_.fetch_add(1, std::memory_order_relaxed) + 1 == 65536 && probed_.load() == 0 && node_on_.exchange(false))
+    off("autograd node layout check failed (65536 nodes of threads never seen at a forward launch); backward kernels "
+        "sit under backward() but not under their forward code");
+  return true;
 }
 
 // The running torch's version said the offsets are right; the first nodes must agree: sequence

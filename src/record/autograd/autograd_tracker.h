@@ -66,6 +66,7 @@ class AutogradTracker {
   uint32_t forward_of(const void* node);
   uint32_t lookup(uint64_t seq, uint64_t tid) const;
   bool probe(uint64_t seq, uint64_t tid, bool found);
+  bool before_tracking(uint64_t seq, uint64_t tid);
   // The BackwardCaller id of a graph task (0: none found); *self: this thread is the caller.
   uint32_t find_caller(int graph_task, bool* self);
   bool is_backward_entry(const void* code);
@@ -88,7 +89,12 @@ class AutogradTracker {
   std::unique_ptr<Slot[]> table_;
   std::atomic<uint64_t> seen_tid_[8] = {};  // torch thread ids seen at forward launches, max sequence number + 1 beside
   std::atomic<uint64_t> seen_max_[8] = {};
+  // The first sequence number each of those threads had at a forward launch: nodes numbered below it
+  // were created before the tracking began (`record --pid` attaching mid-step) and have no forward
+  // launch to find, so the probe does not count them.
+  std::atomic<uint64_t> seen_min_[8] = {};
   std::atomic<int> probed_{0}, probe_hits_{0};
+  std::atomic<uint64_t> unprobed_{0};  // nodes skipped so: too many of them, and the layout is wrong after all
   std::atomic<uint64_t> backward_launches_{0}, with_caller_{0}, with_node_{0}, with_forward_{0};
   std::string state_ = "off: not started";
 
