@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstdio>
 #include <map>
 #include <ostream>
 #include <sstream>
@@ -84,6 +85,15 @@ Shares shares_of(const FlameData& d, const std::string& script) {
   return s;
 }
 
+// One line per fixture, the figures of bench/RESULTS.md ("The backward fixtures").
+void print_shares(const std::string& fixture, const Shares& s) {
+  std::printf("%s: %llu GPU samples, %.1f%% with a frame of the script; %llu backward (%.1f%%), %.1f%% with "
+              "[backward], %.1f%% under the script's forward call\n",
+              fixture.c_str(), static_cast<unsigned long long>(s.total), s.script_pct(),
+              static_cast<unsigned long long>(s.backward), s.pct(s.backward, s.total), s.pct(s.tagged, s.backward),
+              s.under_forward_pct());
+}
+
 // Each stack's CPU part reduced to the script's frames, [backward] and, after it, the autograd node
 // whose apply() launched the kernel ("AddmmBackward0"); summed and sorted.
 std::string composition(const FlameData& d, const std::string& script) {
@@ -129,6 +139,7 @@ TEST_P(BackwardFixtures, TrackingOnMeetsTheBudgets) {
   const Workload& w = GetParam();
   FlameData d = report_of(std::string(w.name) + "_autograd_on");
   Shares s = shares_of(d, w.script);
+  print_shares(std::string(w.name) + "_autograd_on", s);
   ASSERT_GT(s.total, 1000u);
   EXPECT_GE(s.script_pct(), 95.0) << s.with_script << " of " << s.total;
   // The engine's kernels are a large part of a training step (measured 47-63%), and every one of
@@ -146,6 +157,7 @@ TEST_P(BackwardFixtures, TrackingOffMissesThem) {
   const Workload& w = GetParam();
   FlameData d = report_of(std::string(w.name) + "_autograd_off");
   Shares s = shares_of(d, w.script);
+  print_shares(std::string(w.name) + "_autograd_off", s);
   ASSERT_GT(s.total, 1000u);
   EXPECT_GE(s.pct(s.backward, s.total), 30.0) << s.backward << " of " << s.total;
   EXPECT_LT(s.script_pct(), 95.0);
