@@ -9,7 +9,9 @@
 // leaves one heatmap lane.
 // With SITE_REGEX, every row of the launch-site table must match it (the user's own frames, not the
 // framework's).
-// Usage: node check_html.js REPORT.html SAME.folded SHOTS_DIR FRAME_TO_CLICK SEARCH_TERM [SITE_REGEX]
+// With SITE_SHARE too, the launch-site table's rows hold at least SITE_SHARE% of the samples and every
+// row of the top-kernels table names a launch site matching SITE_REGEX.
+// Usage: node check_html.js REPORT.html SAME.folded SHOTS_DIR FRAME_TO_CLICK SEARCH_TERM [SITE_REGEX [SITE_SHARE]]
 //        node check_html.js --hostile REPORT.html SHOTS_DIR
 //        node check_html.js --timed REPORT.html SHOTS_DIR MAX_MS
 //        node check_html.js --ranks REPORT.html SHOTS_DIR RANK0.folded GPU0.folded
@@ -169,7 +171,7 @@ async function checkRanks(page, rank0, gpu0, shot) {
       return;
     }
 
-    const [, folded, , frame, term, siteRe] = args;
+    const [, folded, , frame, term, siteRe, siteShare] = args;
     const total0 = await page.evaluate(() => window.aiflame.total());
     if (siteRe) {
       const sites = await page.evaluate(() => Array.from(document.querySelectorAll('#t-sites tr'), (tr) => Array.from(tr.cells, (c) => c.textContent)));
@@ -177,6 +179,20 @@ async function checkRanks(page, rank0, gpu0, shot) {
       if (!rows.length || rows[0][0] === 'none') fail('the launch-site table is empty');
       for (const row of rows) if (!new RegExp(siteRe).test(row[0])) fail(`launch site "${row[0]}" is not the user's code (${siteRe})`);
       console.log(`check_html: ${rows.length} launch sites, top: ${rows.slice(0, 3).map((r) => `${r[0]} ${r[2]}`).join(', ')}`);
+      // The top-kernels table names each kernel's heaviest launch site ("NAME" or "NAME (NN%)").
+      const kernels = (await page.evaluate(() => Array.from(document.querySelectorAll('#t-kernels tr'), (tr) => Array.from(tr.cells, (c) => c.textContent)))).slice(1);
+      const siteOf = (cell) => cell.replace(/ \([0-9]+%\)$/, '');
+      for (const row of kernels) {
+        const site = siteOf(row[row.length - 1]);
+        if (siteShare !== undefined && !new RegExp(siteRe).test(site)) fail(`kernel "${row[0]}": top launch site "${site}" is not the user's code (${siteRe})`);
+      }
+      // With SITE_SHARE, the launch sites account for at least that share of all samples (the
+      // backward pass's kernels too, issue #23).
+      if (siteShare !== undefined) {
+        const share = rows.reduce((a, r) => a + parseFloat(r[2]), 0);
+        if (!(share >= Number(siteShare))) fail(`launch sites hold ${share.toFixed(2)}% of the samples, want >= ${siteShare}%`);
+        console.log(`check_html: launch sites hold ${share.toFixed(2)}%; every top kernel's site is the user's code, e.g. ${kernels.slice(0, 2).map((r) => `${r[0].slice(0, 40)} -> ${r[r.length - 1]}`).join('; ')}`);
+      }
     }
     // Click-zoom.
     let r = await page.evaluate((n) => window.aiflame.rectOf(n), frame);

@@ -27,6 +27,23 @@ done
 # Launch sites: the demo's own functions; gpt_train.py's lines, never PyTorch's (bench/workloads/gpt_train.py).
 run node "$DIR/check_html.js" "$T/demo_matmul.html" "$T/demo_matmul.folded" "$SHOTS" matmul_basic long_scoreboard '^(main|multiply_\w+)$'
 run node "$DIR/check_html.js" "$T/gpt_train.html" "$T/gpt_train.folded" "$SHOTS" "step (gpt_train.py:19)" "gemm" ' \(gpt_train\.py:[0-9]+\)$'
+# Issue #23's recordings (tests/data/backward/): with the autograd tracking, every sample has a launch
+# site in the training script, backward kernels included, and every top kernel names one; without it
+# (AIFLAME_AUTOGRAD=0) autograd's kernels have none, which the same check must catch.
+B=$SRC/tests/data/backward
+for w in gpt_train:20 hf_gpt2:12 resnet_train:9; do
+  name=${w%%:*}
+  for m in on off; do
+    "$AIFLAME" report "$B/${name}_autograd_$m.aiflame" -q -o "$T/${name}_$m.html" || fail=$((fail + 1))
+    "$AIFLAME" report "$B/${name}_autograd_$m.aiflame" -q -o "$T/${name}_$m.folded" || fail=$((fail + 1))
+  done
+  run node "$DIR/check_html.js" "$T/${name}_on.html" "$T/${name}_on.folded" "$SHOTS" "step ($name.py:${w#*:})" "gemm" " \\($name\\.py:[0-9]+\\)\$" 99.9
+done
+if node "$DIR/check_html.js" "$T/hf_gpt2_off.html" "$T/hf_gpt2_off.folded" "$SHOTS" "step (hf_gpt2.py:12)" "gemm" ' \(hf_gpt2\.py:[0-9]+\)$' 99.9 2>"$T/off.err" ||
+   ! grep -q 'top launch site "-"' "$T/off.err"; then
+  echo "FAIL html: hf_gpt2 without the autograd tracking passed the launch-site check: $(cat "$T/off.err")"
+  fail=$((fail + 1))
+fi
 
 
 # Two ranks of a DDP job (and torchrun's agent): the rank/GPU selector against the folded output

@@ -264,28 +264,44 @@
   }
   function fillTables(weights) {
     const by = { gpu_kernel: new Map(), gpu_source: new Map(), stall: new Map(), site: new Map() };
+    const kernelSites = new Map();  // kernel -> (launch site -> weight): the top-kernels table's site column
     let total = 0;
     for (let s = 0; s < weights.length; s++) {
       const w = weights[s];
       if (!w) continue;
       total += w;
-      let site = null, afterSep = false;
+      let site = null, kernel = null, afterSep = false;
       const seen = new Set();
       for (let n = normal.leaf[s]; n > 0; n = normal.parent[n]) {
         const f = normal.frame[n], k = frameKind(f);
         if (k === 'separator') { afterSep = true; continue; }
         if (by[k] && !seen.has(k)) { seen.add(k); by[k].set(frameName(f), (by[k].get(frameName(f)) || 0) + w); }
+        if (k === 'gpu_kernel' && kernel === null) kernel = frameName(f);
         // nvcc's generated launch stubs are not what a user calls a launch site.
         if (afterSep && site === null && isSite(f, k)) site = frameName(f);
       }
       if (site !== null) by.site.set(site, (by.site.get(site) || 0) + w);
+      if (site !== null && kernel !== null) {
+        let m = kernelSites.get(kernel);
+        if (!m) kernelSites.set(kernel, (m = new Map()));
+        m.set(site, (m.get(site) || 0) + w);
+      }
     }
     const top = (m, n) => Array.from(m.entries()).sort((a, b) => b[1] - a[1]).slice(0, n);
     const pct = (v) => (total ? ((100 * v) / total).toFixed(2) + '%' : '-');
-    table('t-kernels', ['kernel', 'samples', '%', 'GPU time ms', 'launches'], top(by.gpu_kernel, 25).map(([k, v]) => {
-      const info = sel.kernel(k);
-      return [k, v, pct(v), info[0].toFixed(3), info[1]];
-    }));
+    // Each kernel's heaviest launch site, forward or backward (autograd's kernels sit under the forward
+    // Python that created their node, issue #23), with the share of the kernel's samples it holds.
+    const topSite = (k, v) => {
+      const m = kernelSites.get(k);
+      if (!m) return '-';
+      const [name, sw] = top(m, 1)[0];
+      return sw < v ? `${name} (${((100 * sw) / v).toFixed(0)}%)` : name;
+    };
+    table('t-kernels', ['kernel', 'samples', '%', 'GPU time ms', 'launches', userFrames ? 'top launch site (your code)' : 'top launch site'],
+      top(by.gpu_kernel, 25).map(([k, v]) => {
+        const info = sel.kernel(k);
+        return [k, v, pct(v), info[0].toFixed(3), info[1], topSite(k, v)];
+      }));
     table('t-lines', ['GPU source line', 'samples', '%'], top(by.gpu_source, 25).map(([k, v]) => [k, v, pct(v)]));
     table('t-stalls', ['stall reason', 'samples', '%'], top(by.stall, 40).map(([k, v]) => [k, v, pct(v)]));
     table('t-sites', [userFrames ? 'launch site (deepest frame of your own code)' : 'launch site (deepest Python or native frame)', 'samples', '%'], top(by.site, 25).map(([k, v]) => [k, v, pct(v)]));
