@@ -32,6 +32,17 @@ std::string pc_frame_name(uint64_t offset, const std::string& mnemonic) {
   return mnemonic.empty() ? std::string(buf) : mnemonic + " " + buf;
 }
 
+std::optional<GroupBy> parse_group_by(const std::string& s) {
+  if (s == "process") return GroupBy::Process;
+  if (s == "program") return GroupBy::Program;
+  if (s == "rank") return GroupBy::Rank;
+  if (s == "device") return GroupBy::Device;
+  if (s == "none") return GroupBy::None;
+  return std::nullopt;
+}
+
+std::vector<std::string> group_by_names() { return {"process", "program", "rank", "device", "none"}; }
+
 std::optional<StallLeaves> parse_stall_leaves(const std::string& s) {
   if (s == "all") return StallLeaves::All;
   if (s == "issued") return StallLeaves::Issued;
@@ -174,6 +185,7 @@ std::vector<Frame> FrameBuilder::root_frames(uint32_t device) const {
   switch (opt_.group_by) {
     case GroupBy::None: return {};
     case GroupBy::Device: return {{"GPU " + std::to_string(device), FrameKind::Process}};
+    case GroupBy::Program: return {{process_name(), FrameKind::Process}};
     case GroupBy::Rank:
       if (rank >= 0) return {{"rank " + std::to_string(rank), FrameKind::Process}};
       [[fallthrough]];  // not a distributed run: by process

@@ -20,9 +20,13 @@
 
 namespace aiflame {
 
-// The root frames of every stack: which process (program;pid, iaprof's layout), which rank of a
+// The root frames of every stack: which process (program;pid, iaprof's layout), which program (its
+// name alone: `diff` compares two runs of one program, whose pids differ), which rank of a
 // distributed job ("rank 3"), which GPU ("GPU 1"), or none.
-enum class GroupBy { Process, Rank, Device, None };
+enum class GroupBy { Process, Rank, Device, None, Program };
+// "process", "program", "rank", "device", "none"; nullopt for anything else.
+std::optional<GroupBy> parse_group_by(const std::string& s);
+std::vector<std::string> group_by_names();
 // Which samples end in a stall reason frame. A reason's samples split into those taken on cycles when
 // the warp's scheduler issued nothing ("not issued": latency nobody hid) and the rest ("issued").
 enum class StallLeaves : uint8_t { All, Issued, NotIssued, None };

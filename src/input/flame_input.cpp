@@ -9,12 +9,9 @@
 #include <cstring>
 #include <memory>
 
-#include "attribute/attribution.h"
 #include "input/folded_reader.h"
 #include "input/iaprof_reader.h"
 #include "input/text_lines.h"
-#include "profile/profile.h"
-#include "symbolize/symbolizer.h"
 
 namespace aiflame {
 
@@ -107,18 +104,11 @@ Result<InputFormat> detect_file_format(const std::string& path) {
   return detect_input_format(*b);
 }
 
-Result<FlameData> parse_flame_input(const std::string& bytes, const std::string& name, const FrameOptions& options) {
+Result<FlameData> parse_flame_input(const std::string& bytes, const std::string& name) {
   switch (detect_input_format(bytes)) {
-    case InputFormat::Aiflame: {
-      auto p = parse_profile(bytes, name);
-      if (!p) return Error{p.error()};
-      AttributionResult res = attribute_samples(*p);
-      Symbolizer sym(p->modules);
-      FrameBuilder fb(*p, sym, options);
-      FlameData d = fb.build(res);
-      d.title = "AI Flame Graph: " + fb.process_name();
-      return d;
-    }
+    case InputFormat::Aiflame:
+      // Profiles are attributed on their way to a picture: report/load_flame.h reads them.
+      return Error{name + ": an aiflame profile, not a text input"};
     case InputFormat::Iaprof: {
       auto d = parse_iaprof(bytes);
       if (!d) return Error{name + ": iaprof output, " + d.error()};
@@ -135,17 +125,14 @@ Result<FlameData> parse_flame_input(const std::string& bytes, const std::string&
     }
     case InputFormat::Unknown: break;
   }
-  if (bytes.empty()) {
-    auto p = parse_profile(bytes, name);  // its "empty file" message
-    return Error{p ? name + ": empty file" : p.error()};
-  }
+  if (bytes.empty()) return Error{name + ": empty file"};
   return Error{name + ": not an aiflame profile, folded stacks or iaprof output"};
 }
 
-Result<FlameData> read_flame_input(const std::string& path, const FrameOptions& options) {
+Result<FlameData> read_text_flame(const std::string& path) {
   auto b = read_input_bytes(path);
   if (!b) return Error{b.error()};
-  return parse_flame_input(*b, path, options);
+  return parse_flame_input(*b, path);
 }
 
 }  // namespace aiflame
