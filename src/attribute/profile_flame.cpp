@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "attribute/batch_pipeline.h"
-#include "symbolize/sass_cache.h"
+#include "symbolize/nvidia/sass_cache.h"
 #include "symbolize/symbolizer.h"
 
 namespace aiflame {

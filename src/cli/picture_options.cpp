@@ -1,6 +1,6 @@
 #include "cli/picture_options.h"
 
-#include "symbolize/nvdisasm.h"
+#include "symbolize/nvidia/nvdisasm.h"
 
 namespace aiflame {
 

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "profile/profile.h"
-#include "symbolize/cubin_lines.h"
-#include "symbolize/nvdisasm.h"
-#include "symbolize/sass_cache.h"
+#include "symbolize/nvidia/cubin_lines.h"
+#include "symbolize/nvidia/nvdisasm.h"
+#include "symbolize/nvidia/sass_cache.h"
 
 namespace aiflame {
 
