@@ -9,6 +9,7 @@
 
 #include "attribute/dense_index.h"
 #include "attribute/frame_builder.h"
+#include "attribute/frame_naming.h"
 #include "attribute/pair_table.h"
 #include "attribute/process_row.h"
 #include "attribute/sample_aggregator.h"
@@ -156,7 +157,7 @@ uint32_t FrameBuilder::list_of(const AttributedSample& a, uint32_t gpu_id, bool 
       for (const Frame& f : instruction_frames(a)) ins->second.push_back(t.intern(f));
     ids.insert(ids.end(), ins->second.begin(), ins->second.end());
     if (with_stall)
-      ids.push_back(t.intern(short_stall_name(p_.stall_reason_name(a.device, a.stall_reason)), FrameKind::Stall));
+      ids.push_back(t.intern(stall_frame_name(p_, p_.stall_reason_name(a.device, a.stall_reason)), FrameKind::Stall));
     tail = g.stacks.part(ids);
   }
   return g.stacks.list(head->second, tail);

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "attribute/frame_builder.h"
+#include "attribute/frame_options.h"
 #include "attribute/profile_flame.h"
 #include "flame/flame_data.h"
 #include "symbolize/gpu_symbolizer.h"
