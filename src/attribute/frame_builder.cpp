@@ -12,7 +12,7 @@
 namespace aiflame {
 
 const std::vector<Frame>& FrameBuilder::instruction_frames(const AttributedSample& a) {
-  GpuPc pc{a.cubin_crc, a.function, a.pc_offset};
+  GpuPc pc{a.code_object_id, a.function, a.pc_offset};
   auto it = instruction_cache_.find(pc);
   if (it != instruction_cache_.end()) return it->second;
   if (!opt_.gpu && !own_gpu_) own_gpu_ = std::make_unique<GpuSymbolizer>(p_);

@@ -32,7 +32,7 @@ class GpuSymbolizer {
   // "" when unknown.
   const std::string& mnemonic(const GpuPc& pc);
   // Whether the profile holds the cubin's bytes (else nothing can be derived).
-  bool has_image(uint64_t cubin_crc) const;
+  bool has_image(uint64_t code_object_id) const;
   // One line per problem met (nvdisasm missing, failing or slow), each said once.
   const std::vector<std::string>& notes() const { return notes_; }
 
