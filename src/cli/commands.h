@@ -31,22 +31,26 @@ struct RecordArgs {
   bool wait = false;
 };
 
-struct ReportArgs {
-  std::vector<std::string> inputs;
-  std::string output;
-  std::string format;
+// The options of `report` and `diff` that shape the picture (cli/picture_options.h registers them).
+struct PictureArgs {
   bool no_python = false;
   bool no_native = false;
   size_t max_depth = 0;
   bool full_names = false;
   bool lines = false;
-  std::string title;
-  bool quiet = false;
-  bool plain = false;
   std::string group_by = "process";
   std::string kernels, exclude_kernels, stalls, devices, pids;  // filters
   std::string nvdisasm;
   std::string stall_reasons = "all";
+};
+
+struct ReportArgs : PictureArgs {
+  std::vector<std::string> inputs;
+  std::string output;
+  std::string format;
+  std::string title;
+  bool quiet = false;
+  bool plain = false;
   bool force = false;
   int fold_runs = 0;  // --fold-runs 1, --no-fold-runs -1, else by format (output/fold_runs.h)
 };

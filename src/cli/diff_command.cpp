@@ -1,9 +1,11 @@
 #include "cli/diff_command.h"
 
+#include <cstdio>
 #include <iostream>
 
+#include "cli/input_files.h"
 #include "cli/output_file.h"
-#include "input/flame_input.h"
+#include "cli/picture_options.h"
 #include "output/diff_writer.h"
 #include "output/writer.h"
 
@@ -11,7 +13,10 @@ namespace aiflame {
 
 void add_diff_command(CLI::App& app, DiffArgs& a) {
   auto* sub = app.add_subcommand("diff", "Differential flame graph: red where AFTER grew, blue where it shrank");
-  sub->add_option("before", a.before, "Profile before the change (aiflame profile, folded stacks or iaprof output)")->required();
+  sub->add_option("before", a.before,
+                  "Profile before the change (aiflame profile, folded stacks or iaprof output, or a directory of "
+                  "profiles)")
+      ->required();
   sub->add_option("after", a.after, "Profile after the change")->required();
   sub->add_option("-o,--output", a.output, "Output file, .svg or .folded. Default: diff folded lines on stdout");
   sub->add_option("--format", a.format, "Output format, overriding the extension")->check(CLI::IsMember({"svg", "folded"}));
@@ -19,7 +24,31 @@ void add_diff_command(CLI::App& app, DiffArgs& a) {
   sub->add_option("--title", a.title, "Title of the flame graph");
   sub->add_flag("-q,--quiet", a.quiet, "Print only errors");
   sub->add_flag("-f,--force", a.force, "Overwrite the output file if it exists");
+  add_picture_options(sub, a);
 }
+
+namespace {
+
+std::string percent(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", share * 100);
+  return buf;
+}
+
+// One side of the diff through the pipeline `report` uses (streamed, its memory bound), filtered.
+Result<FlameData> load_side(const std::string& input, const PictureArgs& a, const FlameFilter& filter) {
+  auto inputs = expand_inputs({input});
+  if (!inputs) return Error{inputs.error()};
+  // --devices filters by the time series; the diff's writers read no other.
+  auto options = load_options(a, !filter.devices.empty());
+  if (!options) return Error{options.error()};
+  auto loaded = load_flame(*inputs, *options);
+  if (!loaded) return Error{loaded.error()};
+  apply_filter(filter, loaded->data);
+  return std::move(loaded->data);
+}
+
+}  // namespace
 
 int run_diff(const DiffArgs& a) {
   std::string format = a.format;
@@ -37,12 +66,17 @@ int run_diff(const DiffArgs& a) {
       return 2;
     }
   }
-  auto before = read_flame_input(a.before);
+  auto filter = picture_filter(a);
+  if (!filter) {
+    std::cerr << "aiflame: " << filter.error() << "\n";
+    return 2;
+  }
+  auto before = load_side(a.before, a, *filter);
   if (!before) {
     std::cerr << "aiflame: " << before.error() << "\n";
     return 1;
   }
-  auto after = read_flame_input(a.after);
+  auto after = load_side(a.after, a, *filter);
   if (!after) {
     std::cerr << "aiflame: " << after.error() << "\n";
     return 1;
@@ -53,6 +87,12 @@ int run_diff(const DiffArgs& a) {
   }
   DiffData diff = make_diff(*before, *after);
   if (!a.title.empty()) diff.title = a.title;
+  DiffShare share = diff_share(diff);
+  if (!a.quiet && (share.kernels_before < kLittleShared || share.kernels_after < kLittleShared))
+    std::cerr << "aiflame: the inputs share little: " << percent(share.kernels_before) << " of BEFORE's samples and "
+              << percent(share.kernels_after) << " of AFTER's are in launch stacks and kernels both have (--group-by "
+              << a.group_by << "); are they runs of one program? --group-by none compares stacks whatever process "
+              << "ran them\n";
   auto fill = [&](std::ostream& out) {
     if (format == "svg") write_diff_svg(diff, out);
     else write_diff_folded(diff, out, a.plain);

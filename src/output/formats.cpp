@@ -1,0 +1,41 @@
+// The registry of output formats: one line each (name, file extensions, help line, factory). The
+// format names `report --format` takes, the extension lookup of `-o` and the help text all come from
+// here. A new format: its writer in one file of its own, and its line (and include) here.
+#include "output/writer.h"
+
+#include "output/flamescope_writer.h"
+#include "output/folded_writer.h"
+#include "output/heatmap_writer.h"
+#include "output/html_writer.h"
+#include "output/pprof_writer.h"
+#include "output/speedscope_writer.h"
+#include "output/svg_writer.h"
+#include "output/trace_writer.h"
+
+namespace aiflame {
+namespace {
+
+template <class W>
+std::unique_ptr<Writer> make(const WriterOptions&) {
+  return std::make_unique<W>();
+}
+
+const OutputFormat kFormats[] = {
+    {"folded", {".folded", ".txt", ".collapsed"}, "folded stacks (the default; --plain: no iaprof annotations)",
+     [](const WriterOptions& o) -> std::unique_ptr<Writer> {
+       return std::make_unique<FoldedWriter>(FoldedOptions{.plain = o.plain});
+     }},
+    {"svg", {".svg"}, "interactive flame graph", make<SvgWriter>},
+    {"pprof", {".pb.gz", ".pprof"}, "pprof profile.proto, gzip'd", make<PprofWriter>},
+    {"speedscope", {".speedscope.json"}, "speedscope JSON", make<SpeedscopeWriter>},
+    {"trace", {".trace.json", ".perfetto.json"}, "Chrome trace events (Perfetto)", make<TraceWriter>},
+    {"flamescope", {".stacks", ".perf"}, "perf-script text for FlameScope", make<FlameScopeWriter>},
+    {"html", {".html", ".htm"}, "HTML report", make<HtmlWriter>},
+    {"heatmap", {".heatmap.svg"}, "sample heat map over time", make<HeatmapWriter>},
+};
+
+}  // namespace
+
+std::span<const OutputFormat> output_formats() { return kFormats; }
+
+}  // namespace aiflame
