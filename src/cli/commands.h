@@ -42,6 +42,7 @@ struct PictureArgs {
   std::string kernels, exclude_kernels, stalls, devices, pids;  // filters
   std::string nvdisasm;
   std::string stall_reasons = "all";
+  int fold_runs = 0;  // --fold-runs 1, --no-fold-runs -1, else by format (output/formats.cpp)
 };
 
 struct ReportArgs : PictureArgs {
@@ -52,7 +53,6 @@ struct ReportArgs : PictureArgs {
   bool quiet = false;
   bool plain = false;
   bool force = false;
-  int fold_runs = 0;  // --fold-runs 1, --no-fold-runs -1, else by format (output/fold_runs.h)
 };
 
 struct DemoArgs {
@@ -65,8 +65,8 @@ struct DemoArgs {
 // one for a failure of its own once the program has run: the profile could not be written. env,
 // nohup and docker run use 125 the same way (126: not executable, 127: not found, as a shell).
 inline constexpr int kRecordOwnFailure = 125;
-// `report` and `diff`: 0 done, 1 bad input or a failed write, 2 bad usage; `report`: 3 the filters matched no
-// sample (the output is written, empty).
+// `report` and `diff`: 0 done, 1 bad input or a failed write, 2 bad usage, 3 the filters matched no
+// sample (report writes its output, empty; diff writes none).
 inline constexpr int kReportNothingMatched = 3;
 
 void add_record_command(CLI::App& app, RecordArgs& args);

@@ -35,17 +35,12 @@ std::string percent(double share) {
   return buf;
 }
 
-// One side of the diff through the pipeline `report` uses (streamed, its memory bound), filtered.
-Result<FlameData> load_side(const std::string& input, const PictureArgs& a, const FlameFilter& filter) {
+// One side of the diff through the pipeline `report` uses (streamed, its memory bound, filtered and
+// folded as report's picture of that format would be).
+Result<LoadedFlame> load_side(const std::string& input, const LoadOptions& options) {
   auto inputs = expand_inputs({input});
   if (!inputs) return Error{inputs.error()};
-  // --devices filters by the time series; the diff's writers read no other.
-  auto options = load_options(a, !filter.devices.empty());
-  if (!options) return Error{options.error()};
-  auto loaded = load_flame(*inputs, *options);
-  if (!loaded) return Error{loaded.error()};
-  apply_filter(filter, loaded->data);
-  return std::move(loaded->data);
+  return load_flame(*inputs, options);
 }
 
 }  // namespace
@@ -66,26 +61,35 @@ int run_diff(const DiffArgs& a) {
       return 2;
     }
   }
-  auto filter = picture_filter(a);
-  if (!filter) {
-    std::cerr << "aiflame: " << filter.error() << "\n";
+  auto options = load_options(a, format);
+  if (!options) {
+    std::cerr << "aiflame: " << options.error() << "\n";
     return 2;
   }
-  auto before = load_side(a.before, a, *filter);
+  auto before = load_side(a.before, *options);
   if (!before) {
     std::cerr << "aiflame: " << before.error() << "\n";
     return 1;
   }
-  auto after = load_side(a.after, a, *filter);
+  auto after = load_side(a.after, *options);
   if (!after) {
     std::cerr << "aiflame: " << after.error() << "\n";
     return 1;
   }
-  if (before->total() == 0 || after->total() == 0) {
-    std::cerr << "aiflame: " << (before->total() == 0 ? a.before : a.after) << " has no samples to compare\n";
+  // As in report: a filter item that matches nothing is said, and filters that leave a side empty
+  // are status 3 (there is nothing to compare: no output is written).
+  for (const auto* side : {&*before, &*after})
+    if (std::string w = side->filter_warning(); !a.quiet && !w.empty())
+      std::cerr << "aiflame: warning: " << (side == &*before ? "BEFORE " + a.before : "AFTER " + a.after) << ": " << w
+                << "\n";
+  if (before->filtered_out || after->filtered_out) return kReportNothingMatched;
+  const FlameData& b = before->data;
+  const FlameData& f = after->data;
+  if (b.total() == 0 || f.total() == 0) {
+    std::cerr << "aiflame: " << (b.total() == 0 ? a.before : a.after) << " has no samples to compare\n";
     return 1;
   }
-  DiffData diff = make_diff(*before, *after);
+  DiffData diff = make_diff(b, f);
   if (!a.title.empty()) diff.title = a.title;
   DiffShare share = diff_share(diff);
   if (!a.quiet && (share.kernels_before < kLittleShared || share.kernels_after < kLittleShared))

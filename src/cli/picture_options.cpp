@@ -1,5 +1,6 @@
 #include "cli/picture_options.h"
 
+#include "output/writer.h"
 #include "symbolize/nvidia/nvdisasm.h"
 
 namespace aiflame {
@@ -29,24 +30,28 @@ void add_picture_options(CLI::App* sub, PictureArgs& a) {
       ->check(CLI::IsMember({"all", "issued", "not-issued", "none"}));
   sub->add_option("--nvdisasm", a.nvdisasm,
                   "nvdisasm for SASS names not stored in the profile (default: PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)");
+  sub->add_flag("--fold-runs,!--no-fold-runs", a.fold_runs, fold_runs_help());
 }
 
-Result<LoadOptions> load_options(const PictureArgs& a, bool times) {
+Result<LoadOptions> load_options(const PictureArgs& a, std::string_view format) {
+  auto filter = make_flame_filter(a.kernels, a.exclude_kernels, a.stalls, a.devices, a.pids);
+  if (!filter) return Error{filter.error()};
   std::string nvdisasm = find_nvdisasm(a.nvdisasm);
   if (!a.nvdisasm.empty() && nvdisasm.empty())
     return Error{"--nvdisasm " + a.nvdisasm + " is not an executable file; pass the path of CUDA's nvdisasm"};
+  auto writer = make_writer(format);
   LoadOptions lo;
   lo.frames = FrameOptions{!a.no_python, !a.no_native, a.max_depth, a.full_names};
   lo.frames.lines = a.lines;
   lo.frames.group_by = parse_group_by(a.group_by).value_or(GroupBy::Process);
   lo.frames.stalls = parse_stall_leaves(a.stall_reasons).value_or(StallLeaves::All);
-  lo.frames.times = times;
+  // The time series is also what --devices filters by.
+  lo.frames.times = (writer && writer->uses_times()) || !filter->devices.empty();
+  lo.frames.launch_threads = writer && writer->uses_launch_threads();
   lo.gpu = GpuSymbolizerOptions{true, nvdisasm};
+  lo.filter = std::move(*filter);
+  lo.fold_runs = a.fold_runs > 0 || (a.fold_runs == 0 && folds_runs_by_default(format));
   return lo;
-}
-
-Result<FlameFilter> picture_filter(const PictureArgs& a) {
-  return make_flame_filter(a.kernels, a.exclude_kernels, a.stalls, a.devices, a.pids);
 }
 
 }  // namespace aiflame

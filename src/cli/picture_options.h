@@ -1,12 +1,12 @@
 // The options `report` and `diff` share: what the picture holds (frames, grouping, stall leaves,
-// filters) and how aiflame profiles are loaded into it (report/load_flame.h).
+// filters, folded library runs) and how aiflame profiles are loaded into it (report/load_flame.h).
 #pragma once
 #include <string>
+#include <string_view>
 
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
-#include "flame/flame_filter.h"
 #include "report/load_flame.h"
 #include "util/result.h"
 
@@ -15,10 +15,10 @@ namespace aiflame {
 // Registers PictureArgs' flags on a subcommand.
 void add_picture_options(CLI::App* sub, PictureArgs& a);
 
-// LoadOptions from the flags: `times` keeps the time series. Errors (an --nvdisasm that is no
-// executable) are one line.
-Result<LoadOptions> load_options(const PictureArgs& a, bool times);
-// The filter of --kernels, --exclude-kernels, --stalls, --devices, --pids.
-Result<FlameFilter> picture_filter(const PictureArgs& a);
+// LoadOptions from the flags, for a picture written in `format` (a name of the output registry, whose
+// writer says whether it reads the time series and the launching threads, and whether runs of
+// unsymbolized frames fold by default). Errors (a filter that does not parse, an --nvdisasm that is
+// no executable) are one line: bad usage.
+Result<LoadOptions> load_options(const PictureArgs& a, std::string_view format);
 
 }  // namespace aiflame

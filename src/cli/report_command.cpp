@@ -8,12 +8,9 @@
 #include <iostream>
 
 #include "cli/commands.h"
-#include "cli/filter_check.h"
 #include "cli/output_file.h"
 #include "cli/input_files.h"
-#include "flame/flame_filter.h"
 #include "cli/picture_options.h"
-#include "output/fold_runs.h"
 #include "cli/process_table.h"
 #include "cli/stream_hint.h"
 #include "cli/summary.h"
@@ -36,9 +33,6 @@ void add_report_command(CLI::App& app, ReportArgs& a) {
   sub->add_flag("--plain", a.plain, "Folded output without iaprof's annotations (_[G], _[g], py::)");
   add_picture_options(sub, a);
   sub->add_flag("-f,--force", a.force, "Overwrite the output file if it exists");
-  sub->add_flag("--fold-runs,!--no-fold-runs", a.fold_runs,
-                "Fold each run of 3 or more unsymbolized frames of one library ([libcublasLt.so.13+0x...]) into one "
-                "frame [libcublasLt.so.13: N frames]. Default: on for svg, html and speedscope, off for the rest");
 }
 
 int run_report(const ReportArgs& a) {
@@ -67,19 +61,12 @@ int run_report(const ReportArgs& a) {
     std::cerr << "aiflame: " << inputs.error() << "\n";
     return 1;
   }
-  auto filter = picture_filter(a);
-  if (!filter) {
-    std::cerr << "aiflame: " << filter.error() << "\n";
-    return 2;
-  }
-  // The time series is also what --devices filters by.
-  auto options = load_options(a, writer->uses_times() || !filter->devices.empty());
+  auto options = load_options(a, format);
   if (!options) {
     std::cerr << "aiflame: " << options.error() << "\n";
     return 2;
   }
   LoadOptions& lo = *options;
-  lo.frames.launch_threads = format == "trace";
   if (!a.quiet && inputs->size() == 1)
     lo.on_profile = [](const std::string& input, const ProfileFlame& r) {
       print_summary(r.profile, r.stats, input, std::cerr);
@@ -95,20 +82,9 @@ int run_report(const ReportArgs& a) {
   FlameData& data = loaded->data;
   if (!a.quiet && data.processes.size() > 1) print_process_table(data.processes, std::cerr);
   // A filter item that matches nothing is said (a typo must not be a silent empty output), and a
-  // picture the filters emptied is status 3 (cli/filter_check.h).
-  const uint64_t before_filter = data.total();
-  const auto unmatched = unmatched_filter_items(*filter, data);
-  apply_filter(*filter, data);
-  if (a.fold_runs > 0 || (a.fold_runs == 0 && (format == "svg" || format == "html" || format == "speedscope")))
-    fold_library_runs(data);
-  const bool filtered_out = !filter->empty() && before_filter > 0 && data.total() == 0;
-  if (!a.quiet && (filtered_out || !unmatched.empty())) {
-    std::string items;
-    for (const auto& u : unmatched) items += (items.empty() ? "" : "; ") + u;
-    std::cerr << "aiflame: warning: " << (filtered_out ? "the filters matched no sample" : "a filter matched no sample")
-              << (items.empty() ? std::string(" (together; each alone matches some)") : ": " + items) << "\n";
-  }
-  const int done = filtered_out ? kReportNothingMatched : 0;
+  // picture the filters emptied is status 3.
+  if (std::string w = loaded->filter_warning(); !a.quiet && !w.empty()) std::cerr << "aiflame: warning: " << w << "\n";
+  const int done = loaded->filtered_out ? kReportNothingMatched : 0;
   data.title = a.title.empty() ? "AI Flame Graph: " + data.process : a.title;
   data.subtitle = loaded->command + "  |  " + std::to_string(loaded->samples) + " GPU samples, " +
                   std::to_string(loaded->kernels) + " kernels";

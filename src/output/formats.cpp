@@ -1,6 +1,7 @@
-// The registry of output formats: one line each (name, file extensions, help line, factory). The
-// format names `report --format` takes, the extension lookup of `-o` and the help text all come from
-// here. A new format: its writer in one file of its own, and its line (and include) here.
+// The registry of output formats: one line each (name, file extensions, help line, whether runs of
+// unsymbolized frames fold by default, factory). The format names `report --format` takes, the
+// extension lookup of `-o`, the --fold-runs default and the help text all come from here. A new
+// format: its writer in one file of its own, and its line (and include) here.
 #include "output/writer.h"
 
 #include "output/flamescope_writer.h"
@@ -20,18 +21,20 @@ std::unique_ptr<Writer> make(const WriterOptions&) {
   return std::make_unique<W>();
 }
 
+constexpr bool kFold = true, kKeep = false;  // runs of unsymbolized frames, unless --(no-)fold-runs
+
 const OutputFormat kFormats[] = {
-    {"folded", {".folded", ".txt", ".collapsed"}, "folded stacks (the default; --plain: no iaprof annotations)",
+    {"folded", {".folded", ".txt", ".collapsed"}, "folded stacks (the default; --plain: no iaprof annotations)", kKeep,
      [](const WriterOptions& o) -> std::unique_ptr<Writer> {
        return std::make_unique<FoldedWriter>(FoldedOptions{.plain = o.plain});
      }},
-    {"svg", {".svg"}, "interactive flame graph", make<SvgWriter>},
-    {"pprof", {".pb.gz", ".pprof"}, "pprof profile.proto, gzip'd", make<PprofWriter>},
-    {"speedscope", {".speedscope.json"}, "speedscope JSON", make<SpeedscopeWriter>},
-    {"trace", {".trace.json", ".perfetto.json"}, "Chrome trace events (Perfetto)", make<TraceWriter>},
-    {"flamescope", {".stacks", ".perf"}, "perf-script text for FlameScope", make<FlameScopeWriter>},
-    {"html", {".html", ".htm"}, "HTML report", make<HtmlWriter>},
-    {"heatmap", {".heatmap.svg"}, "sample heat map over time", make<HeatmapWriter>},
+    {"svg", {".svg"}, "interactive flame graph", kFold, make<SvgWriter>},
+    {"pprof", {".pb.gz", ".pprof"}, "pprof profile.proto, gzip'd", kKeep, make<PprofWriter>},
+    {"speedscope", {".speedscope.json"}, "speedscope JSON", kFold, make<SpeedscopeWriter>},
+    {"trace", {".trace.json", ".perfetto.json"}, "Chrome trace events (Perfetto)", kKeep, make<TraceWriter>},
+    {"flamescope", {".stacks", ".perf"}, "perf-script text for FlameScope", kKeep, make<FlameScopeWriter>},
+    {"html", {".html", ".htm"}, "HTML report", kFold, make<HtmlWriter>},
+    {"heatmap", {".heatmap.svg"}, "sample heat map over time", kKeep, make<HeatmapWriter>},
 };
 
 }  // namespace

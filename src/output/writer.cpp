@@ -33,4 +33,20 @@ std::string output_formats_help() {
   return h + "\nDefault: folded stacks on stdout";
 }
 
+bool folds_runs_by_default(std::string_view format) {
+  for (const auto& f : output_formats())
+    if (f.name == format) return f.folds_runs;
+  return false;
+}
+
+std::string fold_runs_help() {
+  std::string on, off;
+  for (const auto& f : output_formats()) {
+    std::string& list = f.folds_runs ? on : off;
+    list += (list.empty() ? "" : ", ") + std::string(f.name);
+  }
+  return "Fold each run of 3 or more unsymbolized frames of one library ([libcublasLt.so.13+0x...]) into one frame "
+         "[libcublasLt.so.13: N frames]. Default: on for " + on + "; off for " + off;
+}
+
 }  // namespace aiflame

@@ -20,6 +20,9 @@ class Writer {
   // Whether the writer reads FlameData's times (timeline, kernels, cpu_stacks). A report leaves them
   // out for writers that do not: the timeline grows with the length of the run.
   virtual bool uses_times() const { return true; }
+  // Whether it reads each kernel span's launching thread and launch time (KernelSpan::launch_tid),
+  // which costs a second pass over the launch records.
+  virtual bool uses_launch_threads() const { return false; }
 };
 
 // What the CLI asks of a writer beyond the picture.
@@ -32,6 +35,9 @@ struct OutputFormat {
   std::string_view name;                     // --format NAME
   std::vector<std::string_view> extensions;  // of an output file, the first one shown in help
   std::string_view help;                     // what it is, for the help text
+  // Runs of unsymbolized library frames folded into one frame unless --no-fold-runs (flame/fold_runs.h):
+  // the pictures fold, the interchange formats keep every frame unless --fold-runs.
+  bool folds_runs;
   std::unique_ptr<Writer> (*make)(const WriterOptions&);
 };
 
@@ -47,5 +53,9 @@ std::unique_ptr<Writer> make_writer(std::string_view format, const WriterOptions
 std::string format_from_path(std::string_view path);
 // The help line of `report -o`: every format with its extensions.
 std::string output_formats_help();
+// Whether the named format folds runs of unsymbolized frames by default (false for an unknown name).
+bool folds_runs_by_default(std::string_view format);
+// The help line of --fold-runs, naming the formats that fold by default.
+std::string fold_runs_help();
 
 }  // namespace aiflame

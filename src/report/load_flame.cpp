@@ -2,7 +2,9 @@
 
 #include <set>
 
+#include "flame/filter_check.h"
 #include "flame/flame_merge.h"
+#include "flame/fold_runs.h"
 #include "input/flame_input.h"
 
 namespace aiflame {
@@ -57,7 +59,21 @@ Result<LoadedFlame> load_flame(const std::vector<std::string>& inputs, const Loa
   summary.devices.assign(devices.begin(), devices.end());
   if (!summary.processes) summary.samples = out.samples;
   data.summary = summary;
+  // A filter item that matches nothing is said (a typo must not be a silent empty output).
+  const uint64_t before_filter = data.total();
+  out.unmatched = unmatched_filter_items(options.filter, data);
+  apply_filter(options.filter, data);
+  out.filtered_out = !options.filter.empty() && before_filter > 0 && data.total() == 0;
+  if (options.fold_runs) fold_library_runs(data);
   return out;
+}
+
+std::string LoadedFlame::filter_warning() const {
+  if (!filtered_out && unmatched.empty()) return "";
+  std::string items;
+  for (const auto& u : unmatched) items += (items.empty() ? "" : "; ") + u;
+  return std::string(filtered_out ? "the filters matched no sample" : "a filter matched no sample") +
+         (items.empty() ? std::string(" (together; each alone matches some)") : ": " + items);
 }
 
 Result<FlameData> read_flame_input(const std::string& path, const FrameOptions& frames) {

@@ -162,7 +162,16 @@ for filter in "--stalls bogus" "--devices 7" "--pids rank_99"; do
   rc=$?
   word=${filter%% *}
   check "$filter: warning naming it, status 3" '[ $rc -eq 3 ] && grep -q "warning.*${word}" "$T/err"'
+  # diff loads its two sides through report's pipeline: the same check, one warning per side, no output.
+  "$AIFLAME" diff "$FIX" "$UNFIN" $filter -o "$T/fd.folded" 2>"$T/err"
+  rc=$?
+  check "diff $filter: warning per side naming it, status 3, nothing written" \
+    '[ $rc -eq 3 ] && [ "$(grep -c "warning: \(BEFORE\|AFTER\) .*${word}" "$T/err")" -eq 2 ] && [ ! -e "$T/fd.folded" ]'
 done
+"$AIFLAME" diff "$FIX" "$UNFIN" --stalls selected,bogus -o "$T/fd.folded" 2>"$T/err"
+rc=$?
+check "diff: one filter item matching nothing is named, the diff is written" \
+  '[ $rc -eq 0 ] && grep -q "warning: BEFORE .*--stalls bogus" "$T/err" && [ -s "$T/fd.folded" ]'
 
 "$AIFLAME" --bogus 2>"$T/err"
 check "--bogus named" 'grep -q "unknown option .--bogus." "$T/err"'

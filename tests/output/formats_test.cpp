@@ -49,5 +49,24 @@ TEST(OutputFormats, PlainOptionReachesTheFoldedWriter) {
   EXPECT_EQ(plain.str(), "main;k 3\n");
 }
 
+// The pictures fold runs of unsymbolized library frames by default, the interchange formats keep
+// every frame (issue #26 item 7); the column of the registry says which, and the help names them.
+TEST(OutputFormats, FoldDefaultIsARegistryColumn) {
+  std::set<std::string> folding;
+  for (const auto& f : output_formats())
+    if (folds_runs_by_default(f.name)) folding.insert(std::string(f.name));
+  EXPECT_EQ(folding, (std::set<std::string>{"html", "speedscope", "svg"}));
+  EXPECT_FALSE(folds_runs_by_default("no-such-format"));
+  std::string help = fold_runs_help();
+  EXPECT_NE(help.find("on for svg, speedscope, html; off for folded, pprof, trace, flamescope, heatmap"),
+            std::string::npos)
+      << help;
+}
+
+// The trace alone asks for the launching threads (its CPU tracks): a second pass over the launches.
+TEST(OutputFormats, OnlyTheTraceReadsLaunchThreads) {
+  for (const auto& f : output_formats()) EXPECT_EQ(make_writer(f.name)->uses_launch_threads(), f.name == "trace") << f.name;
+}
+
 }  // namespace
 }  // namespace aiflame

@@ -71,6 +71,54 @@ TEST(LoadFlame, SeveralInputsMergeIntoOnePicture) {
   EXPECT_EQ(mixed.total(), 2 * load({"demo_matmul.aiflame"}, GroupBy::Process).total());
 }
 
+// The filters and the folding of library runs are steps of the pipeline, for report and diff alike.
+TEST(LoadFlame, FiltersNameWhatMatchesNothing) {
+  LoadOptions o;
+  o.frames.times = false;
+  o.gpu = {};
+  auto all = load_flame({data_path("demo_matmul.aiflame")}, o);
+  ASSERT_TRUE(all.ok()) << all.error();
+  EXPECT_TRUE(all->unmatched.empty());
+  EXPECT_EQ(all->filter_warning(), "");
+  auto f = make_flame_filter("", "", "selected,bogus", "", "");
+  ASSERT_TRUE(f.ok()) << f.error();
+  o.filter = *f;
+  auto some = load_flame({data_path("demo_matmul.aiflame")}, o);
+  ASSERT_TRUE(some.ok()) << some.error();
+  EXPECT_GT(some->data.total(), 0u);
+  EXPECT_LT(some->data.total(), all->data.total());
+  EXPECT_FALSE(some->filtered_out);
+  ASSERT_EQ(some->unmatched.size(), 1u);
+  EXPECT_NE(some->unmatched[0].find("--stalls bogus"), std::string::npos) << some->unmatched[0];
+  EXPECT_EQ(some->filter_warning().rfind("a filter matched no sample: --stalls bogus", 0), 0u) << some->filter_warning();
+  o.filter = *make_flame_filter("", "", "bogus", "", "");
+  auto none = load_flame({data_path("demo_matmul.aiflame")}, o);
+  ASSERT_TRUE(none.ok()) << none.error();
+  EXPECT_EQ(none->data.total(), 0u);
+  EXPECT_TRUE(none->filtered_out);
+  EXPECT_EQ(none->filter_warning().rfind("the filters matched no sample", 0), 0u) << none->filter_warning();
+}
+
+TEST(LoadFlame, FoldsLibraryRunsWhenAsked) {
+  auto frames = [](bool fold) {
+    LoadOptions o;
+    o.frames.times = false;
+    o.gpu = {};
+    o.fold_runs = fold;
+    auto d = load_flame({data_path("gpt_train.aiflame")}, o);
+    EXPECT_TRUE(d.ok()) << d.error();
+    size_t n = 0, folded = 0;
+    for (const auto& s : d->data.stacks)
+      for (const auto& f : s.frames) n++, folded += f.name.str().find(" frames]") != std::string::npos;
+    return std::pair{n, folded};
+  };
+  auto [kept, none] = frames(false);
+  auto [fewer, some] = frames(true);
+  EXPECT_EQ(none, 0u);
+  EXPECT_GT(some, 0u);
+  EXPECT_LT(fewer, kept);
+}
+
 TEST(LoadFlame, ErrorsNameTheFile) {
   LoadOptions o;
   auto missing = load_flame({"/nonexistent/x.aiflame"}, o);
