@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The layers of src/ (docs/architecture.md): each directory includes only from the layers beneath it.
 #   util, profile          the ground: the data model and file format
-#   flame                  the flame-graph model (frames, names, lists, totals, merge, filter)
+#   flame                  the flame-graph model (frames, names, lists, totals, merge, filter, fold)
 #   record                 the injection library (profile only)
 #   symbolize              native and GPU symbols (profile)
 #   attribute              samples to frames (profile, symbolize, flame)

@@ -101,17 +101,12 @@ int run_diff(const DiffArgs& a) {
     if (format == "svg") write_diff_svg(diff, out);
     else write_diff_folded(diff, out, a.plain);
   };
-  if (a.output.empty()) {
-    fill(std::cout);
-    std::cout.flush();
-    return std::cout ? 0 : 1;
-  }
-  Status st = write_output_file(a.output, fill, a.force);
+  Status st = write_output(a.output, fill, a.force);
   if (!st) {
     std::cerr << "aiflame: " << st.error() << "\n";
     return 1;
   }
-  if (!a.quiet)
+  if (!a.quiet && !a.output.empty())
     std::cerr << "aiflame: wrote " << a.output << " (" << diff.before_total << " samples before, " << diff.after_total
               << " after)\n";
   return 0;

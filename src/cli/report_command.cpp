@@ -2,9 +2,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <iostream>
 
 #include "cli/commands.h"
@@ -88,21 +85,12 @@ int run_report(const ReportArgs& a) {
   data.title = a.title.empty() ? "AI Flame Graph: " + data.process : a.title;
   data.subtitle = loaded->command + "  |  " + std::to_string(loaded->samples) + " GPU samples, " +
                   std::to_string(loaded->kernels) + " kernels";
-  if (a.output.empty()) {
-    writer->write(data, std::cout);
-    std::cout.flush();
-    if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout)) {
-      std::cerr << "aiflame: writing the output to standard output failed: " << std::strerror(errno ? errno : EIO) << "\n";
-      return 1;
-    }
-    return done;
-  }
-  Status st = write_output_file(a.output, [&](std::ostream& out) { writer->write(data, out); }, a.force);
+  Status st = write_output(a.output, [&](std::ostream& out) { writer->write(data, out); }, a.force);
   if (!st) {
     std::cerr << "aiflame: " << st.error() << "\n";
     return 1;
   }
-  if (!a.quiet) std::cerr << "aiflame: wrote " << a.output << "\n";
+  if (!a.quiet && !a.output.empty()) std::cerr << "aiflame: wrote " << a.output << "\n";
   return done;
 }
 

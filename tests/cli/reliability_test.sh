@@ -148,6 +148,9 @@ check "FIFO: no hang (rc $rc)" '[ $rc -eq 0 ] && cmp -s "$T/file.out" "$T/fifo.o
 "$AIFLAME" report -q "$FIX" >/dev/full 2>"$T/err"
 rc=$?
 check "> /dev/full: status 1 and a message" '[ $rc -eq 1 ] && grep -q "standard output" "$T/err"'
+"$AIFLAME" diff -q "$FIX" "$UNFIN" >/dev/full 2>"$T/err"
+rc=$?
+check "diff > /dev/full: status 1 and a message" '[ $rc -eq 1 ] && grep -q "standard output" "$T/err"'
 mkdir "$T/outdir"
 (ulimit -f 1; exec "$AIFLAME" report -q "$FIX" -o "$T/outdir/big.svg") 2>/dev/null
 wait 2>/dev/null
