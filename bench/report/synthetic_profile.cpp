@@ -190,7 +190,7 @@ bool write_synthetic_profile(const std::string& path, const SyntheticShape& shap
       const Kernel& k = kernels[active[i % active.size()]];
       PcSample ps;
       ps.function = k.name;
-      ps.cubin_crc = k.crc;
+      ps.code_object_id = k.crc;
       // Samples pile up on a kernel's few hot instructions (loads, the math loop) and a few stall reasons.
       ps.pc_offset = std::min<uint64_t>(hot_pc(rng), k.code_bytes / 16 - 1) * 16;
       ps.stall_reason = 1 + std::min(hot_stall(rng), kStallCount - 1);

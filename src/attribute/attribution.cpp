@@ -251,7 +251,7 @@ void Attributor::add_batch(const PcBatchRecord& b, std::vector<AttributedSample>
   const uint64_t batch = ++s_->batches;
   for (const auto& s : b.samples)
     if (int32_t k = kind_of(s.stall_reason); k >= 0)
-      not_issued[{s.function, s.cubin_crc, s.pc_offset, static_cast<uint32_t>(k), s.correlation_id}] += s.count;
+      not_issued[{s.function, s.code_object_id, s.pc_offset, static_cast<uint32_t>(k), s.correlation_id}] += s.count;
   // The window the batch's samples ran in. CUPTI's decode thread hands samples out about every 100 ms
   // (its default sleep span, which aiflame leaves alone: setting it crashed CUPTI 13.0), while aiflame
   // polls every interval (10 ms), so most polls come back empty and say nothing about when the next
@@ -268,7 +268,7 @@ void Attributor::add_batch(const PcBatchRecord& b, std::vector<AttributedSample>
     if (kind_of(s.stall_reason) != kCounted) continue;
     stats_.samples += s.count;
     if (s.correlation_id) {
-      AttributedSample a{0, s.function, s.cubin_crc, s.pc_offset, s.stall_reason, b.device, double(s.count), 0,
+      AttributedSample a{0, s.function, s.code_object_id, s.pc_offset, s.stall_reason, b.device, double(s.count), 0,
                          lo / 2 + hi / 2};
       if (!s_->exact_built) s_->build_exact(p);
       if (auto e = s_->exact.find(exact_key(s.correlation_id, s.function)); e != s_->exact.end())
@@ -276,7 +276,7 @@ void Attributor::add_batch(const PcBatchRecord& b, std::vector<AttributedSample>
       else  // the kernel record was lost: the launch record still names the stack
         a.stack_id = s_->launches.stack_of_launch(s.correlation_id);
       if (!not_issued.empty())
-        if (auto ni = not_issued.find({s.function, s.cubin_crc, s.pc_offset, s.stall_reason, s.correlation_id});
+        if (auto ni = not_issued.find({s.function, s.code_object_id, s.pc_offset, s.stall_reason, s.correlation_id});
             ni != not_issued.end())
           a.not_issued = static_cast<double>(std::min<uint64_t>(ni->second, s.count));
       if (a.stack_id) {
@@ -315,10 +315,10 @@ void Attributor::add_batch(const PcBatchRecord& b, std::vector<AttributedSample>
     }
     const auto& shares = sp.shares;
     const bool in_window = sp.in_window;
-    AttributedSample a{0, s.function, s.cubin_crc, s.pc_offset, s.stall_reason, b.device, 0, 0, lo / 2 + hi / 2};
+    AttributedSample a{0, s.function, s.code_object_id, s.pc_offset, s.stall_reason, b.device, 0, 0, lo / 2 + hi / 2};
     uint64_t idle = 0;
     if (!not_issued.empty())
-      if (auto ni = not_issued.find({s.function, s.cubin_crc, s.pc_offset, s.stall_reason, s.correlation_id});
+      if (auto ni = not_issued.find({s.function, s.code_object_id, s.pc_offset, s.stall_reason, s.correlation_id});
           ni != not_issued.end())
         idle = std::min<uint64_t>(ni->second, s.count);
     if (shares.empty()) {

@@ -19,7 +19,7 @@ namespace aiflame {
 struct AttributedSample {
   uint32_t stack_id = 0;  // 0: no launch found; see LaunchIndex for composite (graph) ids
   uint32_t function = 0;  // string id of the kernel's mangled name
-  uint64_t cubin_crc = 0;
+  uint64_t code_object_id = 0;
   uint64_t pc_offset = 0;
   uint32_t stall_reason = 0;
   uint32_t device = 0;

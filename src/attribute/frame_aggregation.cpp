@@ -9,6 +9,7 @@
 
 #include "attribute/dense_index.h"
 #include "attribute/frame_builder.h"
+#include "attribute/frame_naming.h"
 #include "attribute/pair_table.h"
 #include "attribute/process_row.h"
 #include "attribute/sample_aggregator.h"
@@ -20,15 +21,15 @@ namespace {
 
 // What a sample's GPU frames depend on; with its stack, everything its frames depend on.
 struct GpuKey {
-  uint64_t cubin_crc, pc_offset;
+  uint64_t code_object_id, pc_offset;
   uint32_t function, stall_reason, device;
   bool operator==(const GpuKey&) const = default;
 };
 
-GpuKey gpu_key(const AttributedSample& a) { return {a.cubin_crc, a.pc_offset, a.function, a.stall_reason, a.device}; }
+GpuKey gpu_key(const AttributedSample& a) { return {a.code_object_id, a.pc_offset, a.function, a.stall_reason, a.device}; }
 
 uint64_t hash_of(const GpuKey& k) {
-  uint64_t h = dense_hash_mix(k.cubin_crc, k.pc_offset);
+  uint64_t h = dense_hash_mix(k.code_object_id, k.pc_offset);
   return dense_hash_mix(h, (uint64_t{k.function} << 32 | k.stall_reason) ^ (uint64_t{k.device} << 20));
 }
 
@@ -43,16 +44,16 @@ class GpuPartIndex {
     const uint32_t next = static_cast<uint32_t>(slots_.size());
     auto [s, fresh] = slots_.find_or_add(
         hash_of(k), [&k](const Slot& s) { return s.key() == k; },
-        [&] { return Slot{k.cubin_crc, k.pc_offset, k.function, k.stall_reason, k.device, next}; });
+        [&] { return Slot{k.code_object_id, k.pc_offset, k.function, k.stall_reason, k.device, next}; });
     return {s.id, fresh};
   }
 
  private:
   static constexpr uint32_t kFree = ~0u;
   struct Slot {  // 32 bytes: GpuKey's fields without its padding, and the id
-    uint64_t cubin_crc = 0, pc_offset = 0;
+    uint64_t code_object_id = 0, pc_offset = 0;
     uint32_t function = 0, stall_reason = 0, device = 0, id = kFree;
-    GpuKey key() const { return {cubin_crc, pc_offset, function, stall_reason, device}; }
+    GpuKey key() const { return {code_object_id, pc_offset, function, stall_reason, device}; }
     bool free() const { return id == kFree; }
     uint64_t hash() const { return hash_of(key()); }
   };
@@ -151,12 +152,12 @@ uint32_t FrameBuilder::list_of(const AttributedSample& a, uint32_t gpu_id, bool 
   if (tail == kNoList) {
     auto& ids = g.ids;
     ids.clear();
-    auto [ins, fresh_ins] = g.instructions.try_emplace(GpuPc{a.cubin_crc, a.function, a.pc_offset});
+    auto [ins, fresh_ins] = g.instructions.try_emplace(GpuPc{a.code_object_id, a.function, a.pc_offset});
     if (fresh_ins)
       for (const Frame& f : instruction_frames(a)) ins->second.push_back(t.intern(f));
     ids.insert(ids.end(), ins->second.begin(), ins->second.end());
     if (with_stall)
-      ids.push_back(t.intern(short_stall_name(p_.stall_reason_name(a.device, a.stall_reason)), FrameKind::Stall));
+      ids.push_back(t.intern(stall_frame_name(p_, p_.stall_reason_name(a.device, a.stall_reason)), FrameKind::Stall));
     tail = g.stacks.part(ids);
   }
   return g.stacks.list(head->second, tail);
@@ -171,7 +172,7 @@ void FrameBuilder::add(const AttributedSample& a) {
     auto [id, fresh] = g.gpu_ids.find_or_add(gk);
     if (fresh) {
       instruction_frames(a);  // looks the PC's lines up
-      g.gpu_has_lines.push_back(has_lines_[{a.cubin_crc, a.function, a.pc_offset}]);
+      g.gpu_has_lines.push_back(has_lines_[{a.code_object_id, a.function, a.pc_offset}]);
       g.plain_tails.push_back(kNoList);
       g.stall_tails.push_back(kNoList);
     }

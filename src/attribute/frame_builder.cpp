@@ -5,44 +5,15 @@
 #include <cstdio>
 #include <map>
 
+#include "attribute/frame_naming.h"
 #include "attribute/process_row.h"
 #include "attribute/user_code.h"
 #include "symbolize/demangle.h"
 
 namespace aiflame {
 
-bool is_interpreter_module(const std::string& m) {
-  return m.rfind("python", 0) == 0 || m.rfind("libpython", 0) == 0;
-}
-
-FrameKind classify_module(const std::string& m) {
-  // NVIDIA's runtime and math libraries, the C/C++ runtimes and the loader: "the driver/runtime" layer.
-  static const char* runtime_prefixes[] = {"libcuda.", "libcudart", "libcupti", "libcublas", "libcudnn", "libnccl",
-                                           "libcufft", "libcurand", "libcusparse", "libcusolver", "libnvrtc",
-                                           "libnvJitLink", "libc.so", "libc-", "libpthread", "ld-linux", "libstdc++",
-                                           "libgcc_s", "libdl.", "libaiflame_cupti"};
-  for (const char* pre : runtime_prefixes)
-    if (m.rfind(pre, 0) == 0) return FrameKind::Runtime;
-  if (is_interpreter_module(m)) return FrameKind::Runtime;
-  return FrameKind::Native;
-}
-
-std::string pc_frame_name(uint64_t offset, const std::string& mnemonic) {
-  char buf[24];
-  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(offset));
-  return mnemonic.empty() ? std::string(buf) : mnemonic + " " + buf;
-}
-
-std::optional<StallLeaves> parse_stall_leaves(const std::string& s) {
-  if (s == "all") return StallLeaves::All;
-  if (s == "issued") return StallLeaves::Issued;
-  if (s == "not-issued") return StallLeaves::NotIssued;
-  if (s == "none") return StallLeaves::None;
-  return std::nullopt;
-}
-
 const std::vector<Frame>& FrameBuilder::instruction_frames(const AttributedSample& a) {
-  GpuPc pc{a.cubin_crc, a.function, a.pc_offset};
+  GpuPc pc{a.code_object_id, a.function, a.pc_offset};
   auto it = instruction_cache_.find(pc);
   if (it != instruction_cache_.end()) return it->second;
   if (!opt_.gpu && !own_gpu_) own_gpu_ = std::make_unique<GpuSymbolizer>(p_);
@@ -57,19 +28,6 @@ const std::vector<Frame>& FrameBuilder::instruction_frames(const AttributedSampl
   has_lines_[pc] = !lines.empty();
   frames.push_back({pc_frame_name(a.pc_offset, gpu.mnemonic(pc)), FrameKind::GpuInstruction});
   return instruction_cache_.emplace(pc, std::move(frames)).first->second;
-}
-
-std::string short_stall_name(const std::string& name) {
-  static const std::string prefixes[] = {"smsp__pcsamp_warps_issue_stalled_", "smsp__pcsamp_"};
-  for (const auto& pre : prefixes)
-    if (name.rfind(pre, 0) == 0) return name.substr(pre.size());
-  return name;
-}
-
-std::string program_name(const Profile& p) {
-  if (!p.process || p.process->command.empty()) return "[process]";
-  const std::string& cmd = p.process->command;
-  return basename_of(cmd.substr(0, cmd.find(' ')));
 }
 
 std::string FrameBuilder::process_name() const { return program_name(p_); }
@@ -214,6 +172,7 @@ std::vector<Frame> FrameBuilder::root_frames(uint32_t device) const {
   switch (opt_.group_by) {
     case GroupBy::None: return {};
     case GroupBy::Device: return {{"GPU " + std::to_string(device), FrameKind::Process}};
+    case GroupBy::Program: return {{process_name(), FrameKind::Process}};
     case GroupBy::Rank:
       if (rank >= 0) return {{"rank " + std::to_string(rank), FrameKind::Process}};
       [[fallthrough]];  // not a distributed run: by process

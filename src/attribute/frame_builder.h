@@ -5,13 +5,13 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "attribute/attribution.h"
+#include "attribute/frame_options.h"
 #include "attribute/launch_index.h"
 #include "attribute/pair_table.h"
 #include "flame/flame_data.h"
@@ -20,32 +20,6 @@
 #include "symbolize/symbolizer.h"
 
 namespace aiflame {
-
-// The root frames of every stack: which process (program;pid, iaprof's layout), which rank of a
-// distributed job ("rank 3"), which GPU ("GPU 1"), or none.
-enum class GroupBy { Process, Rank, Device, None };
-// Which samples end in a stall reason frame. A reason's samples split into those taken on cycles when
-// the warp's scheduler issued nothing ("not issued": latency nobody hid) and the rest ("issued").
-enum class StallLeaves : uint8_t { All, Issued, NotIssued, None };
-// "all", "issued", "not-issued", "none"; nullopt for anything else.
-std::optional<StallLeaves> parse_stall_leaves(const std::string& s);
-
-struct FrameOptions {
-  bool python = true;
-  bool native = true;
-  size_t max_depth = 0;  // 0: unlimited CPU frames
-  bool full_names = false;  // keep C++ parameter lists and long template arguments
-  GroupBy group_by = GroupBy::Process;
-  StallLeaves stalls = StallLeaves::All;
-  GpuSymbolizer* gpu = nullptr;  // nullptr: one of its own, from the profile alone (no nvdisasm)
-  bool lines = false;  // native frames carry " (file:line)" from the modules' DWARF
-  // Fill FlameData's timeline, kernel spans and launch stacks (the writers that show time or devices
-  // need them; they grow with the length of the run, so a folded or SVG report leaves them out).
-  bool times = true;
-  // Each kernel span's launching thread and launch time (KernelSpan::launch_tid): the trace output's
-  // CPU tracks. The launch records are read again for it (LaunchRow keeps neither).
-  bool launch_threads = false;
-};
 
 struct GpuFrameStats {
   uint64_t samples = 0;             // GPU samples built into stacks
@@ -92,15 +66,5 @@ class FrameBuilder {
   GpuFrameStats gpu_stats_;
   std::unique_ptr<Aggregation> agg_;
 };
-
-// The program a profile recorded: basename of its command's first word, "[process]" when unknown.
-std::string program_name(const Profile& p);
-// Frame kind of a native frame by the object it lives in (CUDA runtime, libc, interpreter...).
-FrameKind classify_module(const std::string& module_basename);
-bool is_interpreter_module(const std::string& module_basename);
-// "0x1a0", or "FFMA 0x1a0" with a mnemonic.
-std::string pc_frame_name(uint64_t offset, const std::string& mnemonic = "");
-// CUPTI stall reason name -> short form ("smsp__pcsamp_warps_issue_stalled_long_scoreboard" -> "long_scoreboard").
-std::string short_stall_name(const std::string& name);
 
 }  // namespace aiflame

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <map>
 
-#include "attribute/frame_builder.h"
+#include "attribute/frame_naming.h"
 
 namespace aiflame {
 

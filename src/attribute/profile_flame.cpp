@@ -8,7 +8,7 @@
 #include <unordered_map>
 
 #include "attribute/batch_pipeline.h"
-#include "symbolize/sass_cache.h"
+#include "symbolize/nvidia/sass_cache.h"
 #include "symbolize/symbolizer.h"
 
 namespace aiflame {
@@ -40,7 +40,7 @@ Result<std::map<uint64_t, SassCache::Want>> unnamed_kernels(const std::string& p
   std::map<std::pair<uint64_t, uint32_t>, uint64_t> kernels;  // (cubin, function) -> samples
   Status st = for_each_batch(path, [&](const PcBatchRecord& b) {
     for (const auto& s : b.samples)
-      if (!p.gpu_sass.count({s.cubin_crc, s.function, s.pc_offset})) kernels[{s.cubin_crc, s.function}] += s.count;
+      if (!p.gpu_sass.count({s.code_object_id, s.function, s.pc_offset})) kernels[{s.code_object_id, s.function}] += s.count;
   });
   if (!st) return Error{st.error()};
   for (const auto& [key, n] : kernels) want_kernel(wanted, p, key.first, key.second, n);

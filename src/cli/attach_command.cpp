@@ -23,7 +23,7 @@
 #include "cli/stream_hint.h"
 #include "cli/summary.h"
 #include "record/record_options.h"
-#include "symbolize/nvdisasm.h"
+#include "symbolize/nvidia/nvdisasm.h"
 
 namespace aiflame {
 namespace {

@@ -31,24 +31,28 @@ struct RecordArgs {
   bool wait = false;
 };
 
-struct ReportArgs {
-  std::vector<std::string> inputs;
-  std::string output;
-  std::string format;
+// The options of `report` and `diff` that shape the picture (cli/picture_options.h registers them).
+struct PictureArgs {
   bool no_python = false;
   bool no_native = false;
   size_t max_depth = 0;
   bool full_names = false;
   bool lines = false;
-  std::string title;
-  bool quiet = false;
-  bool plain = false;
   std::string group_by = "process";
   std::string kernels, exclude_kernels, stalls, devices, pids;  // filters
   std::string nvdisasm;
   std::string stall_reasons = "all";
+  int fold_runs = 0;  // --fold-runs 1, --no-fold-runs -1, else by format (output/formats.cpp)
+};
+
+struct ReportArgs : PictureArgs {
+  std::vector<std::string> inputs;
+  std::string output;
+  std::string format;
+  std::string title;
+  bool quiet = false;
+  bool plain = false;
   bool force = false;
-  int fold_runs = 0;  // --fold-runs 1, --no-fold-runs -1, else by format (output/fold_runs.h)
 };
 
 struct DemoArgs {
@@ -61,8 +65,8 @@ struct DemoArgs {
 // one for a failure of its own once the program has run: the profile could not be written. env,
 // nohup and docker run use 125 the same way (126: not executable, 127: not found, as a shell).
 inline constexpr int kRecordOwnFailure = 125;
-// `report` and `diff`: 0 done, 1 bad input or a failed write, 2 bad usage; `report`: 3 the filters matched no
-// sample (the output is written, empty).
+// `report` and `diff`: 0 done, 1 bad input or a failed write, 2 bad usage, 3 the filters matched no
+// sample (report writes its output, empty; diff writes none).
 inline constexpr int kReportNothingMatched = 3;
 
 void add_record_command(CLI::App& app, RecordArgs& args);

@@ -1,9 +1,11 @@
 #include "cli/diff_command.h"
 
+#include <cstdio>
 #include <iostream>
 
+#include "cli/input_files.h"
 #include "cli/output_file.h"
-#include "input/flame_input.h"
+#include "cli/picture_options.h"
 #include "output/diff_writer.h"
 #include "output/writer.h"
 
@@ -11,7 +13,10 @@ namespace aiflame {
 
 void add_diff_command(CLI::App& app, DiffArgs& a) {
   auto* sub = app.add_subcommand("diff", "Differential flame graph: red where AFTER grew, blue where it shrank");
-  sub->add_option("before", a.before, "Profile before the change (aiflame profile, folded stacks or iaprof output)")->required();
+  sub->add_option("before", a.before,
+                  "Profile before the change (aiflame profile, folded stacks or iaprof output, or a directory of "
+                  "profiles)")
+      ->required();
   sub->add_option("after", a.after, "Profile after the change")->required();
   sub->add_option("-o,--output", a.output, "Output file, .svg or .folded. Default: diff folded lines on stdout");
   sub->add_option("--format", a.format, "Output format, overriding the extension")->check(CLI::IsMember({"svg", "folded"}));
@@ -19,7 +24,26 @@ void add_diff_command(CLI::App& app, DiffArgs& a) {
   sub->add_option("--title", a.title, "Title of the flame graph");
   sub->add_flag("-q,--quiet", a.quiet, "Print only errors");
   sub->add_flag("-f,--force", a.force, "Overwrite the output file if it exists");
+  add_picture_options(sub, a);
 }
+
+namespace {
+
+std::string percent(double share) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f%%", share * 100);
+  return buf;
+}
+
+// One side of the diff through the pipeline `report` uses (streamed, its memory bound, filtered and
+// folded as report's picture of that format would be).
+Result<LoadedFlame> load_side(const std::string& input, const LoadOptions& options) {
+  auto inputs = expand_inputs({input});
+  if (!inputs) return Error{inputs.error()};
+  return load_flame(*inputs, options);
+}
+
+}  // namespace
 
 int run_diff(const DiffArgs& a) {
   std::string format = a.format;
@@ -37,37 +61,52 @@ int run_diff(const DiffArgs& a) {
       return 2;
     }
   }
-  auto before = read_flame_input(a.before);
+  auto options = load_options(a, format);
+  if (!options) {
+    std::cerr << "aiflame: " << options.error() << "\n";
+    return 2;
+  }
+  auto before = load_side(a.before, *options);
   if (!before) {
     std::cerr << "aiflame: " << before.error() << "\n";
     return 1;
   }
-  auto after = read_flame_input(a.after);
+  auto after = load_side(a.after, *options);
   if (!after) {
     std::cerr << "aiflame: " << after.error() << "\n";
     return 1;
   }
-  if (before->total() == 0 || after->total() == 0) {
-    std::cerr << "aiflame: " << (before->total() == 0 ? a.before : a.after) << " has no samples to compare\n";
+  // As in report: a filter item that matches nothing is said, and filters that leave a side empty
+  // are status 3 (there is nothing to compare: no output is written).
+  for (const auto* side : {&*before, &*after})
+    if (std::string w = side->filter_warning(); !a.quiet && !w.empty())
+      std::cerr << "aiflame: warning: " << (side == &*before ? "BEFORE " + a.before : "AFTER " + a.after) << ": " << w
+                << "\n";
+  if (before->filtered_out || after->filtered_out) return kReportNothingMatched;
+  const FlameData& b = before->data;
+  const FlameData& f = after->data;
+  if (b.total() == 0 || f.total() == 0) {
+    std::cerr << "aiflame: " << (b.total() == 0 ? a.before : a.after) << " has no samples to compare\n";
     return 1;
   }
-  DiffData diff = make_diff(*before, *after);
+  DiffData diff = make_diff(b, f);
   if (!a.title.empty()) diff.title = a.title;
+  DiffShare share = diff_share(diff);
+  if (!a.quiet && (share.kernels_before < kLittleShared || share.kernels_after < kLittleShared))
+    std::cerr << "aiflame: the inputs share little: " << percent(share.kernels_before) << " of BEFORE's samples and "
+              << percent(share.kernels_after) << " of AFTER's are in launch stacks and kernels both have (--group-by "
+              << a.group_by << "); are they runs of one program? --group-by none compares stacks whatever process "
+              << "ran them\n";
   auto fill = [&](std::ostream& out) {
     if (format == "svg") write_diff_svg(diff, out);
     else write_diff_folded(diff, out, a.plain);
   };
-  if (a.output.empty()) {
-    fill(std::cout);
-    std::cout.flush();
-    return std::cout ? 0 : 1;
-  }
-  Status st = write_output_file(a.output, fill, a.force);
+  Status st = write_output(a.output, fill, a.force);
   if (!st) {
     std::cerr << "aiflame: " << st.error() << "\n";
     return 1;
   }
-  if (!a.quiet)
+  if (!a.quiet && !a.output.empty())
     std::cerr << "aiflame: wrote " << a.output << " (" << diff.before_total << " samples before, " << diff.after_total
               << " after)\n";
   return 0;

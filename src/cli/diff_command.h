@@ -1,13 +1,18 @@
 // `aiflame diff BEFORE AFTER [-o OUT]`: a differential flame graph of two profiles (any input
-// `aiflame report` reads), BEFORE scaled to AFTER's total samples.
+// `aiflame report` reads, loaded the same way: report/load_flame.h), BEFORE scaled to AFTER's total
+// samples. Stacks are matched by their frames, so the root frames name the program (not its pid) by
+// default: two runs of one program compare (--group-by as in report).
 #pragma once
 #include <string>
 
 #include <CLI/CLI.hpp>
 
+#include "cli/commands.h"
+
 namespace aiflame {
 
-struct DiffArgs {
+struct DiffArgs : PictureArgs {
+  DiffArgs() { group_by = "program"; }
   std::string before, after;
   std::string output;        // .svg or .folded; empty: diff folded lines on stdout
   std::string format;        // "svg" or "folded", overriding the extension

@@ -14,7 +14,7 @@ namespace {
 struct Additions {
   std::vector<SymbolRecord> symbols;
   std::vector<GpuLineRecord> lines;
-  std::vector<GpuSassRecord> sass;
+  std::vector<GpuInstructionRecord> sass;
   bool empty() const { return symbols.empty() && lines.empty() && sass.empty(); }
 };
 
@@ -39,7 +39,7 @@ void name_native_frames(const Profile& p, Additions& out, FinalizeStats& stats) 
 Result<std::map<GpuPc, uint64_t>> sampled_instructions(const std::string& path) {
   std::map<GpuPc, uint64_t> pcs;
   Status st = for_each_batch(path, [&](const PcBatchRecord& b) {
-    for (const auto& s : b.samples) pcs[{s.cubin_crc, s.function, s.pc_offset}] += s.count;
+    for (const auto& s : b.samples) pcs[{s.code_object_id, s.function, s.pc_offset}] += s.count;
   });
   if (!st) return Error{st.error()};
   return pcs;
@@ -50,7 +50,7 @@ void name_gpu_instructions(const Profile& p, const std::map<GpuPc, uint64_t>& pc
   // The sampled kernels whose mnemonics are not stored yet, per cubin, for one parallel nvdisasm pass.
   std::map<uint64_t, SassCache::Want> wanted;
   for (const auto& [pc, n] : pcs)
-    if (!p.gpu_sass.count(pc)) want_kernel(wanted, p, pc.cubin_crc, pc.function, n);
+    if (!p.gpu_sass.count(pc)) want_kernel(wanted, p, pc.code_object_id, pc.function, n);
   if (opt.use_nvdisasm && !wanted.empty()) {
     // The budget is for the whole recording: what earlier profiles used is gone.
     int left = sass_budget_ms - static_cast<int>(stats.sass.stats().seconds * 1000);
@@ -62,13 +62,13 @@ void name_gpu_instructions(const Profile& p, const std::map<GpuPc, uint64_t>& pc
   stats.gpu_instructions += pcs.size();
   GpuSymbolizer gpu(p, opt);
   for (const auto& [pc, n] : pcs) {
-    if (!gpu.has_image(pc.cubin_crc)) continue;  // --no-cubins: nothing to derive, here or later
+    if (!gpu.has_image(pc.code_object_id)) continue;  // --no-cubins: nothing to derive, here or later
     // Stored even when empty: the report then knows the instruction has no line, without the cubin.
-    if (!p.gpu_lines.count(pc)) out.lines.push_back(GpuLineRecord{pc.cubin_crc, pc.function, pc.pc_offset, gpu.lines(pc)});
+    if (!p.gpu_lines.count(pc)) out.lines.push_back(GpuLineRecord{pc.code_object_id, pc.function, pc.pc_offset, gpu.lines(pc)});
     // An empty name is stored when nvdisasm answered without one: the report then does not ask again.
     if (!p.gpu_sass.count(pc))
-      if (const std::string& m = gpu.mnemonic(pc); !m.empty() || stats.sass.answered(pc.cubin_crc, p.str(pc.function)))
-        out.sass.push_back(GpuSassRecord{pc.cubin_crc, pc.function, pc.pc_offset, m});
+      if (const std::string& m = gpu.mnemonic(pc); !m.empty() || stats.sass.answered(pc.code_object_id, p.str(pc.function)))
+        out.sass.push_back(GpuInstructionRecord{pc.code_object_id, pc.function, pc.pc_offset, m});
   }
   for (const auto& n : gpu.notes())
     if (std::find(notes.begin(), notes.end(), n) == notes.end()) notes.push_back(n);

@@ -57,7 +57,9 @@ int main(int argc, char** argv) {
       "(--kernels, --stalls, --devices, --pids...) matched no sample: a warning names them, the output is "
       "written, empty.");
   app.get_subcommand("diff")->footer(
-      "Exit status: 0 written; 1 bad input or the output could not be written; 2 bad usage.");
+      "Exit status: 0 written; 1 bad input or the output could not be written; 2 bad usage; 3 the filters "
+      "(--kernels, --stalls, --devices, --pids...) matched no sample of BEFORE or AFTER: a warning names "
+      "them, nothing is written.");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

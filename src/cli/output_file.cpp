@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <iostream>
 #include <streambuf>
 
 namespace aiflame {
@@ -142,6 +144,15 @@ Status write_output_file(const std::string& path, const std::function<void(std::
     if (e == EEXIST) return Error{path + " exists; pass --force to overwrite it"};
     return Error{"cannot create " + path + ": " + std::strerror(e)};
   }
+  return Ok{};
+}
+
+Status write_output(const std::string& path, const std::function<void(std::ostream&)>& fill, bool force) {
+  if (!path.empty()) return write_output_file(path, fill, force);
+  fill(std::cout);
+  std::cout.flush();
+  if (!std::cout || std::fflush(stdout) != 0 || std::ferror(stdout))
+    return Error{std::string("writing the output to standard output failed: ") + std::strerror(errno ? errno : EIO)};
   return Ok{};
 }
 

@@ -19,4 +19,8 @@ Status check_output_path(const std::string& path, bool force);
 
 Status write_output_file(const std::string& path, const std::function<void(std::ostream&)>& fill, bool force);
 
+// `report` and `diff`: the output file as write_output_file writes it, or standard output when path is
+// empty, checked to the end (a full disk or a closed pipe behind stdout is an error, not status 0).
+Status write_output(const std::string& path, const std::function<void(std::ostream&)>& fill, bool force);
+
 }  // namespace aiflame

@@ -23,7 +23,7 @@
 #include "cli/commands.h"
 #include "cli/finalize.h"
 #include "cli/process_table.h"
-#include "symbolize/nvdisasm.h"
+#include "symbolize/nvidia/nvdisasm.h"
 #include "cli/stream_hint.h"
 #include "cli/summary.h"
 #include "profile/profile_writer.h"

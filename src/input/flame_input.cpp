@@ -13,12 +13,9 @@
 #include <memory>
 #include <utility>
 
-#include "attribute/attribution.h"
 #include "input/folded_reader.h"
 #include "input/iaprof_reader.h"
 #include "input/text_lines.h"
-#include "profile/profile.h"
-#include "symbolize/symbolizer.h"
 
 namespace aiflame {
 
@@ -111,15 +108,6 @@ bool first_content_line_complete(std::string_view head) {
   }
 }
 
-Result<FlameData> flame_from_profile(const Profile& p, const FrameOptions& options) {
-  AttributionResult res = attribute_samples(p);
-  Symbolizer sym(p.modules);
-  FrameBuilder fb(p, sym, options);
-  FlameData d = fb.build(res);
-  d.title = "AI Flame Graph: " + fb.process_name();
-  return d;
-}
-
 }  // namespace
 
 Result<FlameInput> FlameInput::open(const std::string& path) {
@@ -178,7 +166,9 @@ std::string FlameInput::own_error(std::string error) const {
   return error;
 }
 
-Result<FlameData> FlameInput::read(const FrameOptions& options) {
+bool FlameInput::empty() { return stream_->peek(1).empty(); }
+
+Result<FlameData> FlameInput::read() {
   const std::string& nm = name();
   auto lines = [&](auto& parser, const char* what) -> Result<FlameData> {
     std::string_view line;
@@ -192,13 +182,9 @@ Result<FlameData> FlameInput::read(const FrameOptions& options) {
     return d;
   };
   switch (format_) {
-    case InputFormat::Aiflame: {
-      auto path = profile_path();
-      if (!path) return Error{path.error()};
-      auto p = read_profile(*path);
-      if (!p) return Error{own_error(p.error())};
-      return flame_from_profile(*p, options);
-    }
+    case InputFormat::Aiflame:
+      // Profiles are attributed on their way to a picture: report/load_flame.h reads them.
+      return Error{nm + ": an aiflame profile, not a text input"};
     case InputFormat::Iaprof: {
       IaprofParser parser;
       return lines(parser, "iaprof output");
@@ -209,10 +195,7 @@ Result<FlameData> FlameInput::read(const FrameOptions& options) {
     }
     case InputFormat::Unknown: break;
   }
-  if (stream_->peek(1).empty()) {
-    auto p = parse_profile("", nm);  // its "empty file" message
-    return Error{p ? nm + ": empty file" : p.error()};
-  }
+  if (empty()) return Error{nm + ": empty file"};
   std::string_view head = stream_->peek(InputStream::kMaxLine);
   if (head.size() == InputStream::kMaxLine && head.find('\n') == std::string_view::npos)
     return Error{nm + ": not an aiflame profile, folded stacks or iaprof output (no line end in its first " +
@@ -226,13 +209,11 @@ Result<InputFormat> detect_file_format(const std::string& path) {
   return in->format();
 }
 
-Result<FlameData> parse_flame_input(const std::string& bytes, const std::string& name, const FrameOptions& options) {
+Result<FlameData> parse_flame_input(const std::string& bytes, const std::string& name) {
   switch (detect_input_format(bytes)) {
-    case InputFormat::Aiflame: {
-      auto p = parse_profile(bytes, name);
-      if (!p) return Error{p.error()};
-      return flame_from_profile(*p, options);
-    }
+    case InputFormat::Aiflame:
+      // Profiles are attributed on their way to a picture: report/load_flame.h reads them.
+      return Error{name + ": an aiflame profile, not a text input"};
     case InputFormat::Iaprof: {
       auto d = parse_iaprof(bytes);
       if (!d) return Error{name + ": iaprof output, " + d.error()};
@@ -249,17 +230,8 @@ Result<FlameData> parse_flame_input(const std::string& bytes, const std::string&
     }
     case InputFormat::Unknown: break;
   }
-  if (bytes.empty()) {
-    auto p = parse_profile(bytes, name);  // its "empty file" message
-    return Error{p ? name + ": empty file" : p.error()};
-  }
+  if (bytes.empty()) return Error{name + ": empty file"};
   return Error{name + ": not an aiflame profile, folded stacks or iaprof output"};
-}
-
-Result<FlameData> read_flame_input(const std::string& path, const FrameOptions& options) {
-  auto in = FlameInput::open(path);
-  if (!in) return Error{in.error()};
-  return in->read(options);
 }
 
 }  // namespace aiflame

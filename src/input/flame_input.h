@@ -1,12 +1,13 @@
 // Every input `aiflame report` and `aiflame diff` read, told apart by content (never by name):
 // aiflame profiles, folded stacks (plain or annotated, as aiflame, flamegraph.pl's stackcollapse
-// scripts and iaprof write them) and iaprof's text output. Gzip'd text is read as well.
+// scripts and iaprof write them) and iaprof's text output. Gzip'd text is read as well. The text
+// inputs are read here; aiflame profiles are attributed on their way to a picture
+// (report/load_flame.h reads every kind).
 #pragma once
 #include <memory>
 #include <string>
 #include <string_view>
 
-#include "attribute/frame_builder.h"
 #include "flame/flame_data.h"
 #include "input/input_stream.h"
 #include "util/result.h"
@@ -39,8 +40,11 @@ class FlameInput {
   Result<std::string> profile_path();
   // Error text with the copy's path put back to the input's name.
   std::string own_error(std::string error) const;
-  // A flame graph: aiflame profiles attributed and built with `options`, text read line by line.
-  Result<FlameData> read(const FrameOptions& options = {});
+  // Nothing to read: an empty file or pipe.
+  bool empty();
+  // The flame graph of a text input, read line by line. An aiflame profile is an error here: it is
+  // attributed on its way to a picture (report/load_flame.h opens it at profile_path()).
+  Result<FlameData> read();
 
  private:
   FlameInput() = default;
@@ -53,11 +57,8 @@ class FlameInput {
 // The format of a file's content, for callers that handle aiflame profiles their own way.
 Result<InputFormat> detect_file_format(const std::string& path);
 
-// A flame graph from any input: aiflame profiles are attributed and built with `options`; folded
-// and iaprof inputs are read as they are. Errors are one line naming the file.
-Result<FlameData> read_flame_input(const std::string& path, const FrameOptions& options = {});
-
-// The same from bytes already read; `name` is used in errors.
-Result<FlameData> parse_flame_input(const std::string& bytes, const std::string& name, const FrameOptions& options = {});
+// A flame graph from the bytes of a text input (folded stacks, iaprof output), read as it is; `name`
+// is used in errors, which are one line (an aiflame profile's bytes are one too).
+Result<FlameData> parse_flame_input(const std::string& bytes, const std::string& name);
 
 }  // namespace aiflame

@@ -28,6 +28,18 @@ struct DiffData {
 // Stacks matched by their frame names (annotations aside), so inputs of different formats compare.
 DiffData make_diff(const FlameData& before, const FlameData& after);
 
+// The share of each input's samples (0..1) that lie in stacks both inputs have: whole stacks, and
+// stacks up to their kernel (launch stack and kernel; the instruction and stall leaves below differ
+// from run to run where samples are few). Near 1 for two runs of one program, near 0 when the inputs
+// name their stacks differently (other programs, or roots that differ, such as pids).
+struct DiffShare {
+  double before = 0, after = 0;
+  double kernels_before = 0, kernels_after = 0;
+};
+DiffShare diff_share(const DiffData& d);
+// Below this share of stacks up to their kernel, `aiflame diff` says the inputs share little.
+inline constexpr double kLittleShared = 0.5;
+
 // "stack BEFORE AFTER" lines (difffolded.pl's output; flamegraph.pl draws them as a differential
 // graph), BEFORE scaled and rounded; annotated names unless plain.
 void write_diff_folded(const DiffData& d, std::ostream& out, bool plain = false);

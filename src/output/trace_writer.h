@@ -17,6 +17,7 @@ class TraceWriter : public Writer {
  public:
   std::string_view format() const override { return "trace"; }
   void write(const FlameData& data, std::ostream& out) const override;
+  bool uses_launch_threads() const override { return true; }  // the CPU tracks
 };
 
 // Samples of each kernel span (index-aligned with data.kernels): the samples of a (kernel, launch

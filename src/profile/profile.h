@@ -16,7 +16,7 @@ namespace aiflame {
 
 // One sampled GPU instruction: cubin CRC, kernel name string id, offset from the kernel's start.
 struct GpuPc {
-  uint64_t cubin_crc = 0;
+  uint64_t code_object_id = 0;
   uint32_t function = 0;
   uint64_t pc_offset = 0;
   auto operator<=>(const GpuPc&) const = default;
@@ -60,7 +60,7 @@ struct Profile {
   RecordArray<LaunchRow> launches;
   RecordArray<KernelRow> kernels;
   std::vector<PcBatchRecord> batches;
-  std::map<uint64_t, CubinRecord> cubins;
+  std::map<uint64_t, CodeObjectRecord> cubins;
   std::unordered_map<uint64_t, SymbolRecord> symbols;
   std::vector<std::string> warnings;
   std::unordered_map<uint64_t, GraphNodeRecord> graph_nodes;  // by node id

@@ -113,19 +113,19 @@ bool parse_records(std::string_view raw, RecordSink& sink) {
         p.batches.push_back(std::move(x));
         break;
       }
-      case RecordType::Cubin: { CubinRecord x; ok = read_one(r, x); uint64_t crc = x.crc; p.cubins[crc] = std::move(x); break; }
+      case RecordType::CodeObject: { CodeObjectRecord x; ok = read_one(r, x); uint64_t id = x.id; p.cubins[id] = std::move(x); break; }
       case RecordType::Symbol: { SymbolRecord x; ok = read_one(r, x); p.symbols[x.address] = std::move(x); break; }
       case RecordType::Warning: { WarningRecord x; ok = read_one(r, x); p.warnings.push_back(std::move(x.text)); break; }
       case RecordType::GraphNode: { GraphNodeRecord x; ok = read_one(r, x); p.graph_nodes[x.node_id] = x; break; }
       case RecordType::End: { EndRecord x; ok = read_one(r, x); p.end = x; break; }
       case RecordType::GpuLine: {
         GpuLineRecord x; ok = read_one(r, x);
-        p.gpu_lines[{x.cubin_crc, x.function, x.pc_offset}] = std::move(x.frames);
+        p.gpu_lines[{x.code_object_id, x.function, x.pc_offset}] = std::move(x.frames);
         break;
       }
-      case RecordType::GpuSass: {
-        GpuSassRecord x; ok = read_one(r, x);
-        p.gpu_sass[{x.cubin_crc, x.function, x.pc_offset}] = std::move(x.mnemonic);
+      case RecordType::GpuInstruction: {
+        GpuInstructionRecord x; ok = read_one(r, x);
+        p.gpu_sass[{x.code_object_id, x.function, x.pc_offset}] = std::move(x.mnemonic);
         break;
       }
       case RecordType::BackwardCaller: {

@@ -114,7 +114,7 @@ void encode(ByteWriter& w, const PcBatchRecord& r) {
   w.varint(r.total_samples); w.varint(r.dropped_samples); w.u8(r.hardware_buffer_full ? 1 : 0);
   w.varint(r.samples.size());
   for (const auto& s : r.samples) {
-    w.varint(s.function); w.varint(s.cubin_crc); w.varint(s.pc_offset); w.varint(s.stall_reason);
+    w.varint(s.function); w.varint(s.code_object_id); w.varint(s.pc_offset); w.varint(s.stall_reason);
     w.varint(s.count); w.varint(s.correlation_id);
   }
 }
@@ -124,15 +124,15 @@ bool decode(ByteReader& r, PcBatchRecord& o) {
   uint64_t n = r.count(6);
   o.samples.resize(n);
   for (auto& s : o.samples) {
-    s.function = r.varint32(); s.cubin_crc = r.varint(); s.pc_offset = r.varint(); s.stall_reason = r.varint32();
+    s.function = r.varint32(); s.code_object_id = r.varint(); s.pc_offset = r.varint(); s.stall_reason = r.varint32();
     s.count = r.varint32(); s.correlation_id = r.varint32();
   }
   return r.ok();
 }
 
-void encode(ByteWriter& w, const CubinRecord& r) { w.varint(r.crc); w.varint(r.device); w.str(r.image); }
-bool decode(ByteReader& r, CubinRecord& o) {
-  o.crc = r.varint(); o.device = r.varint32(); o.image = r.str();
+void encode(ByteWriter& w, const CodeObjectRecord& r) { w.varint(r.id); w.varint(r.device); w.str(r.image); }
+bool decode(ByteReader& r, CodeObjectRecord& o) {
+  o.id = r.varint(); o.device = r.varint32(); o.image = r.str();
   return r.ok();
 }
 
@@ -169,23 +169,23 @@ bool decode(ByteReader& r, EndRecord& o) {
 }
 
 void encode(ByteWriter& w, const GpuLineRecord& r) {
-  w.varint(r.cubin_crc); w.varint(r.function); w.varint(r.pc_offset);
+  w.varint(r.code_object_id); w.varint(r.function); w.varint(r.pc_offset);
   w.varint(r.frames.size());
   for (const auto& f : r.frames) { w.str(f.function); w.str(f.file); w.varint(f.line); }
 }
 bool decode(ByteReader& r, GpuLineRecord& o) {
-  o.cubin_crc = r.varint(); o.function = r.varint32(); o.pc_offset = r.varint();
+  o.code_object_id = r.varint(); o.function = r.varint32(); o.pc_offset = r.varint();
   uint64_t n = r.count(3);
   o.frames.resize(n);
   for (auto& f : o.frames) { f.function = r.str(); f.file = r.str(); f.line = r.varint32(); }
   return r.ok();
 }
 
-void encode(ByteWriter& w, const GpuSassRecord& r) {
-  w.varint(r.cubin_crc); w.varint(r.function); w.varint(r.pc_offset); w.str(r.mnemonic);
+void encode(ByteWriter& w, const GpuInstructionRecord& r) {
+  w.varint(r.code_object_id); w.varint(r.function); w.varint(r.pc_offset); w.str(r.mnemonic);
 }
-bool decode(ByteReader& r, GpuSassRecord& o) {
-  o.cubin_crc = r.varint(); o.function = r.varint32(); o.pc_offset = r.varint(); o.mnemonic = r.str();
+bool decode(ByteReader& r, GpuInstructionRecord& o) {
+  o.code_object_id = r.varint(); o.function = r.varint32(); o.pc_offset = r.varint(); o.mnemonic = r.str();
   return r.ok();
 }
 

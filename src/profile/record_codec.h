@@ -13,13 +13,13 @@ void encode(ByteWriter& w, const StackRecord& r);
 void encode(ByteWriter& w, const LaunchRecord& r);
 void encode(ByteWriter& w, const KernelRecord& r);
 void encode(ByteWriter& w, const PcBatchRecord& r);
-void encode(ByteWriter& w, const CubinRecord& r);
+void encode(ByteWriter& w, const CodeObjectRecord& r);
 void encode(ByteWriter& w, const SymbolRecord& r);
 void encode(ByteWriter& w, const WarningRecord& r);
 void encode(ByteWriter& w, const GraphNodeRecord& r);
 void encode(ByteWriter& w, const EndRecord& r);
 void encode(ByteWriter& w, const GpuLineRecord& r);
-void encode(ByteWriter& w, const GpuSassRecord& r);
+void encode(ByteWriter& w, const GpuInstructionRecord& r);
 void encode(ByteWriter& w, const BackwardCallerRecord& r);
 void encode(ByteWriter& w, const BackwardStackRecord& r);
 void encode(ByteWriter& w, const AutogradSummaryRecord& r);
@@ -32,13 +32,13 @@ bool decode(ByteReader& r, StackRecord& o);
 bool decode(ByteReader& r, LaunchRecord& o);
 bool decode(ByteReader& r, KernelRecord& o);
 bool decode(ByteReader& r, PcBatchRecord& o);
-bool decode(ByteReader& r, CubinRecord& o);
+bool decode(ByteReader& r, CodeObjectRecord& o);
 bool decode(ByteReader& r, SymbolRecord& o);
 bool decode(ByteReader& r, WarningRecord& o);
 bool decode(ByteReader& r, GraphNodeRecord& o);
 bool decode(ByteReader& r, EndRecord& o);
 bool decode(ByteReader& r, GpuLineRecord& o);
-bool decode(ByteReader& r, GpuSassRecord& o);
+bool decode(ByteReader& r, GpuInstructionRecord& o);
 bool decode(ByteReader& r, BackwardCallerRecord& o);
 bool decode(ByteReader& r, BackwardStackRecord& o);
 bool decode(ByteReader& r, AutogradSummaryRecord& o);
@@ -52,13 +52,13 @@ template <> constexpr RecordType record_type_of<StackRecord>() { return RecordTy
 template <> constexpr RecordType record_type_of<LaunchRecord>() { return RecordType::Launch; }
 template <> constexpr RecordType record_type_of<KernelRecord>() { return RecordType::Kernel; }
 template <> constexpr RecordType record_type_of<PcBatchRecord>() { return RecordType::PcBatch; }
-template <> constexpr RecordType record_type_of<CubinRecord>() { return RecordType::Cubin; }
+template <> constexpr RecordType record_type_of<CodeObjectRecord>() { return RecordType::CodeObject; }
 template <> constexpr RecordType record_type_of<SymbolRecord>() { return RecordType::Symbol; }
 template <> constexpr RecordType record_type_of<WarningRecord>() { return RecordType::Warning; }
 template <> constexpr RecordType record_type_of<GraphNodeRecord>() { return RecordType::GraphNode; }
 template <> constexpr RecordType record_type_of<EndRecord>() { return RecordType::End; }
 template <> constexpr RecordType record_type_of<GpuLineRecord>() { return RecordType::GpuLine; }
-template <> constexpr RecordType record_type_of<GpuSassRecord>() { return RecordType::GpuSass; }
+template <> constexpr RecordType record_type_of<GpuInstructionRecord>() { return RecordType::GpuInstruction; }
 template <> constexpr RecordType record_type_of<BackwardCallerRecord>() { return RecordType::BackwardCaller; }
 template <> constexpr RecordType record_type_of<BackwardStackRecord>() { return RecordType::BackwardStack; }
 template <> constexpr RecordType record_type_of<AutogradSummaryRecord>() { return RecordType::AutogradSummary; }

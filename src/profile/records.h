@@ -17,13 +17,13 @@ enum class RecordType : uint8_t {
   Launch = 6,
   Kernel = 7,
   PcBatch = 8,
-  Cubin = 9,
+  CodeObject = 9,  // a GPU code object (was Cubin)
   Symbol = 10,
   Warning = 11,
   End = 12,
   GraphNode = 20,  // numbered apart from the GPU-symbol records added beside it
   GpuLine = 13,
-  GpuSass = 14,
+  GpuInstruction = 14,  // a sampled instruction's name (was GpuSass)
   BackwardCaller = 21,  // autograd (format version 2): see BackwardStackRecord
   BackwardStack = 22,
   AutogradSummary = 23,
@@ -151,7 +151,7 @@ struct AutogradSummaryRecord {
 
 struct PcSample {
   uint32_t function = 0;     // string id (mangled name)
-  uint64_t cubin_crc = 0;
+  uint64_t code_object_id = 0;
   uint64_t pc_offset = 0;
   uint32_t stall_reason = 0; // hardware stall reason index
   uint32_t count = 0;
@@ -171,10 +171,12 @@ struct PcBatchRecord {
   std::vector<PcSample> samples;
 };
 
-struct CubinRecord {
-  uint64_t crc = 0;
+// A GPU code object loaded by the program (a cubin for CUDA), named by `id` in samples and symbols
+// (code_object_id: CUPTI's cubin CRC).
+struct CodeObjectRecord {
+  uint64_t id = 0;
   uint32_t device = 0;
-  std::string image;  // the cubin/ELF bytes (may be empty when not kept)
+  std::string image;  // the code object's bytes, an ELF for CUDA (may be empty when not kept)
 };
 
 // One level of an instruction's source position. GPU: the kernel's own line (function empty) or a
@@ -204,15 +206,16 @@ struct SymbolRecord {
 // frames run from the kernel's line to the innermost inlined function's; empty: the cubin has no line
 // for this instruction (built without -lineinfo).
 struct GpuLineRecord {
-  uint64_t cubin_crc = 0;
+  uint64_t code_object_id = 0;
   uint32_t function = 0;   // string id of the kernel's mangled name, as in PcSample
   uint64_t pc_offset = 0;
   std::vector<GpuSourceFrame> frames;
 };
 
-// SASS mnemonic of one sampled GPU instruction ("FFMA", "LDG.E.128"), from nvdisasm when recording ends.
-struct GpuSassRecord {
-  uint64_t cubin_crc = 0;
+// The name of one sampled GPU instruction, its mnemonic (SASS "FFMA", "LDG.E.128" from nvdisasm),
+// added when recording ends.
+struct GpuInstructionRecord {
+  uint64_t code_object_id = 0;
   uint32_t function = 0;   // string id, as in PcSample
   uint64_t pc_offset = 0;
   std::string mnemonic;

@@ -74,7 +74,7 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
 }
 
-void Recorder::add_code_object(const CubinRecord& r) {
+void Recorder::add_code_object(const CodeObjectRecord& r) {
   writer_.add(r);
   counters_.cubins++;
 }

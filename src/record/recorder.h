@@ -36,7 +36,7 @@ class Recorder {
 
   // What a backend emits besides launches. Each writes the record and counts it.
   // A GPU code object (cubin, Level Zero module binary) the first time it is loaded.
-  void add_code_object(const CubinRecord& r);
+  void add_code_object(const CodeObjectRecord& r);
   // A device's stall-reason names (index -> name), before its first sample batch.
   void add_stall_reasons(const StallReasonsRecord& r);
   // A batch of samples. `counted_samples`: the samples to count (a backend leaves out reasons that are

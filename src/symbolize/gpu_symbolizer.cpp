@@ -27,7 +27,7 @@ const std::vector<GpuSourceFrame>& GpuSymbolizer::lines(const GpuPc& pc) {
   if (stored != p_.gpu_lines.end()) return stored->second;
   auto [it, fresh] = derived_lines_.try_emplace(pc);
   if (fresh)
-    if (const CubinLines* l = cubin_lines(pc.cubin_crc)) it->second = l->lookup(p_.str(pc.function), pc.pc_offset);
+    if (const CubinLines* l = cubin_lines(pc.code_object_id)) it->second = l->lookup(p_.str(pc.function), pc.pc_offset);
   return it->second;
 }
 
@@ -36,16 +36,16 @@ const std::string& GpuSymbolizer::mnemonic(const GpuPc& pc) {
   auto stored = p_.gpu_sass.find(pc);
   if (stored != p_.gpu_sass.end()) return stored->second;
   const std::string& kernel = p_.str(pc.function);
-  const SassCache* cache = opt_.sass_cache && opt_.sass_cache->tried(pc.cubin_crc, kernel) ? opt_.sass_cache : &lazy_sass_;
-  if (cache == &lazy_sass_ && opt_.use_nvdisasm && has_image(pc.cubin_crc) && !lazy_sass_.tried(pc.cubin_crc, kernel)) {
+  const SassCache* cache = opt_.sass_cache && opt_.sass_cache->tried(pc.code_object_id, kernel) ? opt_.sass_cache : &lazy_sass_;
+  if (cache == &lazy_sass_ && opt_.use_nvdisasm && has_image(pc.code_object_id) && !lazy_sass_.tried(pc.code_object_id, kernel)) {
     std::vector<std::string> notes;
-    lazy_sass_.derive(opt_.nvdisasm, {{pc.cubin_crc, {p_.cubins.at(pc.cubin_crc).image, {kernel}, 1}}}, opt_.timeout_ms,
+    lazy_sass_.derive(opt_.nvdisasm, {{pc.code_object_id, {p_.cubins.at(pc.code_object_id).image, {kernel}, 1}}}, opt_.timeout_ms,
                       1, notes);
     for (auto& n : notes) note(std::move(n));
     // A tool that ran out of time would do so for every kernel: one wait is enough.
     if (lazy_sass_.stats().timeouts) opt_.use_nvdisasm = false;
   }
-  const std::string* m = cache->mnemonic(pc.cubin_crc, kernel, pc.pc_offset);
+  const std::string* m = cache->mnemonic(pc.code_object_id, kernel, pc.pc_offset);
   return m ? *m : none;
 }
 

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "profile/profile.h"
-#include "symbolize/cubin_lines.h"
-#include "symbolize/nvdisasm.h"
-#include "symbolize/sass_cache.h"
+#include "symbolize/nvidia/cubin_lines.h"
+#include "symbolize/nvidia/nvdisasm.h"
+#include "symbolize/nvidia/sass_cache.h"
 
 namespace aiflame {
 
@@ -32,7 +32,7 @@ class GpuSymbolizer {
   // "" when unknown.
   const std::string& mnemonic(const GpuPc& pc);
   // Whether the profile holds the cubin's bytes (else nothing can be derived).
-  bool has_image(uint64_t cubin_crc) const;
+  bool has_image(uint64_t code_object_id) const;
   // One line per problem met (nvdisasm missing, failing or slow), each said once.
   const std::vector<std::string>& notes() const { return notes_; }
 

@@ -94,7 +94,7 @@ TEST_P(BatchPipeline, TwoThreadsGiveWhatOneThreadGives) {
     const AttributedSample &a = one.samples[i], &b = two.samples[i];
     ASSERT_EQ(b.stack_id, a.stack_id) << i;
     ASSERT_EQ(b.function, a.function) << i;
-    ASSERT_EQ(b.cubin_crc, a.cubin_crc) << i;
+    ASSERT_EQ(b.code_object_id, a.code_object_id) << i;
     ASSERT_EQ(b.pc_offset, a.pc_offset) << i;
     ASSERT_EQ(b.stall_reason, a.stall_reason) << i;
     ASSERT_EQ(b.device, a.device) << i;

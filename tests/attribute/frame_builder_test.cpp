@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "attribute/frame_naming.h"
 #include "symbolize/demangle.h"
+#include "symbolize/nvidia/cupti_names.h"
 
 namespace aiflame {
 namespace {
@@ -142,6 +144,22 @@ TEST(FrameNames, KernelAndStallShortForms) {
   EXPECT_EQ(short_stall_name("smsp__pcsamp_warps_issue_stalled_long_scoreboard"), "long_scoreboard");
   EXPECT_EQ(short_stall_name("smsp__pcsamp_sample_count"), "sample_count");
   EXPECT_EQ(pc_frame_name(0x1a0), "0x1a0");
+}
+
+// Stall reasons are named by the backend that recorded them: CUPTI's are shortened (profiles that
+// name no backend are CUPTI's), another backend's are kept as they are.
+TEST(FrameNames, StallNamesFollowTheProfilesBackend) {
+  Profile p;
+  EXPECT_EQ(stall_frame_name(p, "smsp__pcsamp_warps_issue_stalled_long_scoreboard"), "long_scoreboard");
+  p.process = ProcessRecord{};
+  p.process->backend = "cupti";
+  EXPECT_EQ(stall_frame_name(p, "smsp__pcsamp_warps_issue_stalled_barrier"), "barrier");
+  p.process->backend = "level_zero";
+  EXPECT_EQ(stall_frame_name(p, "smsp__pcsamp_warps_issue_stalled_barrier"), "smsp__pcsamp_warps_issue_stalled_barrier");
+  EXPECT_EQ(stall_frame_name(p, "SEND"), "SEND");
+  EXPECT_EQ(classify_module("libcublasLt.so.13"), FrameKind::Runtime);
+  EXPECT_EQ(classify_module("libc.so.6"), FrameKind::Runtime);
+  EXPECT_EQ(classify_module("libtorch_cuda.so"), FrameKind::Native);
 }
 
 }  // namespace

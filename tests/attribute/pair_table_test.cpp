@@ -60,7 +60,7 @@ TEST(PairTable, ListsFedBySeveralPairsKeepEveryWeight) {
     for (int i = 0; i < 300; i++) {
       AttributedSample a;
       a.function = 4;
-      a.cubin_crc = 0xA0 + rng() % 3;
+      a.code_object_id = 0xA0 + rng() % 3;
       a.pc_offset = 0x10 * (1 + rng() % 2);
       a.stall_reason = 3;
       a.weight = 1 + rng() % 4;

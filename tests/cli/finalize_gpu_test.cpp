@@ -36,7 +36,7 @@ std::string fake_nvdisasm(const std::string& body = "cat " + source("tests/data/
 std::set<GpuPc> sampled(const Profile& p) {
   std::set<GpuPc> pcs;
   for (const auto& b : p.batches)
-    for (const auto& s : b.samples) pcs.insert({s.cubin_crc, s.function, s.pc_offset});
+    for (const auto& s : b.samples) pcs.insert({s.code_object_id, s.function, s.pc_offset});
   return pcs;
 }
 

@@ -22,4 +22,14 @@ check "folded keeps every frame by default" 'grep -q "libcublasLt.so.13+0x" "$T/
 check "--fold-runs folds folded output" 'grep -q "\[libcublasLt.so.13: [0-9]* frames\]" "$T/folded.folded"'
 check "folding keeps the totals" '[ "$(total "$T/default.folded")" = "$(total "$T/folded.folded")" ]'
 check "folded stacks are shorter" '[ "$(awk -F";" "{n += NF} END {print n}" "$T/folded.folded")" -lt "$(awk -F";" "{n += NF} END {print n}" "$T/default.folded")" ]'
+# diff takes report's option and default (by its output format), through report's pipeline.
+"$AIFLAME" diff "$IN" "$IN" -q -o "$T/d.svg"
+"$AIFLAME" diff "$IN" "$IN" -q --no-fold-runs -o "$T/d_kept.svg"
+"$AIFLAME" diff "$IN" "$IN" -q -o "$T/d.folded"
+"$AIFLAME" diff "$IN" "$IN" -q --fold-runs -o "$T/d_folded.folded"
+check "diff svg folds runs by default" 'grep -q "\[libcublasLt.so.13: [0-9]* frames\]" "$T/d.svg" && ! grep -q "libcublasLt.so.13+0x" "$T/d.svg"'
+check "diff --no-fold-runs keeps them" 'grep -q "libcublasLt.so.13+0x" "$T/d_kept.svg"'
+check "diff folded keeps every frame by default" 'grep -q "libcublasLt.so.13+0x" "$T/d.folded" && ! grep -q " frames\]" "$T/d.folded"'
+check "diff --fold-runs folds its folded output" 'grep -q "\[libcublasLt.so.13: [0-9]* frames\]" "$T/d_folded.folded"'
+check "diff --help lists --fold-runs" '"$AIFLAME" diff --help | grep -q -- "--fold-runs,--no-fold-runs"'
 exit $fail

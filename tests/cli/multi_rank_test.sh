@@ -50,4 +50,11 @@ pids = {e["pid"] for e in ar}
 ok = len(ar) > 0 and pids == {607, 608} and all("c10d::Reducer::run_allreduce_hook" in stack(e["sf"]) for e in ar)
 sys.exit(0 if ok else 1)
 PY'
+# diff compares processes by program, not pid (issue #26): the two ranks share their launch stacks and
+# kernels; grouped by rank they share nothing, and diff says so in one line.
+"$AIFLAME" diff "$SRC/tests/data/ddp/ddp.aiflame.607" "$SRC/tests/data/ddp/ddp.aiflame.608" -o "$T/d.folded" 2>"$T/derr"
+check "diff of two ranks: no note, roots are the program" \
+  '! grep -q "share little" "$T/derr" && [ "$(cut -d";" -f1 "$T/d.folded" | sort -u)" = python ]'
+"$AIFLAME" diff "$SRC/tests/data/ddp/ddp.aiflame.607" "$SRC/tests/data/ddp/ddp.aiflame.608" --group-by rank -o "$T/r.folded" 2>"$T/derr"
+check "diff grouped by rank: one note" '[ "$(grep -c "share little: 0.0%" "$T/derr")" -eq 1 ]'
 exit $fail

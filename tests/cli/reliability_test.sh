@@ -148,6 +148,9 @@ check "FIFO: no hang (rc $rc)" '[ $rc -eq 0 ] && cmp -s "$T/file.out" "$T/fifo.o
 "$AIFLAME" report -q "$FIX" >/dev/full 2>"$T/err"
 rc=$?
 check "> /dev/full: status 1 and a message" '[ $rc -eq 1 ] && grep -q "standard output" "$T/err"'
+"$AIFLAME" diff -q "$FIX" "$UNFIN" >/dev/full 2>"$T/err"
+rc=$?
+check "diff > /dev/full: status 1 and a message" '[ $rc -eq 1 ] && grep -q "standard output" "$T/err"'
 mkdir "$T/outdir"
 (ulimit -f 1; exec "$AIFLAME" report -q "$FIX" -o "$T/outdir/big.svg") 2>/dev/null
 wait 2>/dev/null
@@ -162,7 +165,16 @@ for filter in "--stalls bogus" "--devices 7" "--pids rank_99"; do
   rc=$?
   word=${filter%% *}
   check "$filter: warning naming it, status 3" '[ $rc -eq 3 ] && grep -q "warning.*${word}" "$T/err"'
+  # diff loads its two sides through report's pipeline: the same check, one warning per side, no output.
+  "$AIFLAME" diff "$FIX" "$UNFIN" $filter -o "$T/fd.folded" 2>"$T/err"
+  rc=$?
+  check "diff $filter: warning per side naming it, status 3, nothing written" \
+    '[ $rc -eq 3 ] && [ "$(grep -c "warning: \(BEFORE\|AFTER\) .*${word}" "$T/err")" -eq 2 ] && [ ! -e "$T/fd.folded" ]'
 done
+"$AIFLAME" diff "$FIX" "$UNFIN" --stalls selected,bogus -o "$T/fd.folded" 2>"$T/err"
+rc=$?
+check "diff: one filter item matching nothing is named, the diff is written" \
+  '[ $rc -eq 0 ] && grep -q "warning: BEFORE .*--stalls bogus" "$T/err" && [ -s "$T/fd.folded" ]'
 
 "$AIFLAME" --bogus 2>"$T/err"
 check "--bogus named" 'grep -q "unknown option .--bogus." "$T/err"'

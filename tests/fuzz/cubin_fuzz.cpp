@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "symbolize/cubin_lines.h"
-#include "symbolize/nvdisasm.h"
+#include "symbolize/nvidia/cubin_lines.h"
+#include "symbolize/nvidia/nvdisasm.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string_view image(reinterpret_cast<const char*>(data), size);

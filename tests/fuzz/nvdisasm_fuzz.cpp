@@ -3,7 +3,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "symbolize/nvdisasm.h"
+#include "symbolize/nvidia/nvdisasm.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto listing = aiflame::parse_nvdisasm(std::string_view(reinterpret_cast<const char*>(data), size));

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "input/flame_input.h"
+#include "report/load_flame.h"
 #include "output/folded_writer.h"
 #include "test_util.h"
 

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "input/flame_input.h"
+#include "report/load_flame.h"
 #include "test_util.h"
 
 namespace aiflame {
@@ -88,13 +89,21 @@ TEST(InputStream, GzipFromAPipe) {
 TEST(InputStream, AiflameProfileFromAPipe) {
   auto want = read_flame_input(source("tests/data/demo_matmul.aiflame"));
   ASSERT_TRUE(want.ok()) << want.error();
+  {
+    PipeFeed feed(test::read_file(source("tests/data/demo_matmul.aiflame")));
+    auto in = FlameInput::open(feed.path());
+    ASSERT_TRUE(in.ok()) << in.error();
+    EXPECT_EQ(in->format(), InputFormat::Aiflame);
+    auto path = in->profile_path();
+    ASSERT_TRUE(path.ok()) << path.error();
+    EXPECT_NE(*path, feed.path());  // the copy, not the drained pipe
+  }
+  // The report's pipeline (report/load_flame.h) through the same copy: the file's picture.
   PipeFeed feed(test::read_file(source("tests/data/demo_matmul.aiflame")));
-  auto in = FlameInput::open(feed.path());
-  ASSERT_TRUE(in.ok()) << in.error();
-  EXPECT_EQ(in->format(), InputFormat::Aiflame);
-  auto got = in->read();
+  auto got = read_flame_input(feed.path());
   ASSERT_TRUE(got.ok()) << got.error();
   EXPECT_EQ(got->total(), want->total());
+  EXPECT_EQ(got->stacks.size(), want->stacks.size());
 }
 
 // Before: a FIFO hung (opened twice: the second open waited for a writer that had gone).

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "input/flame_input.h"
+#include "report/load_flame.h"
 #include "output/device_split.h"
 #include "output/diff_writer.h"
 #include "output/flamescope_writer.h"

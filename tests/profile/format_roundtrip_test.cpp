@@ -45,13 +45,13 @@ std::string write_sample_profile() {
   b.hardware_buffer_full = true;
   b.samples = {{1, 0xdeadbeefcafe, 0x1a0, 3, 20, 0}, {1, 0xdeadbeefcafe, 0x1b0, 4, 10, 77}};
   w.add(b);
-  w.add(CubinRecord{0xdeadbeefcafe, 1, std::string("\x7f" "ELF\0\1\2", 7)});
+  w.add(CodeObjectRecord{0xdeadbeefcafe, 1, std::string("\x7f" "ELF\0\1\2", 7)});
   w.add(SymbolRecord{0x7f0000001234, 1, "at::native::launch()", 0x34});
   w.add(SymbolRecord{0x7f0000001300, 1, "at::native::outer()", 0x4,
                      {{"at::native::outer()", "outer.cpp", 12}, {"at::native::inlined()", "inl.h", 7}}});
   w.add(GpuLineRecord{0xdeadbeefcafe, 1, 0x1a0, {{"", "/src/k.cu", 11}, {"_Z5outerf", "/src/k.cu", 6}}});
   w.add(GpuLineRecord{0xdeadbeefcafe, 1, 0x1b0, {}});  // looked up, no line info
-  w.add(GpuSassRecord{0xdeadbeefcafe, 1, 0x1a0, "LDG.E.128"});
+  w.add(GpuInstructionRecord{0xdeadbeefcafe, 1, 0x1a0, "LDG.E.128"});
   w.add(WarningRecord{"something to say"});
   EndRecord e;
   e.timestamp = 30000; e.launches = 1; e.samples = 30; e.kernels = 1; e.capture_ns = 900;

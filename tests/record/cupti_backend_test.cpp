@@ -322,7 +322,7 @@ TEST(CuptiBackend, DrainTurnsTheSamplingBufferIntoOneBatch) {
   ASSERT_EQ(batch.samples.size(), 4u);
   EXPECT_EQ(p.str(batch.samples[0].function), "_Z6kernelPf");
   EXPECT_EQ(batch.samples[2].pc_offset, 0x10u);
-  EXPECT_EQ(batch.samples[0].cubin_crc, 42u);
+  EXPECT_EQ(batch.samples[0].code_object_id, 42u);
   EXPECT_GT(batch.timestamp, batch.prev_timestamp);
   ASSERT_EQ(p.stall_reasons.size(), 1u);
   EXPECT_EQ(p.stall_reason_name(0, 8), "smsp__pcsamp_warps_issue_stalled_long_scoreboard_not_issued");

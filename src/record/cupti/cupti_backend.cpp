@@ -244,8 +244,8 @@ void CuptiBackend::module_loaded(const CUpti_ModuleResourceData* m, CUcontext ct
     std::lock_guard<std::mutex> lock(cubins_mu_);
     if (!cubins_seen_.insert(p.cubinCrc).second) return;
   }
-  CubinRecord rec;
-  rec.crc = p.cubinCrc;
+  CodeObjectRecord rec;
+  rec.id = p.cubinCrc;  // CUPTI names a code object by its CRC
   api_.cuptiGetDeviceId(ctx, &rec.device);
   if (rec_.options().keep_cubins) rec.image.assign(m->pCubin, m->cubinSize);
   rec_.add_code_object(rec);

@@ -193,7 +193,7 @@ void CuptiBackend::take_batch(Context& c, CUpti_PCSamplingData& d, uint64_t now)
       if (!pc.stallReason[k].samples) continue;
       PcSample s;
       s.function = fn;
-      s.cubin_crc = pc.cubinCrc;
+      s.code_object_id = pc.cubinCrc;
       s.pc_offset = pc.pcOffset;
       s.stall_reason = pc.stallReason[k].pcSamplingStallReasonIndex;
       s.count = pc.stallReason[k].samples;

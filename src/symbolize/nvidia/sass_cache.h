@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "profile/profile.h"
-#include "symbolize/nvdisasm.h"
+#include "symbolize/nvidia/nvdisasm.h"
 
 namespace aiflame {
 

@@ -1,4 +1,4 @@
-#include "symbolize/sass_cache.h"
+#include "symbolize/nvidia/sass_cache.h"
 
 #include <algorithm>
 #include <atomic>

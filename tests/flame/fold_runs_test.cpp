@@ -1,5 +1,5 @@
-// Folding runs of unsymbolized library frames (output/fold_runs.h).
-#include "output/fold_runs.h"
+// Folding runs of unsymbolized library frames (flame/fold_runs.h).
+#include "flame/fold_runs.h"
 
 #include <gtest/gtest.h>
 

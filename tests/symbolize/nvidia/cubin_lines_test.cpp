@@ -1,6 +1,6 @@
 // GPU source lines from cubin line tables: the demo cubin recorded on the H100 (checked line by line
 // against real nvdisasm -g output of the same cubin) and cubins nvcc builds in the test build.
-#include "symbolize/cubin_lines.h"
+#include "symbolize/nvidia/cubin_lines.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <sstream>
 
 #include "profile/profile.h"
-#include "symbolize/nvdisasm.h"
+#include "symbolize/nvidia/nvdisasm.h"
 #include "test_util.h"
 
 namespace aiflame {

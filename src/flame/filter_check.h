@@ -1,7 +1,7 @@
-// The report's filters checked against the picture before they are applied: each item of --kernels,
-// --stalls, --devices or --pids that matches no sample is named, with what the input does hold, so
-// that a typo is not an empty output without a word (the report warns, and exits 3 when the filters
-// left nothing).
+// The filters checked against the picture before they are applied (report/load_flame.h): each item of
+// --kernels, --stalls, --devices or --pids that matches no sample is named, with what the input does
+// hold, so that a typo is not an empty output without a word (`report` and `diff` warn, and exit 3 when
+// the filters left nothing).
 #pragma once
 #include <string>
 #include <vector>

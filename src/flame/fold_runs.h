@@ -2,8 +2,9 @@
 // up as `[libcublasLt.so.13+0x715819d]`, often fifteen of them in a row, which makes a stack tall and
 // says no more than its name once. The pictures (svg, html, speedscope) fold each run of
 // kMinFoldedRun or more such frames of one library into one frame `[libcublasLt.so.13: 15 frames]`
-// (`report --no-fold-runs` keeps them); folded, pprof, trace and FlameScope keep every frame unless
-// `--fold-runs` asks.
+// (`--no-fold-runs` keeps them); folded, pprof, trace and FlameScope keep every frame unless
+// `--fold-runs` asks. Which formats fold by default is a column of the format registry
+// (output/formats.cpp); report/load_flame.h folds after the filters.
 #pragma once
 #include <cstddef>
 #include <string_view>

@@ -1,4 +1,4 @@
-#include "output/fold_runs.h"
+#include "flame/fold_runs.h"
 
 #include <string>
 #include <unordered_map>

@@ -1,4 +1,4 @@
-#include "symbolize/nvdisasm.h"
+#include "symbolize/nvidia/nvdisasm.h"
 
 #include <fcntl.h>
 #include <gelf.h>

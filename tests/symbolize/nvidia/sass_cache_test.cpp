@@ -1,7 +1,7 @@
 // SASS of sampled kernels at record end: nvdisasm restricted to the sampled kernels by their symbol
 // indices in the demo cubin recorded on the H100, a tool that refuses --function, the time budget, and
 // kernels never disassembled twice. Stand-in tools log their arguments and print real nvdisasm output.
-#include "symbolize/sass_cache.h"
+#include "symbolize/nvidia/sass_cache.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

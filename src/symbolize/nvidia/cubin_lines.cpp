@@ -1,4 +1,4 @@
-#include "symbolize/cubin_lines.h"
+#include "symbolize/nvidia/cubin_lines.h"
 
 #include <elfutils/libdw.h>
 #include <gelf.h>

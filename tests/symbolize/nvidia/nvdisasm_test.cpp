@@ -1,6 +1,6 @@
 // The nvdisasm listing parser on real nvdisasm 13.0 outputs of the demo cubin, and the runner against
 // stand-in tools that answer, fail or hang.
-#include "symbolize/nvdisasm.h"
+#include "symbolize/nvidia/nvdisasm.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

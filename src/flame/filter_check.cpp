@@ -1,4 +1,4 @@
-#include "cli/filter_check.h"
+#include "flame/filter_check.h"
 
 #include <set>
 
