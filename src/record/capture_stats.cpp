@@ -28,6 +28,12 @@ void CaptureStats::enable() {
   enabled_.store(true);
 }
 
+void CaptureStats::reset() {
+  for (auto& t : ticks) t.store(0);
+  for (auto* c : {&launches, &native_frames, &python_frames, &cache_misses, &fp_frames, &thread_new}) c->store(0);
+  for (auto& e : ends) e.store(0);
+}
+
 std::string CaptureStats::line() const {
   uint64_t n = launches.load();
   double ns_per_tick = 0;

@@ -22,6 +22,8 @@ struct CaptureStats {
   static CaptureStats& instance();
   static bool on() { return enabled_.load(std::memory_order_relaxed); }
   static void enable();
+  static void disable() { enabled_.store(false); }  // benchmarks
+  void reset();  // zeroes every count (benchmarks: one breakdown per run)
   static uint64_t now() { return __rdtsc(); }
   void add(Part p, uint64_t t0, uint64_t t1) { ticks[p].fetch_add(t1 - t0, std::memory_order_relaxed); }
   // One line: per launch, microseconds in each part, frames, cache misses, walk ends.
