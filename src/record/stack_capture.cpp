@@ -203,6 +203,8 @@ StackCapture::Result StackCapture::capture(uint64_t) {
   } content;
   RawPyFrame* py = frames.at;
   int np = 0;
+  // The native walk's lines load while the Python frames are walked.
+  if (policy_ != UnwindPolicy::Off) unwind::prefetch_walk();
   const bool stats = CaptureStats::on();
   uint64_t t0 = stats ? CaptureStats::now() : 0;
   if (use_python_) {
