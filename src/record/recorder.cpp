@@ -59,7 +59,7 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
   rec.api = api;
   rec.native_unwound = st.unwound;
   rec.device = device;
-  writer_.add(rec);
+  writer_.add_buffered(rec);  // no lock: a buffer of this thread, taken by the collector's flush
   if (stats) {
     CaptureStats& cs = CaptureStats::instance();
     uint64_t c3 = CaptureStats::now();
