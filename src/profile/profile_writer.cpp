@@ -65,14 +65,37 @@ bool ProfileWriter::open_fd(int fd, std::string* error) {
 }
 
 void ProfileWriter::add_encoded(RecordType type, const std::string& payload) {
+  if (payload.size() >= kBigRecord) {
+    // A sample batch, a cubin: framed outside the lock and moved in, so the lock is held for a
+    // moment, not for a copy of the whole record (which made launching threads that add a record,
+    // a new stack's, wait behind the collector).
+    ByteWriter framed;
+    framed.u8(static_cast<uint8_t>(type));
+    framed.str(payload);
+    std::string bytes = framed.take();
+    std::lock_guard<std::mutex> lock(add_mu_);
+    seal_pending();
+    pending_bytes_sealed_ += bytes.size();
+    sealed_.push_back(std::move(bytes));
+    return;
+  }
   std::lock_guard<std::mutex> lock(add_mu_);
   pending_.u8(static_cast<uint8_t>(type));
   pending_.str(payload);
+  // Bounded, so that growing it never copies more than a segment under the lock.
+  if (pending_.size() >= kSegment) seal_pending();
+}
+
+void ProfileWriter::seal_pending() {
+  if (pending_.size() == 0) return;
+  pending_bytes_sealed_ += pending_.size();
+  sealed_.push_back(pending_.take());
+  pending_.clear();
 }
 
 size_t ProfileWriter::pending_bytes() {
   std::lock_guard<std::mutex> lock(add_mu_);
-  size_t n = pending_.size();
+  size_t n = pending_.size() + pending_bytes_sealed_;
   for (const auto& b : buffers_) n += b->head.load(std::memory_order_acquire) - b->tail.load(std::memory_order_relaxed);
   return n;
 }
@@ -123,6 +146,7 @@ void ProfileWriter::add_framed(RecordType type, const std::string& payload) {
     std::lock_guard<std::mutex> lock(add_mu_);
     take_buffer(b);
     pending_.raw(frame, n);
+    if (pending_.size() >= kSegment) seal_pending();
     return;
   }
   size_t at = head % ThreadBuffer::kBytes, first = std::min(n, ThreadBuffer::kBytes - at);
@@ -164,12 +188,23 @@ bool compress_chunk(Compression c, int level, const std::string& raw, std::strin
 
 bool ProfileWriter::flush() {
   std::string raw;
+  std::vector<std::string> sealed;
   {
     std::lock_guard<std::mutex> lock(add_mu_);
     for (auto& b : buffers_) take_buffer(*b);
-    if (pending_.size() == 0) return error_.empty();
-    raw = pending_.take();
-    pending_.clear();
+    seal_pending();
+    if (sealed_.empty()) return error_.empty();
+    sealed.swap(sealed_);
+    pending_bytes_sealed_ = 0;
+  }
+  // One chunk of everything added, in order (joined outside the lock).
+  if (sealed.size() == 1) {
+    raw = std::move(sealed[0]);
+  } else {
+    size_t total = 0;
+    for (const auto& part : sealed) total += part.size();
+    raw.reserve(total);
+    for (const auto& part : sealed) raw += part;
   }
   std::lock_guard<std::mutex> lock(write_mu_);
   if (fd_ < 0 || !error_.empty()) return false;

@@ -93,6 +93,12 @@ class ProfileWriter {
   std::vector<std::unique_ptr<ThreadBuffer>> buffers_;  // under add_mu_
   std::mutex add_mu_;
   std::mutex write_mu_;
+  // What was added and not yet flushed, in order: sealed_ (whole segments, big records moved in),
+  // then pending_ (being appended to).
+  static constexpr size_t kBigRecord = 16 * 1024, kSegment = 256 * 1024;
+  void seal_pending();  // under add_mu_: pending_ becomes the last sealed segment
+  std::vector<std::string> sealed_;
+  size_t pending_bytes_sealed_ = 0;
   ByteWriter pending_;
   int fd_ = -1;
   std::atomic<bool> accepting_{false};  // between open and close

@@ -4,12 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <thread>
 #include <vector>
 
 #include "profile/profile.h"
 #include "profile/profile_writer.h"
+#include "profile/record_codec.h"
 #include "test_util.h"
 
 namespace aiflame {
@@ -140,6 +143,45 @@ TEST(ProfileWriterBuffered, TwoWritersOnOneThreadKeepTheirOwnRecords) {
   EXPECT_EQ(by_thread(b_path).begin()->first, 2u);
   std::remove(a_path.c_str());
   std::remove(b_path.c_str());
+}
+
+
+// Big records (sample batches) are moved into the pending chunk instead of copied under the lock,
+// and the pending bytes are cut into segments: the chunk must still be exactly the records in the
+// order they were added, as one straightforward serialisation gives them.
+TEST(ProfileWriterBuffered, BigRecordsAndSegmentsKeepTheChunkBytesInOrder) {
+  std::string path = test::temp_path("segments.aiflame");
+  std::string err;
+  ByteWriter expected;
+  {
+    ProfileWriter w;
+    w.set_compression(Compression::None);
+    ASSERT_TRUE(w.open(path, true, &err)) << err;
+    auto add = [&](const auto& rec) {
+      w.add(rec);
+      ByteWriter payload;
+      encode(payload, rec);
+      expected.u8(static_cast<uint8_t>(record_type_of<std::decay_t<decltype(rec)>>()));
+      expected.str(payload.data());
+    };
+    PcBatchRecord big;
+    big.samples.resize(3000);  // well over 16 KiB encoded
+    for (size_t k = 0; k < big.samples.size(); k++) big.samples[k] = PcSample{7, 0xabc, k * 16, 3, 1, 0};
+    add(WarningRecord{"first"});
+    big.timestamp = 1;
+    add(big);
+    for (int i = 0; i < 40000; i++) add(WarningRecord{"w" + std::to_string(i)});  // past a 256 KiB segment
+    big.timestamp = 2;
+    add(big);
+    add(WarningRecord{"last"});
+    ASSERT_TRUE(w.flush());
+    ASSERT_TRUE(w.close());
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(file.size(), kFileHeaderSize + kChunkHeaderSize + expected.size());  // one chunk, stored as is
+  EXPECT_TRUE(file.compare(kFileHeaderSize + kChunkHeaderSize, std::string::npos, expected.data()) == 0);
+  std::remove(path.c_str());
 }
 
 }  // namespace
