@@ -12,10 +12,15 @@
 namespace aiflame {
 
 struct CaptureStats {
-  enum Part { Python, Unwind, Hash, Intern, Autograd, Write, Total, kParts };
+  enum Part { Python, Unwind, Hash, Intern, Autograd, Write, Total,
+              // Inside Intern (a stack new to its thread): waiting for the shared table's lock; naming
+              // the Python frames of a stack new to the process (PyCode_Addr2Line, the string table);
+              // adding its stack record to the writer.
+              InternLock, InternNames, InternWrite, kParts };
   std::atomic<uint64_t> ticks[kParts] = {};
   std::atomic<uint64_t> launches{0}, native_frames{0}, python_frames{0}, cache_misses{0}, fp_frames{0};
-  std::atomic<uint64_t> thread_new{0};  // stacks new to their thread (took the shared table's mutex)
+  std::atomic<uint64_t> thread_new{0};   // stacks new to their thread (took the shared table's mutex)
+  std::atomic<uint64_t> process_new{0};  // of those, stacks new to the process (named and written)
   std::atomic<uint64_t> ends[6] = {};   // unwind::WalkEnd counts
   uint64_t tsc0 = 0, ns0 = 0;           // calibration taken when switched on
 
