@@ -232,6 +232,47 @@ void BM_CaptureCold(benchmark::State& state) {
 }
 BENCHMARK(BM_CaptureCold)->Iterations(3000);
 
+
+// A PcCache miss: the row of a return address found in its object's rows, with caches cold. The
+// object with the most rows in this process (the H100's libtorch_cuda.so has millions: more levels
+// still), a random code offset each time; the plain binary search (arg 0) against the page index (1).
+std::vector<double> g_lookup_ns[2];
+std::string g_lookup_object;
+void BM_RowLookupCold(benchmark::State& state) {
+  const bool paged = state.range(0) == 1;
+  unwind::ObjectTable::instance().build_all_now();
+  const unwind::Snapshot* snap = unwind::ObjectTable::instance().snapshot();
+  const unwind::Object* big = nullptr;
+  for (const auto& o : snap->objects)
+    if (const auto* r = o->rows.load(); r && (!big || r->size() > big->rows.load()->size())) big = o.get();
+  if (!big || big->rows.load()->empty()) {
+    state.SkipWithError("no rows");
+    return;
+  }
+  const auto& rows = *big->rows.load();
+  const auto& pages = *big->pages;
+  g_lookup_object = big->path.substr(big->path.rfind('/') + 1) + ", " + std::to_string(rows.size()) + " rows";
+  Evictor ev;
+  const double clock = clock_cost_ns();
+  uint64_t rng = 12345;
+  std::vector<double> ns;
+  for (auto _ : state) {
+    state.PauseTiming();
+    ev.run();
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    uint32_t loc = rows.front().loc + static_cast<uint32_t>(rng % (rows.back().loc - rows.front().loc + 1));
+    state.ResumeTiming();
+    auto t0 = std::chrono::steady_clock::now();
+    const unwind::FrameRow* r = paged ? unwind::find_row_paged(rows.data(), rows.size(), pages.data(), pages.size(), loc)
+                                      : unwind::find_row(rows.data(), rows.size(), loc);
+    benchmark::DoNotOptimize(r);
+    auto t1 = std::chrono::steady_clock::now();
+    ns.push_back(static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()) - clock);
+  }
+  g_lookup_ns[paged] = std::move(ns);
+}
+BENCHMARK(BM_RowLookupCold)->Arg(0)->Arg(1)->Iterations(2000);
+
 // The native walk alone (no Python frames, no interning), from the same depth.
 __attribute__((noinline)) int walk_here() {
   uint64_t frames[256];
@@ -543,6 +584,10 @@ int run_benchmarks(void*) {
   cold("per-launch capture", g_cold_ns);
   cold("per-launch on_launch", g_on_launch_ns);
   if (!g_stats_line.empty()) std::printf("cold on_launch, %s\n", g_stats_line.c_str());
+  if (!g_lookup_ns[0].empty() && !g_lookup_ns[1].empty())
+    std::printf("cold row lookup (%s): binary search median %.3f us, p99 %.3f us; page index median %.3f us, p99 %.3f us\n",
+                g_lookup_object.c_str(), percentile(g_lookup_ns[0], 0.5) / 1000, percentile(g_lookup_ns[0], 0.99) / 1000,
+                percentile(g_lookup_ns[1], 0.5) / 1000, percentile(g_lookup_ns[1], 0.99) / 1000);
   return 0;
 }
 

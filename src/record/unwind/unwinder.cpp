@@ -156,7 +156,9 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
         }
       } else {
         uint64_t loc = pc - (exact ? 0 : 1) - o->bias;
-        const FrameRow* row = loc <= UINT32_MAX ? find_row(rows->data(), rows->size(), static_cast<uint32_t>(loc)) : nullptr;
+        const FrameRow* row = loc <= UINT32_MAX ? find_row_paged(rows->data(), rows->size(), o->pages->data(),
+                                                                 o->pages->size(), static_cast<uint32_t>(loc))
+                                                : nullptr;
         cfa_rule = row ? row->cfa : kCfaNoInfo;
         fp_off = row ? row->fp_off : kFpSame;
       }
