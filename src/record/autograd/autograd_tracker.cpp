@@ -114,6 +114,7 @@ AutogradTracker::Pending AutogradTracker::before_capture() {
   p.valid = true;
   p.graph_task = api_.graph_task_id();
   if (p.graph_task < 0 && node_on_.load(std::memory_order_relaxed)) {
+    p.forward = true;
     p.seq = api_.peek();
     const ThreadState& t = thread_state(serial_);
     if (p.seq != t.last_seq && t.tid) __builtin_prefetch(&table_[slot_index(p.seq, t.tid)], 1);
@@ -124,7 +125,8 @@ AutogradTracker::Pending AutogradTracker::before_capture() {
 uint32_t AutogradTracker::on_launch(uint32_t stack_id, const Pending& p) {
   if (!p.valid) return stack_id;
   if (p.graph_task < 0) {
-    if (node_on_.load(std::memory_order_relaxed)) remember_forward(stack_id, p.seq);
+    // (node_on_ only goes off after start: a forward launch read seq whenever it is on here.)
+    if (p.forward && node_on_.load(std::memory_order_relaxed)) remember_forward(stack_id, p.seq);
     return stack_id;
   }
   return on_backward(stack_id, p.graph_task);

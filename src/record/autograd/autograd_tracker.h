@@ -48,9 +48,10 @@ class AutogradTracker {
   // launch will write, whose line then loads while the stack is walked (issue 22: with cold caches
   // the tracker took 0.43-0.57 us per launch on the H100). Nothing of torch's runs in between.
   struct Pending {
-    bool valid = false;  // the tracker was ready
+    bool valid = false;    // the tracker was ready
+    bool forward = false;  // a forward launch with the node table on: seq was read
     int graph_task = -1;
-    uint64_t seq = 0;    // peek() of a forward launch
+    uint64_t seq = 0;      // peek() of a forward launch
   };
   Pending before_capture();
   // After its stack was captured: the stack id the Launch record names (stack_id itself, or a
