@@ -6,6 +6,7 @@
 #include <zstd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 
 // zstd's static library calls optional tracing hooks, weak symbols, when the process defines them. In
@@ -18,6 +19,12 @@ __attribute__((visibility("hidden"))) void ZSTD_trace_compress_end(unsigned long
 }
 
 namespace aiflame {
+
+namespace {
+std::atomic<uint64_t> g_writer_serial{1};
+}
+
+ProfileWriter::ProfileWriter() : serial_(g_writer_serial.fetch_add(1)) {}
 
 ProfileWriter::~ProfileWriter() { close(); }
 
@@ -58,14 +65,103 @@ bool ProfileWriter::open_fd(int fd, std::string* error) {
 }
 
 void ProfileWriter::add_encoded(RecordType type, const std::string& payload) {
+  if (payload.size() >= kBigRecord) {
+    // A sample batch, a cubin: framed outside the lock and moved in, so the lock is held for a
+    // moment, not for a copy of the whole record (which made launching threads that add a record,
+    // a new stack's, wait behind the collector).
+    ByteWriter framed;
+    framed.u8(static_cast<uint8_t>(type));
+    framed.str(payload);
+    std::string bytes = framed.take();
+    std::lock_guard<std::mutex> lock(add_mu_);
+    seal_pending();
+    pending_bytes_sealed_ += bytes.size();
+    sealed_.push_back(std::move(bytes));
+    return;
+  }
   std::lock_guard<std::mutex> lock(add_mu_);
   pending_.u8(static_cast<uint8_t>(type));
   pending_.str(payload);
+  // Bounded, so that growing it never copies more than a segment under the lock.
+  if (pending_.size() >= kSegment) seal_pending();
+}
+
+void ProfileWriter::seal_pending() {
+  if (pending_.size() == 0) return;
+  pending_bytes_sealed_ += pending_.size();
+  sealed_.push_back(pending_.take());
+  pending_.clear();
 }
 
 size_t ProfileWriter::pending_bytes() {
   std::lock_guard<std::mutex> lock(add_mu_);
-  return pending_.size();
+  size_t n = pending_.size() + pending_bytes_sealed_;
+  for (const auto& b : buffers_) n += b->head.load(std::memory_order_acquire) - b->tail.load(std::memory_order_relaxed);
+  return n;
+}
+
+ProfileWriter::ThreadBuffer* ProfileWriter::thread_buffer() {
+  // One writer per thread in the recorder; a second one (tests) takes the lock when it alternates.
+  struct Last {
+    uint64_t serial = 0;
+    ThreadBuffer* buffer = nullptr;
+  };
+  thread_local Last last;  // trivially destructible: still usable during the process's exit
+  if (last.serial == serial_) return last.buffer;
+  thread_local std::vector<Last>* mine = keep(new std::vector<Last>);  // this thread's buffer per writer
+  for (const Last& l : *mine)
+    if (l.serial == serial_) return (last = l).buffer;
+  auto b = std::make_unique<ThreadBuffer>();
+  ThreadBuffer* raw = b.get();
+  {
+    std::lock_guard<std::mutex> lock(add_mu_);
+    buffers_.push_back(std::move(b));
+  }
+  mine->push_back({serial_, raw});
+  last = {serial_, raw};
+  return raw;
+}
+
+void ProfileWriter::add_framed(RecordType type, const std::string& payload) {
+  // The bytes add_encoded appends: the type, the payload's length (varint), the payload.
+  char frame[256];
+  size_t n = 0;
+  frame[n++] = static_cast<char>(type);
+  uint64_t len = payload.size();
+  while (len >= 0x80) {
+    frame[n++] = static_cast<char>((len & 0x7f) | 0x80);
+    len >>= 7;
+  }
+  frame[n++] = static_cast<char>(len);
+  if (n + payload.size() > sizeof frame) {  // no such record on this path today: the locked way
+    add_encoded(type, payload);
+    return;
+  }
+  std::memcpy(frame + n, payload.data(), payload.size());
+  n += payload.size();
+  ThreadBuffer& b = *thread_buffer();
+  uint64_t head = b.head.load(std::memory_order_relaxed);
+  if (ThreadBuffer::kBytes - (head - b.tail.load(std::memory_order_acquire)) < n) {
+    // Full (the collector has not flushed for a while): hand it over now, then this record.
+    std::lock_guard<std::mutex> lock(add_mu_);
+    take_buffer(b);
+    pending_.raw(frame, n);
+    if (pending_.size() >= kSegment) seal_pending();
+    return;
+  }
+  size_t at = head % ThreadBuffer::kBytes, first = std::min(n, ThreadBuffer::kBytes - at);
+  std::memcpy(b.data + at, frame, first);
+  std::memcpy(b.data, frame + first, n - first);
+  b.head.store(head + n, std::memory_order_release);
+}
+
+void ProfileWriter::take_buffer(ThreadBuffer& b) {
+  uint64_t head = b.head.load(std::memory_order_acquire), tail = b.tail.load(std::memory_order_relaxed);
+  if (head == tail) return;
+  size_t at = tail % ThreadBuffer::kBytes, n = head - tail, first = std::min(n, ThreadBuffer::kBytes - at);
+  pending_.raw(b.data + at, first);
+  pending_.raw(b.data, n - first);
+  b.tail.store(head, std::memory_order_release);
 }
 
 bool compress_chunk(Compression c, int level, const std::string& raw, std::string& out) {
@@ -92,11 +188,23 @@ bool compress_chunk(Compression c, int level, const std::string& raw, std::strin
 
 bool ProfileWriter::flush() {
   std::string raw;
+  std::vector<std::string> sealed;
   {
     std::lock_guard<std::mutex> lock(add_mu_);
-    if (pending_.size() == 0) return error_.empty();
-    raw = pending_.take();
-    pending_.clear();
+    for (auto& b : buffers_) take_buffer(*b);
+    seal_pending();
+    if (sealed_.empty()) return error_.empty();
+    sealed.swap(sealed_);
+    pending_bytes_sealed_ = 0;
+  }
+  // One chunk of everything added, in order (joined outside the lock).
+  if (sealed.size() == 1) {
+    raw = std::move(sealed[0]);
+  } else {
+    size_t total = 0;
+    for (const auto& part : sealed) total += part.size();
+    raw.reserve(total);
+    for (const auto& part : sealed) raw += part;
   }
   std::lock_guard<std::mutex> lock(write_mu_);
   if (fd_ < 0 || !error_.empty()) return false;

@@ -2,6 +2,8 @@
 // records, a collector thread flushes. Never throws; I/O errors are remembered and reported once.
 #pragma once
 #include <atomic>
+#include <memory>
+#include <vector>
 #include <mutex>
 #include <string>
 
@@ -17,7 +19,7 @@ namespace aiflame {
 
 class ProfileWriter {
  public:
-  ProfileWriter() = default;
+  ProfileWriter();
   ~ProfileWriter();
   ProfileWriter(const ProfileWriter&) = delete;
   ProfileWriter& operator=(const ProfileWriter&) = delete;
@@ -42,6 +44,22 @@ class ProfileWriter {
     add_encoded(record_type_of<R>(), scratch->data());
   }
   void add_encoded(RecordType type, const std::string& payload);
+
+  // The same for a record added on a hot path (the launch callback's LaunchRecord): it goes to a
+  // buffer of the calling thread, with no lock and no shared line written; flush() (the collector,
+  // every interval, and close()) moves every thread's buffer into the chunk, also the buffers of
+  // threads that have exited. The thread itself takes the lock only when its buffer is full. Records
+  // of one thread keep their order; against other records and threads the order in the file is not
+  // kept (the reader keys launches by correlation id). Issue 22: the launch record's add, under
+  // add_mu_ against the collector's sample batches, cost 0.46-0.54 us per launch on the H100.
+  template <class R>
+  void add_buffered(const R& rec) {
+    if (!accepting_.load(std::memory_order_relaxed)) return;
+    thread_local ByteWriter* scratch = keep(new ByteWriter);  // see add()
+    scratch->clear();
+    encode(*scratch, rec);
+    add_framed(record_type_of<R>(), scratch->data());
+  }
   template <class T>
   static T* keep(T* p) {
 #if defined(__SANITIZE_ADDRESS__)
@@ -59,8 +77,28 @@ class ProfileWriter {
 
  private:
   bool write_all(const void* p, size_t n);
+  // A thread's buffer of framed records: a single-producer ring (its thread writes at head) whose
+  // consumers (flush, or the thread when full) take it under add_mu_. Owned by the writer, so it
+  // outlives its thread.
+  struct ThreadBuffer {
+    static constexpr size_t kBytes = 64 * 1024;
+    std::atomic<uint64_t> head{0};  // bytes written, published with release by the owner thread
+    alignas(64) std::atomic<uint64_t> tail{0};  // bytes taken, under add_mu_
+    alignas(64) char data[kBytes];
+  };
+  void add_framed(RecordType type, const std::string& payload);
+  ThreadBuffer* thread_buffer();
+  void take_buffer(ThreadBuffer& b);  // under add_mu_: appends its records to pending_
+  const uint64_t serial_;             // tells this writer's thread buffers from another's
+  std::vector<std::unique_ptr<ThreadBuffer>> buffers_;  // under add_mu_
   std::mutex add_mu_;
   std::mutex write_mu_;
+  // What was added and not yet flushed, in order: sealed_ (whole segments, big records moved in),
+  // then pending_ (being appended to).
+  static constexpr size_t kBigRecord = 16 * 1024, kSegment = 256 * 1024;
+  void seal_pending();  // under add_mu_: pending_ becomes the last sealed segment
+  std::vector<std::string> sealed_;
+  size_t pending_bytes_sealed_ = 0;
   ByteWriter pending_;
   int fd_ = -1;
   std::atomic<bool> accepting_{false};  // between open and close

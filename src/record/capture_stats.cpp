@@ -28,6 +28,12 @@ void CaptureStats::enable() {
   enabled_.store(true);
 }
 
+void CaptureStats::reset() {
+  for (auto& t : ticks) t.store(0);
+  for (auto* c : {&launches, &native_frames, &python_frames, &cache_misses, &fp_frames, &thread_new, &process_new}) c->store(0);
+  for (auto& e : ends) e.store(0);
+}
+
 std::string CaptureStats::line() const {
   uint64_t n = launches.load();
   double ns_per_tick = 0;
@@ -36,11 +42,12 @@ std::string CaptureStats::line() const {
   auto per = [&](const std::atomic<uint64_t>& c) { return n ? static_cast<double>(c.load()) / static_cast<double>(n) : 0.0; };
   return fmt::format(
       "capture stats: {} launches; us per launch: total {:.3f} = python walk {:.3f} + native unwind {:.3f} + hash and "
-      "local lookup {:.3f} + shared intern {:.3f} + autograd {:.3f} + launch record write {:.3f}; per launch: {:.1f} "
+      "local lookup {:.3f} + shared intern {:.3f} (lock wait {:.3f}, Python names {:.3f}, stack record write {:.3f}) + autograd {:.3f} + launch record write {:.3f}; per launch: {:.1f} "
       "native frames ({:.1f} by frame pointer), {:.1f} Python frames, {:.2f} unwind cache misses, {:.4f} stacks new to "
-      "the thread; walk ends: outermost {} limit {} bad {} not-ready {} stale {} off-stack {}",
-      n, us(Total), us(Python), us(Unwind), us(Hash), us(Intern), us(Autograd), us(Write), per(native_frames),
-      per(fp_frames), per(python_frames), per(cache_misses), per(thread_new), ends[0].load(), ends[1].load(),
+      "the thread ({:.4f} new to the process); walk ends: outermost {} limit {} bad {} not-ready {} stale {} off-stack {}",
+      n, us(Total), us(Python), us(Unwind), us(Hash), us(Intern), us(InternLock), us(InternNames), us(InternWrite), us(Autograd),
+      us(Write), per(native_frames),
+      per(fp_frames), per(python_frames), per(cache_misses), per(thread_new), per(process_new), ends[0].load(), ends[1].load(),
       ends[2].load(), ends[3].load(), ends[4].load(), ends[5].load());
 }
 

@@ -12,16 +12,23 @@
 namespace aiflame {
 
 struct CaptureStats {
-  enum Part { Python, Unwind, Hash, Intern, Autograd, Write, Total, kParts };
+  enum Part { Python, Unwind, Hash, Intern, Autograd, Write, Total,
+              // Inside Intern (a stack new to its thread): waiting for the shared table's lock; naming
+              // the Python frames of a stack new to the process (PyCode_Addr2Line, the string table);
+              // adding its stack record to the writer.
+              InternLock, InternNames, InternWrite, kParts };
   std::atomic<uint64_t> ticks[kParts] = {};
   std::atomic<uint64_t> launches{0}, native_frames{0}, python_frames{0}, cache_misses{0}, fp_frames{0};
-  std::atomic<uint64_t> thread_new{0};  // stacks new to their thread (took the shared table's mutex)
+  std::atomic<uint64_t> thread_new{0};   // stacks new to their thread (took the shared table's mutex)
+  std::atomic<uint64_t> process_new{0};  // of those, stacks new to the process (named and written)
   std::atomic<uint64_t> ends[6] = {};   // unwind::WalkEnd counts
   uint64_t tsc0 = 0, ns0 = 0;           // calibration taken when switched on
 
   static CaptureStats& instance();
   static bool on() { return enabled_.load(std::memory_order_relaxed); }
   static void enable();
+  static void disable() { enabled_.store(false); }  // benchmarks
+  void reset();  // zeroes every count (benchmarks: one breakdown per run)
   static uint64_t now() { return __rdtsc(); }
   void add(Part p, uint64_t t0, uint64_t t1) { ticks[p].fetch_add(t1 - t0, std::memory_order_relaxed); }
   // One line: per launch, microseconds in each part, frames, cache misses, walk ends.

@@ -45,6 +45,8 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
   auto t0 = std::chrono::steady_clock::now();
   const bool stats = CaptureStats::on();
   uint64_t c0 = stats ? CaptureStats::now() : 0;
+  AutogradTracker::Pending pending = autograd_.before_capture();  // prefetches what it will write
+  uint64_t c0b = stats ? CaptureStats::now() : 0;
   StackCapture::Result st = stacks_.capture(site ^ (static_cast<uint64_t>(api) << 48));
   uint64_t c1 = stats ? CaptureStats::now() : 0;
   LaunchRecord rec;
@@ -52,17 +54,18 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
   static thread_local uint32_t tid = static_cast<uint32_t>(gettid());
   rec.tid = tid;
   rec.timestamp = timestamp;
-  rec.stack_id = autograd_.on_launch(st.stack_id);
+  rec.stack_id = autograd_.on_launch(st.stack_id, pending);
   uint64_t c2 = stats ? CaptureStats::now() : 0;
   t_in_launch = true;
   t_launch_stack = rec.stack_id;
   rec.api = api;
   rec.native_unwound = st.unwound;
   rec.device = device;
-  writer_.add(rec);
+  writer_.add_buffered(rec);  // no lock: a buffer of this thread, taken by the collector's flush
   if (stats) {
     CaptureStats& cs = CaptureStats::instance();
     uint64_t c3 = CaptureStats::now();
+    cs.add(CaptureStats::Autograd, c0, c0b);
     cs.add(CaptureStats::Autograd, c1, c2);
     cs.add(CaptureStats::Write, c2, c3);
     cs.add(CaptureStats::Total, c0, c3);

@@ -73,7 +73,10 @@ class Recorder {
   void finish(uint64_t end_timestamp);
 
   struct Counters {
-    std::atomic<uint64_t> launches{0}, launches_unwound{0}, capture_ns{0}, collector_cpu_ns{0};
+    // Written at every launch, on a line of their own: the collector thread writes the others at every
+    // kernel record and batch, which made each launch's increments miss (false sharing).
+    alignas(64) std::atomic<uint64_t> launches{0}, launches_unwound{0}, capture_ns{0};
+    alignas(64) std::atomic<uint64_t> collector_cpu_ns{0};
     std::atomic<uint64_t> kernels{0}, pc_records{0}, samples{0}, dropped_samples{0}, cubins{0}, dropped_records{0};
     std::atomic<bool> sampling_declined{false};  // a GPU was left unsampled because another process samples it
     std::atomic<uint64_t> windows{0}, window_ns{0};  // backends with sampling windows

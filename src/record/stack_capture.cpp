@@ -173,7 +173,11 @@ PyFrame StackCapture::name_python(const RawPyFrame& f) {
 // A stack new to this thread: the process-wide table (under the mutex) keeps one id per content.
 uint32_t StackCapture::intern_shared(const uint64_t* content, size_t len, uint64_t h, int nn, const RawPyFrame* py,
                                      int np) {
+  const bool stats = CaptureStats::on();
+  uint64_t t0 = stats ? CaptureStats::now() : 0;
   std::lock_guard<std::mutex> lock(mu_);
+  uint64_t t1 = stats ? CaptureStats::now() : 0;
+  if (stats) CaptureStats::instance().add(CaptureStats::InternLock, t0, t1);
   auto& bucket = stack_ids_[h];
   for (uint32_t id : bucket) {
     const auto& c = stack_content_[id - 1];
@@ -185,7 +189,14 @@ uint32_t StackCapture::intern_shared(const uint64_t* content, size_t len, uint64
   rec.native.assign(content + 1, content + 1 + nn);
   rec.python.reserve(static_cast<size_t>(np));
   for (int i = 0; i < np; i++) rec.python.push_back(name_python(py[i]));
+  uint64_t t2 = stats ? CaptureStats::now() : 0;
   writer_.add(rec);
+  if (stats) {
+    CaptureStats& cs = CaptureStats::instance();
+    cs.add(CaptureStats::InternNames, t1, t2);
+    cs.add(CaptureStats::InternWrite, t2, CaptureStats::now());
+    cs.process_new.fetch_add(1, std::memory_order_relaxed);
+  }
   bucket.push_back(id);
   stack_content_.emplace_back(content, content + len);
   return id;
@@ -203,6 +214,8 @@ StackCapture::Result StackCapture::capture(uint64_t) {
   } content;
   RawPyFrame* py = frames.at;
   int np = 0;
+  // The native walk's lines load while the Python frames are walked.
+  if (policy_ != UnwindPolicy::Off) unwind::prefetch_walk();
   const bool stats = CaptureStats::on();
   uint64_t t0 = stats ? CaptureStats::now() : 0;
   if (use_python_) {

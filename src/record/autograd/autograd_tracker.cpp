@@ -108,30 +108,45 @@ void AutogradTracker::off(const std::string& note) {
   if (warn_) warn_(note);
 }
 
-uint32_t AutogradTracker::on_launch(uint32_t stack_id) {
-  if (!ready_.load(std::memory_order_acquire)) return stack_id;
-  int graph_task = api_.graph_task_id();
-  if (graph_task < 0) {
-    if (node_on_.load(std::memory_order_relaxed)) remember_forward(stack_id);
-    return stack_id;
+AutogradTracker::Pending AutogradTracker::before_capture() {
+  Pending p;
+  if (!ready_.load(std::memory_order_acquire)) return p;
+  p.valid = true;
+  p.graph_task = api_.graph_task_id();
+  if (p.graph_task < 0 && node_on_.load(std::memory_order_relaxed)) {
+    p.forward = true;
+    p.seq = api_.peek();
+    const ThreadState& t = thread_state(serial_);
+    if (p.seq != t.last_seq && t.tid) __builtin_prefetch(&table_[slot_index(p.seq, t.tid)], 1);
   }
-  return on_backward(stack_id, graph_task);
+  return p;
 }
 
-void AutogradTracker::remember_forward(uint32_t stack_id) {
+uint32_t AutogradTracker::on_launch(uint32_t stack_id, const Pending& p) {
+  if (!p.valid) return stack_id;
+  if (p.graph_task < 0) {
+    // (node_on_ only goes off after start: a forward launch read seq whenever it is on here.)
+    if (p.forward && node_on_.load(std::memory_order_relaxed)) remember_forward(stack_id, p.seq);
+    return stack_id;
+  }
+  return on_backward(stack_id, p.graph_task);
+}
+
+void AutogradTracker::remember_forward(uint32_t stack_id, uint64_t seq) {
   ThreadState& t = thread_state(serial_);
-  uint64_t seq = api_.peek();
   // No node created since this thread's last launch: the slot already holds the first launch after it.
   if (seq == t.last_seq) return;
   t.last_seq = seq;
   if (!t.tid) t.tid = api_.thread_id();
-  Slot& s = table_[(seq + t.tid * 0x9e3779b97f4a7c15ull) & (kSlots - 1)];
+  Slot& s = table_[slot_index(seq, t.tid)];
   // Readers check the key before and after reading the stack (a torn entry reads as absent).
   s.key.store(0, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   s.stack.store(stack_id, std::memory_order_relaxed);
   s.key.store(slot_key(seq, t.tid), std::memory_order_release);
-  // The threads that run forward code and how far their numbers went: the layout probe's reference.
+  // The threads that run forward code and how far their numbers went: the layout probe's reference
+  // (not needed once the probe has looked at its nodes: two shared lines fewer per launch).
+  if (probed_.load(std::memory_order_relaxed) >= kProbe) return;
   for (size_t i = 0; i < 8; i++) {
     uint64_t have = seen_tid_[i].load(std::memory_order_relaxed);
     if (have == 0) {
@@ -148,7 +163,7 @@ void AutogradTracker::remember_forward(uint32_t stack_id) {
 uint32_t AutogradTracker::lookup(uint64_t seq, uint64_t tid) const {
   for (int d = 1; d <= kLookAhead; d++) {
     uint64_t at = seq + static_cast<uint64_t>(d);
-    const Slot& s = table_[(at + tid * 0x9e3779b97f4a7c15ull) & (kSlots - 1)];
+    const Slot& s = table_[slot_index(at, tid)];
     uint64_t key = slot_key(at, tid);
     if (s.key.load(std::memory_order_acquire) != key) continue;
     uint32_t id = s.stack.load(std::memory_order_relaxed);

@@ -467,4 +467,18 @@ bool build_cfi_rows(const MemView& mem, uint64_t hdr_addr, uint64_t bias, std::v
   return true;
 }
 
+std::vector<uint32_t> build_row_pages(const std::vector<FrameRow>& rows) {
+  std::vector<uint32_t> pages;
+  if (rows.empty()) return pages;
+  size_t npages = (static_cast<size_t>(rows.back().loc) >> kRowPageBits) + 2;
+  pages.resize(npages);
+  size_t r = 0;
+  for (size_t p = 0; p < npages; p++) {
+    uint64_t start = static_cast<uint64_t>(p) << kRowPageBits;
+    while (r < rows.size() && rows[r].loc <= start) r++;
+    pages[p] = static_cast<uint32_t>(r);
+  }
+  return pages;
+}
+
 }  // namespace aiflame::unwind

@@ -125,6 +125,7 @@ void ObjectTable::build_now(Object* o) {
   debug("unwind rows of %s: %zu rows (%u FDEs, %u rejected) in %.1f ms CPU", o->path.empty() ? "(main program)" : o->path.c_str(),
         rows->size(), find.stats.fdes, find.stats.bad_entries,
         static_cast<double>(t1.tv_sec - t0.tv_sec) * 1e3 + static_cast<double>(t1.tv_nsec - t0.tv_nsec) / 1e6);
+  o->pages = new std::vector<uint32_t>(build_row_pages(*rows));  // freed with the process, as the rows
   o->rows.store(rows.release(), std::memory_order_release);
   o->state.store(Object::kBuilt, std::memory_order_release);
   builds_++;

@@ -27,6 +27,8 @@ struct Object {
   std::atomic<uint8_t> state{kNone};
   // Published once (release) when built; freed with the process (a walk may be reading it).
   std::atomic<const std::vector<FrameRow>*> rows{nullptr};
+  // The rows' page index (build_row_pages), stored before rows is published.
+  const std::vector<uint32_t>* pages = nullptr;
   CfiStats stats;
 };
 

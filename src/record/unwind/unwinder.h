@@ -37,6 +37,10 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
 // address of unwind_here into its caller, then that caller's return address, and so on.
 int unwind_here(uint64_t* out, int max, WalkStatus* status);
 
+// Prefetches the lines the previous walk on this thread read (its cache sets and stack words): call
+// at the start of a capture, before other work, so that the walk's dependent loads hit (issue 22).
+void prefetch_walk();
+
 // Top (highest address) of the calling thread's stack, 0 if unknown.
 uint64_t thread_stack_top();
 

@@ -1,0 +1,188 @@
+// ProfileWriter::add_buffered: launch records go to a buffer of their thread and reach the file at
+// the next flush, also from threads that have exited, in their thread's order, none lost when a
+// buffer fills up between two flushes.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <thread>
+#include <vector>
+
+#include "profile/profile.h"
+#include "profile/profile_writer.h"
+#include "profile/record_codec.h"
+#include "test_util.h"
+
+namespace aiflame {
+namespace {
+
+LaunchRecord launch(uint32_t thread, uint32_t i) {
+  LaunchRecord l;
+  l.correlation_id = thread * 1000000 + i;
+  l.tid = thread;
+  l.timestamp = 5000 + i;
+  l.stack_id = i % 7 + 1;
+  l.api = 307;
+  l.native_unwound = i % 2;
+  l.device = thread % 2;
+  return l;
+}
+
+// Every thread's launches in the file, by thread, in file order.
+std::map<uint32_t, std::vector<LaunchRecord>> by_thread(const std::string& path) {
+  std::map<uint32_t, std::vector<LaunchRecord>> m;
+  Status st = for_each_launch(path, [&](const LaunchRecord& l) { m[l.tid].push_back(l); });
+  EXPECT_TRUE(st.ok()) << st.error();
+  return m;
+}
+
+void expect_all(const std::string& path, uint32_t threads, uint32_t per_thread) {
+  auto m = by_thread(path);
+  ASSERT_EQ(m.size(), threads);
+  for (auto& [t, v] : m) {
+    ASSERT_EQ(v.size(), per_thread) << "thread " << t;
+    for (uint32_t i = 0; i < per_thread; i++) {
+      LaunchRecord want = launch(t, i);
+      EXPECT_EQ(v[i].correlation_id, want.correlation_id);  // in the thread's order
+      EXPECT_EQ(v[i].timestamp, want.timestamp);
+      EXPECT_EQ(v[i].api, want.api);
+      EXPECT_EQ(v[i].stack_id, want.stack_id);
+      EXPECT_EQ(v[i].native_unwound, want.native_unwound);
+      EXPECT_EQ(v[i].device, want.device);
+    }
+  }
+}
+
+TEST(ProfileWriterBuffered, RecordsOfExitedThreadsReachTheFileAtClose) {
+  std::string path = test::temp_path("buffered_exited.aiflame");
+  std::string err;
+  {
+    ProfileWriter w;
+    ASSERT_TRUE(w.open(path, true, &err)) << err;
+    std::vector<std::thread> threads;
+    for (uint32_t t = 1; t <= 4; t++)
+      threads.emplace_back([&w, t] {
+        for (uint32_t i = 0; i < 1000; i++) w.add_buffered(launch(t, i));
+      });
+    for (auto& th : threads) th.join();  // every thread gone before the close
+    ASSERT_TRUE(w.close());
+  }
+  auto p = read_profile(path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  expect_all(path, 4, 1000);
+  std::remove(path.c_str());
+}
+
+TEST(ProfileWriterBuffered, AFlushWritesTheBufferedRecords) {
+  std::string path = test::temp_path("buffered_flush.aiflame");
+  std::string err;
+  ProfileWriter w;
+  ASSERT_TRUE(w.open(path, true, &err)) << err;
+  std::thread([&w] {
+    for (uint32_t i = 0; i < 10; i++) w.add_buffered(launch(3, i));
+  }).join();
+  EXPECT_GT(w.pending_bytes(), 0u);
+  ASSERT_TRUE(w.flush());  // what the collector does every interval: the file holds them now
+  EXPECT_EQ(w.pending_bytes(), 0u);
+  auto p = read_profile(path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  expect_all(path, 1, 10);
+  ASSERT_TRUE(w.close());
+  std::remove(path.c_str());
+}
+
+// 64 KiB hold about 4,000 launch records: 50,000 without a flush fill a thread's buffer many times.
+TEST(ProfileWriterBuffered, FullBuffersAreHandedOverWithoutLoss) {
+  std::string path = test::temp_path("buffered_full.aiflame");
+  std::string err;
+  ProfileWriter w;
+  ASSERT_TRUE(w.open(path, true, &err)) << err;
+  std::vector<std::thread> threads;
+  for (uint32_t t = 1; t <= 2; t++)
+    threads.emplace_back([&w, t] {
+      for (uint32_t i = 0; i < 50000; i++) {
+        w.add_buffered(launch(t, i));
+        if (t == 2 && i % 5000 == 0) w.add(WarningRecord{"unbuffered"});  // the locked way, between
+      }
+    });
+  // A collector flushing meanwhile.
+  for (int k = 0; k < 20; k++) ASSERT_TRUE(w.flush());
+  for (auto& th : threads) th.join();
+  ASSERT_TRUE(w.close());
+  w.add_buffered(launch(1, 50000));  // after the close: dropped
+  EXPECT_EQ(w.pending_bytes(), 0u);
+  auto p = read_profile(path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  expect_all(path, 2, 50000);
+  EXPECT_EQ(p->warnings.size(), 10u);
+  std::remove(path.c_str());
+}
+
+// Two writers on one thread (tests and the benchmark make several): each gets its own records.
+TEST(ProfileWriterBuffered, TwoWritersOnOneThreadKeepTheirOwnRecords) {
+  std::string a_path = test::temp_path("buffered_a.aiflame"), b_path = test::temp_path("buffered_b.aiflame");
+  std::string err;
+  {
+    ProfileWriter a, b;
+    ASSERT_TRUE(a.open(a_path, true, &err)) << err;
+    ASSERT_TRUE(b.open(b_path, true, &err)) << err;
+    for (uint32_t i = 0; i < 100; i++) {
+      a.add_buffered(launch(1, i));
+      b.add_buffered(launch(2, i));
+    }
+    ASSERT_TRUE(a.close());
+    ASSERT_TRUE(b.close());
+  }
+  auto a = read_profile(a_path), b = read_profile(b_path);
+  ASSERT_TRUE(a.ok() && b.ok());
+  expect_all(a_path, 1, 100);
+  expect_all(b_path, 1, 100);
+  EXPECT_EQ(by_thread(a_path).begin()->first, 1u);
+  EXPECT_EQ(by_thread(b_path).begin()->first, 2u);
+  std::remove(a_path.c_str());
+  std::remove(b_path.c_str());
+}
+
+
+// Big records (sample batches) are moved into the pending chunk instead of copied under the lock,
+// and the pending bytes are cut into segments: the chunk must still be exactly the records in the
+// order they were added, as one straightforward serialisation gives them.
+TEST(ProfileWriterBuffered, BigRecordsAndSegmentsKeepTheChunkBytesInOrder) {
+  std::string path = test::temp_path("segments.aiflame");
+  std::string err;
+  ByteWriter expected;
+  {
+    ProfileWriter w;
+    w.set_compression(Compression::None);
+    ASSERT_TRUE(w.open(path, true, &err)) << err;
+    auto add = [&](const auto& rec) {
+      w.add(rec);
+      ByteWriter payload;
+      encode(payload, rec);
+      expected.u8(static_cast<uint8_t>(record_type_of<std::decay_t<decltype(rec)>>()));
+      expected.str(payload.data());
+    };
+    PcBatchRecord big;
+    big.samples.resize(3000);  // well over 16 KiB encoded
+    for (size_t k = 0; k < big.samples.size(); k++) big.samples[k] = PcSample{7, 0xabc, k * 16, 3, 1, 0};
+    add(WarningRecord{"first"});
+    big.timestamp = 1;
+    add(big);
+    for (int i = 0; i < 40000; i++) add(WarningRecord{"w" + std::to_string(i)});  // past a 256 KiB segment
+    big.timestamp = 2;
+    add(big);
+    add(WarningRecord{"last"});
+    ASSERT_TRUE(w.flush());
+    ASSERT_TRUE(w.close());
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::string file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_EQ(file.size(), kFileHeaderSize + kChunkHeaderSize + expected.size());  // one chunk, stored as is
+  EXPECT_TRUE(file.compare(kFileHeaderSize + kChunkHeaderSize, std::string::npos, expected.data()) == 0);
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace aiflame
