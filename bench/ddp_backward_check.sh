@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Issue #23 item 3 on one GPU: kernels launched from hooks that autograd runs (DDP's gradient
+# all-reduce through its reducer's hooks) sit under the script's loss.backward() and [backward].
+# Records `torchrun --nproc_per_node=1 gpt_ddp.py` (NCCL with one rank still runs DDP's reducer and
+# its all-reduce kernels), reports folded stacks and prints: the share of NCCL kernel samples (and of
+# all samples) under [backward], under a frame of gpt_ddp.py, and under gpt_ddp.py's backward line.
+# Usage (repo root, binaries in .dist/): bench/ddp_backward_check.sh   Env: AIFLAME_BIN, DDP_OUT, STEPS (30)
+set -u
+bin=${AIFLAME_BIN:-.dist}
+out=${DDP_OUT:-/tmp/ddp_backward}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+STEPS=${STEPS:-30} "$bin/aiflame" record -f --sass-timeout 0 -o "$out/ddp.aiflame" -- \
+  torchrun --standalone --nproc_per_node=1 bench/workloads/gpt_ddp.py >"$out/record.log" 2>&1
+echo "record exit $?"; grep -E "loop_s|autograd|GPU samples" "$out/record.log" | head -6
+prof=$(ls "$out"/ddp.aiflame* | head -1)
+"$bin/aiflame" report -q -f "$out"/ddp.aiflame* -o "$out/ddp.folded"
+awk '{ n = $NF; t += n; nccl = ($0 ~ /;-;[^;]*nccl/); bw = ($0 ~ /\[backward\]/); sc = ($0 ~ /gpt_ddp\.py/);
+       line = ($0 ~ /step \(gpt_ddp\.py:45\)/ && bw);
+       if (nccl) { N += n; if (bw) NB += n; if (sc) NS += n; if (line) NL += n }
+       if (bw) B += n; if (sc) S += n }
+     END { printf "all samples %d: %.1f%% with a gpt_ddp.py frame, %.1f%% under [backward]\n", t, 100*S/t, 100*B/t;
+           if (N) printf "NCCL kernel samples %d (%.1f%% of all): %.1f%% under [backward], %.1f%% with a gpt_ddp.py frame, %.1f%% under step (gpt_ddp.py:45) -> [backward]\n", N, 100*N/t, 100*NB/N, 100*NS/N, 100*NL/N;
+           else print "no NCCL kernel samples" }' "$out/ddp.folded"
+echo "heaviest NCCL stack:"; grep ';-;[^;]*nccl' "$out/ddp.folded" | sort -t' ' -k2 -n -r | head -1 | \
+  sed 's/;-;.*//' | tr ';' '\n' | grep -nE 'py::|backward|Reducer|hook|nccl' | head -20
