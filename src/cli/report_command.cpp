@@ -200,6 +200,9 @@ int run_report(const ReportArgs& a) {
   const int done = filtered_out ? kReportNothingMatched : 0;
   data.title = a.title.empty() ? "AI Flame Graph: " + data.process : a.title;
   data.subtitle = command + "  |  " + std::to_string(samples) + " GPU samples, " + std::to_string(kernels) + " kernels";
+  // A writer that scales or leaves something out to keep its output bounded says so (FlameScope).
+  if (!a.quiet)
+    if (std::string note = writer->bound_note(data); !note.empty()) std::cerr << "aiflame: note: " << note << "\n";
   if (a.output.empty()) {
     writer->write(data, std::cout);
     std::cout.flush();

@@ -18,6 +18,9 @@ class Writer {
   // Whether the writer reads FlameData's times (timeline, kernels, cpu_stacks). A report leaves them
   // out for writers that do not: the timeline grows with the length of the run.
   virtual bool uses_times() const { return true; }
+  // One line when the output of `data` leaves something out or scales it to stay within the
+  // writer's stated bound (docs/reliability.md), else empty. The CLI prints it as a note.
+  virtual std::string bound_note(const FlameData&) const { return {}; }
 };
 
 // Known format names, e.g. "folded", "svg".

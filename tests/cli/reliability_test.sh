@@ -126,6 +126,13 @@ for f in "$SRC"/tests/fuzz/corpus/profile_reader/crafted_*.aiflame; do
   done
 done
 
+# FlameScope has no count field: one event per sample up to 256 MiB, then each event stands for
+# several, said in one note (17 billion samples here; terabytes before the bound).
+bytes=$( (vlimit 4000000; exec "$AIFLAME" report "$SRC/tests/fuzz/corpus/profile_reader/crafted_huge_sample_count.aiflame" \
+           --format flamescope 2>"$T/err") | wc -c)
+check "17 billion samples as flamescope: 128 to 257 MiB ($bytes bytes)" '[ "$bytes" -ge $((128 << 20)) ] && [ "$bytes" -le $((257 << 20)) ]'
+check "17 billion samples as flamescope: one note says so" '[ "$(grep -c "^aiflame: note: FlameScope output bounded at 256 MiB" "$T/err")" -eq 1 ]'
+
 (vlimit 2000000; exec "$AIFLAME" report /dev/zero) >/dev/null 2>"$T/err"
 rc=$?
 check "/dev/zero: one line, status 1" '[ $rc -eq 1 ] && [ "$(lines "$T/err")" -eq 1 ] && grep -q "/dev/zero" "$T/err"'

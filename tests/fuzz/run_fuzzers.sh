@@ -18,7 +18,7 @@ flags=(-std=c++20 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
 # 2-core machine under ASan a folded input took over 10 s once where it replays in 0.03 s, issue #20).
 harnesses=(
   "profile_reader|tests/data/demo_matmul.aiflame tests/data/multigpu.aiflame|262144"
-  "report_stream|tests/data/demo_matmul.aiflame tests/data/multigpu.aiflame tests/data/demo_inline.aiflame|262144"
+  "report_stream|tests/data/demo_matmul.aiflame tests/data/multigpu.aiflame tests/data/demo_inline.aiflame tests/fuzz/corpus/profile_reader/crafted_*.aiflame|262144"
   "folded_reader||65536"
   "iaprof_reader|tests/data/iaprof_current.txt tests/data/iaprof_interval.txt|65536"
   "cubin||65536"
