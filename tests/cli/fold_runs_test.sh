@@ -6,10 +6,7 @@ AIFLAME=$1
 SRC=$2
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fail=0
-check() {  # check NAME CONDITION
-  if eval "$2"; then echo "ok $1"; else echo "FAIL $1"; fail=$((fail + 1)); fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 IN="$SRC/tests/data/gpt_train.aiflame"
 total() { awk '{n += $NF} END {print n}' "$1"; }
 "$AIFLAME" report "$IN" -q -o "$T/default.svg"
@@ -22,4 +19,4 @@ check "folded keeps every frame by default" 'grep -q "libcublasLt.so.13+0x" "$T/
 check "--fold-runs folds folded output" 'grep -q "\[libcublasLt.so.13: [0-9]* frames\]" "$T/folded.folded"'
 check "folding keeps the totals" '[ "$(total "$T/default.folded")" = "$(total "$T/folded.folded")" ]'
 check "folded stacks are shorter" '[ "$(awk -F";" "{n += NF} END {print n}" "$T/folded.folded")" -lt "$(awk -F";" "{n += NF} END {print n}" "$T/default.folded")" ]'
-exit $fail
+finish fold_runs

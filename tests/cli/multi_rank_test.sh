@@ -6,8 +6,7 @@ AIFLAME=$1
 SRC=$2
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fail=0
-check() { if ! eval "$2"; then echo "FAIL $1"; fail=1; fi; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 "$AIFLAME" report "$SRC/tests/data/ddp" --group-by rank --plain --no-native -o "$T/rank.folded" 2>"$T/err"
 check "report exits 0" '[ $? -eq 0 ]'
@@ -50,4 +49,4 @@ pids = {e["pid"] for e in ar}
 ok = len(ar) > 0 and pids == {607, 608} and all("c10d::Reducer::run_allreduce_hook" in stack(e["sf"]) for e in ar)
 sys.exit(0 if ok else 1)
 PY'
-exit $fail
+finish multi_rank

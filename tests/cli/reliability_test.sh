@@ -9,9 +9,7 @@ AIFLAME=$1
 SRC=$2
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fail=0
-pass=0
-check() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL $1"; fail=$((fail + 1)); fi; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 FIX=$SRC/tests/data/demo_matmul.aiflame
 UNFIN=$SRC/tests/data/demo_matmul_unfinalized.aiflame
 lines() { grep -c '' "$1"; }
@@ -174,5 +172,4 @@ done
 "$AIFLAME" --bogus 2>"$T/err"
 check "--bogus named" 'grep -q "unknown option .--bogus." "$T/err"'
 
-echo "reliability: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish reliability
