@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses with clang (ASan + UBSan) and runs each for a bounded time over its
-# committed corpus (tests/fuzz/corpus/NAME) plus recorded fixtures. Usage: run_fuzzers.sh [SECONDS=20] [NAME...]
+# committed corpus (tests/fuzz/corpus/NAME) plus recorded fixtures, one harness at a time (the profile
+# harnesses with the structure-aware mutator, profile_mutator.h). Usage: run_fuzzers.sh [SECONDS=20] [NAME...]
+# The long campaign (issue #25: 10 minutes of each harness, 80 minutes in all; results in
+# bench/RESULTS.md "Fuzzing campaign"), in the background since it outlasts a terminal's patience:
+#   nice bash tests/fuzz/run_fuzzers.sh 600 >build-fuzz/campaign.log 2>&1 &
+# Each harness's line gives its executions and the size of its corpus at the end.
 # A crash leaves its input in build-fuzz/crash-*; add it to the corpus and a regression test.
 # A crash whose log matches a line of known_crashes.txt (a bug with an open issue) is reported as
 # "known" and does not fail the run; remove the line when the issue's fix lands.
@@ -103,11 +108,13 @@ run() {
     left=$((secs - (SECONDS - start)))
   done
   passed=$((passed + 1))
+  local corpus
+  corpus=$(find "$out/corpus_$name" -type f | wc -l)
   if [ ${#found[@]} -eq 0 ]; then
-    echo "$name: passed ($execs inputs in $((SECONDS - start)) s)"
+    echo "$name: passed ($execs inputs in $((SECONDS - start)) s; corpus $corpus files)"
   else
     known=$((known + ${#found[@]}))
-    echo "$name: passed but for known crashes ($execs inputs in $((SECONDS - start)) s):"
+    echo "$name: passed but for known crashes ($execs inputs in $((SECONDS - start)) s; corpus $corpus files):"
     printf '  KNOWN %s\n' "${found[@]}"
   fi
 }
