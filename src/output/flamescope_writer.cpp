@@ -50,7 +50,7 @@ std::string module_of(FrameKind k, std::string_view pid) {
   }
 }
 
-// A stack's event without its time: comm, pid and the frames (leaf first), or its parts.
+// A stack's event but for its time: comm and pid before it, the frames (leaf first) after it.
 struct Event {
   std::string head;  // "comm pid [000] "
   std::string body;  // ": 1 gpu-samples:\n" then one line a frame, then the blank line
@@ -93,13 +93,11 @@ struct Plan {
 Plan plan_events(const FlameData& data, uint64_t max_bytes) {
   Plan p;
   p.parts = split_by_time(data);
-  std::vector<double> event_bytes(data.stacks.size(), 0);
-  for (size_t s = 0; s < data.stacks.size(); s++) {
-    if (!data.stacks[s].count) continue;
-    Event e = event_of(data, data.stacks[s].frames);
-    event_bytes[s] = static_cast<double>(e.head.size() + kTimeChars + e.body.size());
-    p.samples += data.stacks[s].count;
-    p.bytes += static_cast<double>(data.stacks[s].count) * event_bytes[s];
+  for (const auto& stack : data.stacks) {
+    if (!stack.count) continue;
+    Event e = event_of(data, stack.frames);
+    p.samples += stack.count;
+    p.bytes += static_cast<double>(stack.count) * static_cast<double>(e.head.size() + kTimeChars + e.body.size());
   }
   if (p.bytes <= static_cast<double>(max_bytes)) return p;
   // Each stack's events: its samples over samples_per_event, rounded (so the whole is max_bytes
@@ -138,8 +136,8 @@ std::string note_of(const Plan& p, uint64_t max_bytes) {
       "for {:.4g} samples (perf script has no count field; FlameScope counts events)",
       size_text(max_bytes), p.samples, p.bytes / 1e6, p.samples_per_event);
   if (p.left_out_stacks)
-    s += fmt::format("; {} stacks with under {:.4g} samples ({:.2g}% of the samples) are left out", p.left_out_stacks,
-                     p.samples_per_event / 2, 100.0 * static_cast<double>(p.left_out_samples) / static_cast<double>(p.samples));
+    s += fmt::format("; {} {} under {:.4g} samples ({:.2g}% of the samples) left out", p.left_out_stacks,
+                     p.left_out_stacks == 1 ? "stack with" : "stacks with", p.samples_per_event / 2, 100.0 * static_cast<double>(p.left_out_samples) / static_cast<double>(p.samples));
   return s;
 }
 
