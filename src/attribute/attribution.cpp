@@ -46,8 +46,14 @@ void normalise(Weights& w, std::vector<Share>& out) {
   double total = 0;
   for (const auto& [k, v] : w) total += v.first;
   out.clear();
-  if (total <= 0) return;
-  for (const auto& [k, v] : w) out.push_back({k, v.first / total, static_cast<uint64_t>(v.second / v.first)});
+  if (!(total > 0)) return;
+  for (const auto& [k, v] : w) {
+    // A stack whose executions had no duration here (a kernel at the clock's last nanosecond) has no
+    // share; a time past the clock (rounding near 2^64) is its end. profile_reader_fuzz: 0/0 cast.
+    if (!(v.first > 0)) continue;
+    double t = v.second / v.first;
+    out.push_back({k, v.first / total, t >= 0x1p64 ? UINT64_MAX : t > 0 ? static_cast<uint64_t>(t) : 0});
+  }
 }
 
 struct FunctionRuns {

@@ -19,7 +19,7 @@ void add_picture_options(CLI::App* sub, PictureArgs& a) {
                   "device (GPU), none")
       ->check(CLI::IsMember(group_by_names()))
       ->capture_default_str();
-  sub->add_option("--kernels", a.kernels, "Keep only GPU kernels whose name matches this regex (e.g. 'nccl|gemm')");
+  sub->add_option("--kernels", a.kernels, "Keep only GPU kernels whose name matches this regex (RE2 syntax, e.g. 'nccl|gemm')");
   sub->add_option("--exclude-kernels", a.exclude_kernels, "Leave out GPU kernels whose name matches this regex");
   sub->add_option("--stalls", a.stalls, "Keep only these stall reasons (comma-separated short names, e.g. long_scoreboard,selected)");
   sub->add_option("--devices", a.devices, "Keep only samples of these GPUs (comma-separated numbers)");

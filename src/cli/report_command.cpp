@@ -90,6 +90,9 @@ int run_report(const ReportArgs& a) {
     std::cerr << "aiflame: " << st.error() << "\n";
     return 1;
   }
+  // A writer that scales or leaves something out to keep its output bounded says so (FlameScope).
+  if (!a.quiet)
+    if (std::string note = writer->bound_note(data); !note.empty()) std::cerr << "aiflame: note: " << note << "\n";
   if (!a.quiet && !a.output.empty()) std::cerr << "aiflame: wrote " << a.output << "\n";
   return done;
 }

@@ -32,7 +32,7 @@ std::vector<std::string> unmatched_filter_items(const FlameFilter& f, const Flam
       else if (fr.kind == FrameKind::Stall) stalls.insert(fr.name);
       else if (fr.kind == FrameKind::GpuKernel && f.kernels && !kernel_matched) {
         kernel_seen = true;
-        kernel_matched = std::regex_search(fr.name.str(), *f.kernels);
+        kernel_matched = regex_search(*f.kernels, fr.name.str());
       }
     }
   }

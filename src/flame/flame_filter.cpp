@@ -1,5 +1,7 @@
 #include "flame/flame_filter.h"
 
+#include <re2/re2.h>
+
 #include <sstream>
 
 namespace aiflame {
@@ -20,16 +22,36 @@ const Frame* frame_of_kind(const WeightedStack& s, FrameKind k) {
   return nullptr;
 }
 
+// One line, whatever the pattern holds (RE2's errors quote the part of the pattern at fault).
+Result<std::shared_ptr<const re2::RE2>> compile(const std::string& pattern, std::string_view option) {
+  re2::RE2::Options o;
+  o.set_log_errors(false);  // RE2 would also log the error to stderr: one line is ours to print
+  auto re = std::make_shared<const re2::RE2>(pattern, o);
+  if (re->ok()) return re;
+  std::string why = re->error();
+  for (char& c : why)
+    if (c == '\n' || c == '\r') c = ' ';
+  return Error{"bad " + std::string(option) + " regex: " + why};
+}
+
 }  // namespace
+
+bool regex_search(const re2::RE2& re, std::string_view name) {
+  return re2::RE2::PartialMatch(re2::StringPiece(name.data(), name.size()), re);
+}
 
 Result<FlameFilter> make_flame_filter(const std::string& kernels, const std::string& exclude_kernels,
                                       const std::string& stalls, const std::string& devices, const std::string& pids) {
   FlameFilter f;
-  try {
-    if (!kernels.empty()) f.kernels.emplace(kernels, std::regex::ECMAScript | std::regex::optimize);
-    if (!exclude_kernels.empty()) f.exclude_kernels.emplace(exclude_kernels, std::regex::ECMAScript | std::regex::optimize);
-  } catch (const std::regex_error& e) {
-    return Error{"bad kernel regex: " + std::string(e.what())};
+  if (!kernels.empty()) {
+    auto re = compile(kernels, "--kernels");
+    if (!re) return Error{re.error()};
+    f.kernels = *re;
+  }
+  if (!exclude_kernels.empty()) {
+    auto re = compile(exclude_kernels, "--exclude-kernels");
+    if (!re) return Error{re.error()};
+    f.exclude_kernels = *re;
   }
   f.stalls = split_list(stalls);
   for (const auto& d : split_list(devices)) {
@@ -49,8 +71,8 @@ void apply_filter(const FlameFilter& f, FlameData& data) {
     const Frame* kernel = frame_of_kind(s, FrameKind::GpuKernel);
     std::string kname = kernel ? kernel->name : "";
     bool k = true;
-    if (f.kernels) k = kernel && std::regex_search(kname, *f.kernels);
-    if (k && f.exclude_kernels && kernel) k = !std::regex_search(kname, *f.exclude_kernels);
+    if (f.kernels) k = kernel && regex_search(*f.kernels, kname);
+    if (k && f.exclude_kernels && kernel) k = !regex_search(*f.exclude_kernels, kname);
     if (k && !f.stalls.empty()) {
       const Frame* stall = frame_of_kind(s, FrameKind::Stall);
       k = stall && f.stalls.count(stall->name);
@@ -82,8 +104,8 @@ void apply_filter(const FlameFilter& f, FlameData& data) {
   data.timeline = std::move(timeline);
   std::vector<KernelSpan> kernels;
   for (auto& k : data.kernels) {
-    bool ok = (!f.kernels || std::regex_search(k.name, *f.kernels)) &&
-              (!f.exclude_kernels || !std::regex_search(k.name, *f.exclude_kernels)) &&
+    bool ok = (!f.kernels || regex_search(*f.kernels, k.name)) &&
+              (!f.exclude_kernels || !regex_search(*f.exclude_kernels, k.name)) &&
               (f.devices.empty() || f.devices.count(k.device));
     if (ok) kernels.push_back(std::move(k));
   }

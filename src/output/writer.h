@@ -23,6 +23,9 @@ class Writer {
   // Whether it reads each kernel span's launching thread and launch time (KernelSpan::launch_tid),
   // which costs a second pass over the launch records.
   virtual bool uses_launch_threads() const { return false; }
+  // One line when the output of `data` leaves something out or scales it to stay within the
+  // writer's stated bound (docs/reliability.md), else empty. The CLI prints it as a note.
+  virtual std::string bound_note(const FlameData&) const { return {}; }
 };
 
 // What the CLI asks of a writer beyond the picture.

@@ -125,6 +125,26 @@ TEST(Attribution, NoExecutionInTheWindowFallsBackToTheWholeRun) {
   EXPECT_NEAR(r.stats.in_window, 0.0, 1e-9);
 }
 
+// profile_reader_fuzz under UBSan (tests/fuzz/corpus/profile_reader/nan_share.aiflame): a kernel at
+// the clock's last nanosecond (start = end = 2^64-1) has no duration, so its stack's share of the
+// whole run was 0 and its time 0/0, a NaN cast to an integer (undefined behaviour; the ASan+UBSan
+// build stops there), and a zero-weight sample of that stack came out.
+TEST(Attribution, KernelWithoutDurationHasNoShare) {
+  Profile p = base_profile();
+  add_launch(p, 1, 1, 1, 0, 3'000'000);
+  add_launch(p, 2, 2, 1, UINT64_MAX, UINT64_MAX);
+  PcBatchRecord b;
+  b.prev_timestamp = 500'000'000;
+  b.timestamp = 510'000'000;
+  b.samples = {{1, 0, 0x10, kLongScoreboard, 8, 0}};
+  p.batches.push_back(b);
+  auto r = attribute_samples(p, 20'000'000);  // no execution in the window: the whole run's shares
+  auto m = by_stack(r);
+  EXPECT_NEAR(m[1], 8.0, 1e-9);
+  EXPECT_EQ(m.count(2), 0u);
+  for (const auto& s : r.samples) EXPECT_GT(s.weight, 0) << s.stack_id;
+}
+
 // CUPTI hands samples out about every 100 ms while aiflame polls every 10 ms: the polls in between
 // come back empty. A batch's samples ran since the previous batch that had samples (minus the lag),
 // not since the previous poll.

@@ -11,9 +11,7 @@ PYTARGET=$SRC/tests/cli/attach/attach_target.py
 T=$(mktemp -d); [ -n "${KEEP:-}" ] && echo "keeping $T"
 chmod 755 "$T"
 trap 'kill $(jobs -p) 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
-fail=0
-pass=0
-check() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL $1"; fail=$((fail + 1)); fi; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # start NAME CMD...: runs CMD in the background, its stdout in $T/NAME.out and its exit status in
 # $T/NAME.rc when it ends; PID is its pid. Returns once CMD printed its first line.
@@ -160,5 +158,4 @@ check "Python frames in the flame graph: train_loop -> train_step -> fake_kernel
 finished py
 check "the Python program's output and exit status unchanged" '[ "$(cat "$T/py.rc")" = 5 ] && no_gaps py step && grep -q "^total " "$T/py.out"'
 
-echo "attach: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish attach

@@ -6,8 +6,7 @@ AIFLAME=$1
 SRC=$2
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fail=0
-pass=0
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 expect_error() {  # expect_error NAME EXPECTED_SUBSTRING CMD...
   local name=$1 want=$2
@@ -57,7 +56,6 @@ rc=$?
 if [ $rc -ne 127 ] || ! grep -q "cannot run" "$T/err"; then echo "FAIL exec: rc=$rc $(cat "$T/err")"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
 
 # Output files in shared directories: an existing file needs --force, a symlink is never written through.
-check() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL $1"; fail=$((fail + 1)); fi; }
 FIX="$SRC/tests/data/demo_matmul.aiflame"
 echo old >"$T/exists.folded"
 expect_error exists_needs_force "pass --force" "$AIFLAME" report "$FIX" -q -o "$T/exists.folded"
@@ -83,5 +81,4 @@ check "record does not follow a symlink" 'grep -qx secret "$T/victim" && [ -L "$
 # No partial output was left anywhere (temporary files are named OUTPUT.XXXXXX).
 if ls "$T" | grep -Eq '\.tmp\.|\.(svg|folded)\.[A-Za-z0-9]{6}$'; then echo "FAIL: temporary files left: $(ls "$T")"; fail=$((fail + 1)); else pass=$((pass + 1)); fi
 
-echo "cli_errors: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish cli_errors

@@ -8,8 +8,7 @@ SRC=$2
 D=$SRC/tests/data
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fail=0
-check() { if ! eval "$2"; then echo "FAIL $1"; fail=1; fi; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 # Graph replay: every sample of the graph's kernels under the replay's stack, [cuda graph], then the
 # stack that captured the node, then the kernel's source line (from the cubin's line table).
@@ -74,4 +73,4 @@ for m in sequential streams size; do
   share=$(awk '/;-;work;/ { n = $NF; t += n; if ($0 ~ /;path_a;/) a += n } END { if (t) printf "%.4f", 100 * a / t }' "$T/$m.folded")
   check "split $m: path_a $share% within 2 points of 75%" "awk -v s=$share 'BEGIN { exit !(s >= 73 && s <= 77) }'"
 done
-exit $fail
+finish device_fixtures

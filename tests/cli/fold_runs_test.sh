@@ -6,10 +6,7 @@ AIFLAME=$1
 SRC=$2
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fail=0
-check() {  # check NAME CONDITION
-  if eval "$2"; then echo "ok $1"; else echo "FAIL $1"; fail=$((fail + 1)); fi
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 IN="$SRC/tests/data/gpt_train.aiflame"
 total() { awk '{n += $NF} END {print n}' "$1"; }
 "$AIFLAME" report "$IN" -q -o "$T/default.svg"
@@ -32,4 +29,4 @@ check "diff --no-fold-runs keeps them" 'grep -q "libcublasLt.so.13+0x" "$T/d_kep
 check "diff folded keeps every frame by default" 'grep -q "libcublasLt.so.13+0x" "$T/d.folded" && ! grep -q " frames\]" "$T/d.folded"'
 check "diff --fold-runs folds its folded output" 'grep -q "\[libcublasLt.so.13: [0-9]* frames\]" "$T/d_folded.folded"'
 check "diff --help lists --fold-runs" '"$AIFLAME" diff --help | grep -q -- "--fold-runs,--no-fold-runs"'
-exit $fail
+finish fold_runs

@@ -6,8 +6,7 @@ AIFLAME=$1
 SRC=$2
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fail=0
-check() { if ! eval "$2"; then echo "FAIL $1"; fail=1; fi; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 "$AIFLAME" report "$SRC/tests/data/ddp" --group-by rank --plain --no-native -o "$T/rank.folded" 2>"$T/err"
 check "report exits 0" '[ $? -eq 0 ]'
@@ -57,4 +56,4 @@ check "diff of two ranks: no note, roots are the program" \
   '! grep -q "share little" "$T/derr" && [ "$(cut -d";" -f1 "$T/d.folded" | sort -u)" = python ]'
 "$AIFLAME" diff "$SRC/tests/data/ddp/ddp.aiflame.607" "$SRC/tests/data/ddp/ddp.aiflame.608" --group-by rank -o "$T/r.folded" 2>"$T/derr"
 check "diff grouped by rank: one note" '[ "$(grep -c "share little: 0.0%" "$T/derr")" -eq 1 ]'
-exit $fail
+finish multi_rank

@@ -5,9 +5,7 @@ set -u
 AIFLAME=$1
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-fail=0
-pass=0
-check() { if eval "$2"; then pass=$((pass + 1)); else echo "FAIL $1"; fail=$((fail + 1)); fi; }
+. "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 "$AIFLAME" record -o "$T/p.data" -- sh -c 'echo program-output; exit 3' >"$T/out" 2>"$T/err"
 rc=$?
@@ -47,5 +45,4 @@ check "options handed over in their variables" \
   'grep -qx AIFLAME_UNWIND=off "$T/env" && grep -qx AIFLAME_PYTHON=0 "$T/env" && grep -qx AIFLAME_PERIOD=default "$T/env" &&
    grep -q "^AIFLAME_OUTPUT=$T/rel.data.rec-" "$T/env" && grep -qx AIFLAME_QUIET=1 "$T/env"'
 
-echo "record_without_gpu: $pass passed, $fail failed"
-[ "$fail" -eq 0 ]
+finish record_without_gpu

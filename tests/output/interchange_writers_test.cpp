@@ -223,6 +223,64 @@ TEST(FlameScopeWriter, OneEventPerSampleInTimeOrder) {
   EXPECT_EQ(written(FlameScopeWriter(), folded).rfind("# aiflame: the input has no sample times", 0), 0u);
 }
 
+// perf script has no count field, so a sample count a profile claims (a CRC-valid crafted one, or
+// a long run's tens of millions) became that many events: report_stream_fuzz ran out of memory on
+// a multi-GB output. Past the bound each event stands for the same number of samples.
+TEST(FlameScopeWriter, OutputIsBoundedWhateverTheSampleCount) {
+  FlameData d;
+  d.stacks = {{{{"python3", FrameKind::Process}, {"454", FrameKind::Process}, {"step", FrameKind::Python}, {"gemm", FrameKind::GpuKernel}}, 1'000'000},
+              {{{"python3", FrameKind::Process}, {"454", FrameKind::Process}, {"step", FrameKind::Python}, {"softmax", FrameKind::GpuKernel}}, 10'000},
+              {{{"python3", FrameKind::Process}, {"454", FrameKind::Process}, {"thin", FrameKind::GpuKernel}}, 3}};
+  // gemm's samples 3:1 over two milliseconds; the others in the second.
+  d.timeline = {{0, 0, 5'000'000, 3}, {0, 0, 7'000'000, 1}, {1, 0, 7'000'000, 1}, {2, 0, 7'000'000, 1}};
+  const uint64_t max_bytes = 1 << 20;
+  FlameScopeWriter w(FlameScopeOptions{max_bytes});
+  std::string s = written(w, d);
+  // The bound, plus at most one event per stack (the largest here is under 100 bytes).
+  EXPECT_LE(s.size(), max_bytes + 3 * 100);
+  EXPECT_GT(s.size(), max_bytes / 2);  // scaled, not emptied
+  const std::string note = w.bound_note(d);
+  EXPECT_EQ(note.rfind("FlameScope output bounded at 1 MiB: 1010003 samples as one event each would take ", 0), 0u) << note;
+  EXPECT_NE(note.find("; 1 stack with under 5"), std::string::npos) << note;  // thin: 3 samples, under half an event
+  EXPECT_EQ(s.rfind("# aiflame: " + note + "\n", 0), 0u);
+  std::map<std::string, uint64_t> events;  // by kernel
+  std::map<std::string, uint64_t> gemm_at;  // gemm's events by millisecond
+  double last = 0;
+  std::istringstream in(s);
+  std::string line, ms;
+  bool head = false;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line[0] != '\t') {
+      size_t colon = line.find(": 1 gpu-samples:");
+      ASSERT_NE(colon, std::string::npos) << line;
+      double t = std::stod(line.substr(line.rfind(' ', colon) + 1));
+      EXPECT_GE(t, last);  // in time order (microseconds: over 1000 events in a millisecond share some)
+      last = t;
+      ms = t < 1.0065 ? "5 ms" : "7 ms";
+      head = true;
+    } else if (head) {  // the leaf: the kernel
+      std::string kernel = line.substr(3, line.find(' ', 3) - 3);
+      events[kernel]++;
+      if (kernel == "gemm") gemm_at[ms]++;
+      head = false;
+    }
+  }
+  ASSERT_EQ(events.size(), 2u);
+  EXPECT_EQ(events.count("thin"), 0u);
+  // Proportions kept: gemm 100 times softmax (rounded per stack), and 3:1 over its two times.
+  EXPECT_NEAR(static_cast<double>(events["gemm"]) / static_cast<double>(events["softmax"]), 100.0, 1.0);
+  EXPECT_NEAR(static_cast<double>(gemm_at["5 ms"]) / static_cast<double>(gemm_at["7 ms"]), 3.0, 0.01);
+  EXPECT_EQ(gemm_at["5 ms"] + gemm_at["7 ms"], events["gemm"]);
+
+  // Within the bound: every sample an event, no note.
+  FlameData small = d;
+  small.stacks[0].count = 100;
+  small.stacks[1].count = 100;
+  EXPECT_EQ(w.bound_note(small), "");
+  EXPECT_EQ(written(w, small).find("# aiflame"), std::string::npos);
+}
+
 // FlameScope's perf parser (app/perf/flame_graph.py) cuts a frame name at its first '+' and splits it
 // at "->"; its frame regex is ^[\t ]*[0-9a-fA-F]+ (.+) \((.*?)\)$ and the module picks the type
 // (app/common/libtype.py). tests/interop/check_flamescope.py runs that parser itself.

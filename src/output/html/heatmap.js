@@ -2,11 +2,24 @@
 // rows the collection interval; one lane per recorded process (rank) when several have timed samples,
 // else one per GPU. Only what the selection shows is drawn. Dragging selects a time range, handed to
 // onRange ([t0_ms, t1_ms) or null for the whole run).
+// At most 600 columns, as the SVG heatmap (heatmap_writer.cpp): past 600 s a column holds several
+// seconds (each row the same offset within them) and a dragged range is whole columns. A column a
+// second made a 2-hour run's canvas 43,202 px wide (past Chromium's 32,767), and a crafted profile's
+// 10^13 ms allocated 10^12 cells (RangeError: no page).
 'use strict';
 function aiflameHeatmap(D, $, sel, onRange) {
   const hm = $('heatmap'), hctx = hm.getContext('2d'), T = D.timeline;
   const rowMs = D.summary.interval_ms || 10, rows = Math.ceil(1000 / rowMs);
-  const cols = Math.max(1, Math.ceil(D.duration_ms / 1000));
+  const MAX_COLS = 600;
+  // The run's seconds, the last entry's included: an entry's time is its cell's start, so one at
+  // exactly a whole second (duration_ms itself) needs that second's column too.
+  let endMs = D.duration_ms;
+  for (let i = 2; i < T.length; i += 4) endMs = Math.max(endMs, T[i] + 1);
+  const seconds = Math.max(1, Math.ceil(endMs / 1000));
+  const colS = Math.ceil(seconds / MAX_COLS), colMs = colS * 1000, cols = Math.ceil(seconds / colS);
+  // A cell's time span [start, end): one row of one second, or past 600 s its whole column.
+  const cellStart = (c, r) => c * colMs + (colS === 1 ? r * rowMs : 0);
+  const cellEnd = (c, r) => (colS === 1 ? cellStart(c, r) + rowMs : (c + 1) * colMs);
   // Lanes: by process when the timeline holds more than one, else by device.
   const procs = new Set();
   for (let i = 0; i < T.length; i += 4) procs.add(sel.procOf(T[i]));
@@ -37,7 +50,7 @@ function aiflameHeatmap(D, $, sel, onRange) {
     for (let i = 0; i < T.length; i += 4) {
       const l = laneOf.get(keyOf(i));
       if (!l.grid || !sel.entryOn(i)) continue;
-      const t = T[i + 2], c = Math.floor(t / 1000), r = Math.floor((t % 1000) / rowMs);
+      const t = T[i + 2], c = Math.floor(t / colMs), r = Math.floor((t % 1000) / rowMs);
       if (c < cols && r < rows) { const k = c * rows + r; l.grid[k] += T[i + 3]; hmax = Math.max(hmax, l.grid[k]); }
     }
   }
@@ -59,22 +72,22 @@ function aiflameHeatmap(D, $, sel, onRange) {
       if (range) {
         hctx.fillStyle = 'rgba(0,0,255,0.25)';
         for (let c = 0; c < cols; c++) for (let r = 0; r < rows; r++) {
-          const t = c * 1000 + r * rowMs;
-          if (t + rowMs > range[0] && t < range[1]) hctx.fillRect(c * CW, y0 + r * CH, CW - 1, CH);
+          if (cellEnd(c, r) > range[0] && cellStart(c, r) < range[1]) hctx.fillRect(c * CW, y0 + r * CH, CW - 1, CH);
         }
       }
     });
   }
-  function timeAt(ev) {
+  function cellAt(ev) {
     const b = hm.getBoundingClientRect(), x = ev.clientX - b.left, y = ev.clientY - b.top;
     const c = Math.min(cols - 1, Math.max(0, Math.floor(x / CW)));
     const r = Math.min(rows - 1, Math.max(0, Math.floor((((y - 14) % LANE) + LANE) % LANE / CH)));
-    return c * 1000 + r * rowMs;
+    return [c, r];
   }
-  hm.addEventListener('mousedown', (ev) => { drag = timeAt(ev); ev.preventDefault(); });
+  hm.addEventListener('mousedown', (ev) => { drag = cellAt(ev); ev.preventDefault(); });
   window.addEventListener('mouseup', (ev) => {
     if (drag === null) return;
-    const t = timeAt(ev), a = Math.min(drag, t), b = Math.max(drag, t) + rowMs;
+    const [c, r] = cellAt(ev);
+    const a = Math.min(cellStart(...drag), cellStart(c, r)), b = Math.max(cellEnd(...drag), cellEnd(c, r));
     drag = null;
     range = [a, b];
     $('range').textContent = `Showing ${(a / 1000).toFixed(2)} s to ${(b / 1000).toFixed(2)} s`;
@@ -94,6 +107,6 @@ function aiflameHeatmap(D, $, sel, onRange) {
       if (g) for (let k = 0; k < cols * rows; k++) if (g[k] > best.v) best = { col: Math.floor(k / rows), row: k % rows, v: g[k] };
       return best;
     },
-    box: () => { const r = hm.getBoundingClientRect(); return { x: r.left, y: r.top + 14, cw: CW, ch: CH, cols, rows }; },
+    box: () => { const r = hm.getBoundingClientRect(); return { x: r.left, y: r.top + 14, cw: CW, ch: CH, cols, rows, colS }; },
   };
 }
