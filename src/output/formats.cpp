@@ -1,7 +1,8 @@
 // The registry of output formats: one line each (name, file extensions, help line, whether runs of
 // unsymbolized frames fold by default, factory). The format names `report --format` takes, the
 // extension lookup of `-o`, the --fold-runs default and the help text all come from here. A new
-// format: its writer in one file of its own, and its line (and include) here.
+// format: its writer in a file of its own (output/NAME_writer.h/.cpp; CMake builds every
+// output/*_writer.cpp), and its line (and include) here.
 #include "output/writer.h"
 
 #include "output/flamescope_writer.h"
