@@ -2,7 +2,9 @@
 """Strict structure of aiflame's Chrome/Perfetto trace (.trace.json), on every recorded fixture.
 
 No Perfetto or catapult trace reader installs offline (not in Debian; npm has none; PyPI's `perfetto`
-is not reachable here), so this checks what those readers rely on, per the Trace Event Format
+is not reachable here), and the catapult viewer that Chromium shipped as chrome://tracing is gone from
+Debian's Chromium 156 (navigating there fails with ERR_FAILED even with internal debugging pages
+enabled, checked 2026-11-24), so this checks what those readers rely on, per the Trace Event Format
 (docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU) and Perfetto's JSON
 importer:
 - every `sf` and every stackFrames `parent` names a node of `stackFrames`; parents come first (no
