@@ -4,14 +4,14 @@
 # Records `torchrun --nproc_per_node=1 gpt_ddp.py` (NCCL with one rank still runs DDP's reducer and
 # its all-reduce kernels), reports folded stacks and prints: the share of NCCL kernel samples (and of
 # all samples) under [backward], under a frame of gpt_ddp.py, and under gpt_ddp.py's backward line.
-# Usage (repo root, binaries in .dist/): bench/ddp_backward_check.sh   Env: AIFLAME_BIN, DDP_OUT, STEPS (30)
+# Usage (repo root, binaries in .dist/): bench/ddp_backward_check.sh   Env: AIFLAME_BIN, DDP_OUT, STEPS (30), NPROC (1; 2 on two GPUs)
 set -u
 bin=${AIFLAME_BIN:-.dist}
 out=${DDP_OUT:-/tmp/ddp_backward}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
 STEPS=${STEPS:-30} "$bin/aiflame" record -f --sass-timeout 0 -o "$out/ddp.aiflame" -- \
-  torchrun --standalone --nproc_per_node=1 bench/workloads/gpt_ddp.py >"$out/record.log" 2>&1
+  torchrun --standalone --nproc_per_node=${NPROC:-1} bench/workloads/gpt_ddp.py >"$out/record.log" 2>&1
 echo "record exit $?"; grep -E "loop_s|autograd|GPU samples" "$out/record.log" | head -6
 prof=$(ls "$out"/ddp.aiflame* | head -1)
 "$bin/aiflame" report -q -f "$out"/ddp.aiflame* -o "$out/ddp.folded"
