@@ -17,11 +17,12 @@ namespace aiflame {
 // Chosen by measurement on an H100 (bench/RESULTS.md): 2^22 cycles keeps gpt_train.py within budget
 // while giving tens of thousands of samples per second on a busy GPU.
 inline constexpr uint32_t kDefaultPeriodLog2 = 22;
-// Windows mode samples only inside short windows, so it samples densely there. CUPTI's own period in
-// kernel-serialized mode gave 1,046,000 samples for 40 short kernels and slowed them ~500x (one
-// 0.4-ms kernel held a window open 276 ms); 2^19 gave 4,631 (bench/probes/serialized_where.cu, H100,
-// 2026-11-24). 2^18 gives about 3.5 million samples a second of busy GPU inside a window.
-inline constexpr uint32_t kWindowsPeriodLog2 = 18;
+// Windows mode samples only inside short windows, so it samples densely there: at CUPTI's own period
+// (0). Inside a kernel-serialized window a launch costs the program 0.8-0.9 ms at CUPTI's period and
+// 0.4-0.55 ms at 2^18, but gives ~1,500 samples from a 13-us kernel against ~1-11 at 2^18
+// (bench/probes/serialized_cost.cu, H100, 2026-11-24). The 276-600 ms that once looked like the cost
+// of a fine period is CUPTI's one-time start at a context's first sampled launch, paid at any period.
+inline constexpr uint32_t kWindowsPeriodLog2 = 0;
 
 // Continuous: sampling runs all the time, samples carry no launch id (CUPTI promises concurrent
 // kernels; on the H100 kernels of concurrent streams still ran one at a time, bench/RESULTS.md).
