@@ -40,6 +40,7 @@ harnesses=(
 mapfile -t sources < <(awk '/^add_library\(aiflame_(format|core) STATIC/{on=1; next}
                              on {l=$0; if (l ~ /\)/) {sub(/\).*/, "", l); on=0}; print l}' src/CMakeLists.txt |
                        tr -d ' ' | grep '\.cpp$' | sed 's#^#src/#')
+sources+=(src/output/*_writer.cpp)  # CMake globs the writers (src/CMakeLists.txt)
 cmake -DDIR=src/output/html -DOUT=$out/generated/output/html_assets.h -P src/output/html/embed.cmake || exit 1
 # pprof's schema, compiled by protoc as the CMake build does (protobuf_generate).
 protoc --cpp_out=$out/generated -Isrc src/output/profile.proto || exit 1
