@@ -188,15 +188,20 @@ uint32_t AutogradTracker::forward_of(const void* node) {
   return found;
 }
 
+// The slot of a forward thread in seen_tid_ (-1: not seen at a forward launch).
+int AutogradTracker::seen_slot(uint64_t tid) const {
+  for (int i = 0; i < 8; i++)
+    if (seen_tid_[i].load(std::memory_order_relaxed) == tid) return i;
+  return -1;
+}
+
 // A node the probe must not count: made by a thread before any of its forward launches was seen, or
 // numbered below that thread's first seen forward launch (tracking began mid-step: `record --pid`).
 // A wrong layout would read thread ids never seen, so past 65536 such nodes with none probed the
 // tracking is switched off as by a failed probe.
 bool AutogradTracker::before_tracking(uint64_t seq, uint64_t tid) {
   if (tid < 1 || tid > 4096 || seq >= (1ull << 40)) return false;  // implausible: the probe says so
-  for (size_t i = 0; i < 8; i++)
-    if (seen_tid_[i].load(std::memory_order_relaxed) == tid)
-      return seq < seen_min_[i].load(std::memory_order_relaxed);
+  if (int i = seen_slot(tid); i >= 0) return seq < seen_min_[i].load(std::memory_order_relaxed);
   if (unprobed_.fetch_add(1, std::memory_order_relaxed) + 1 == 65536 && probed_.load() == 0 && node_on_.exchange(false))
     off("autograd node layout check failed (65536 nodes of threads never seen at a forward launch); backward kernels "
         "sit under backward() but not under their forward code");
@@ -212,8 +217,7 @@ bool AutogradTracker::probe(uint64_t seq, uint64_t tid, bool found) {
   // torch numbers threads 1, 2, 3... as they first ask; a forward thread's nodes stay below the number
   // its launches saw (plus slack for nodes made after its last launch).
   bool plausible = tid >= 1 && tid <= 4096 && seq < (1ull << 40);
-  for (size_t i = 0; plausible && i < 8; i++)
-    if (seen_tid_[i].load(std::memory_order_relaxed) == tid) plausible = seq <= seen_max_[i].load() + 4096;
+  if (int i = seen_slot(tid); plausible && i >= 0) plausible = seq <= seen_max_[i].load() + 4096;
   if (found) probe_hits_.fetch_add(1);
   if (k < 4) debug("autograd: node %d: sequence_nr %llu, thread_id %llu, forward launch %s", k,
                    static_cast<unsigned long long>(seq), static_cast<unsigned long long>(tid), found ? "found" : "not found");

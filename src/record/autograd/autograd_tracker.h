@@ -80,6 +80,7 @@ class AutogradTracker {
   uint32_t lookup(uint64_t seq, uint64_t tid) const;
   bool probe(uint64_t seq, uint64_t tid, bool found);
   bool before_tracking(uint64_t seq, uint64_t tid);
+  int seen_slot(uint64_t tid) const;
   // The BackwardCaller id of a graph task (0: none found); *self: this thread is the caller.
   uint32_t find_caller(int graph_task, bool* self);
   bool is_backward_entry(const void* code);
