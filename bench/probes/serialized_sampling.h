@@ -19,17 +19,18 @@ struct SerializedSampling {
 
   // Enables sampling on ctx: every stall reason, kernel-serialized, start/stop control, the given
   // period (0: CUPTI's default).
-  void enable(CUcontext c, int period_log2) {
+  // continuous: CUPTI's continuous collection (still with start/stop control) instead.
+  void enable(CUcontext c, int period_log2, bool continuous = false) {
     ctx = c;
     CUpti_PCSamplingEnableParams pe = {CUpti_PCSamplingEnableParamsSize}; pe.ctx = ctx; CU(cuptiPCSamplingEnable(&pe));
     size_t nsr = 0; CUpti_PCSamplingGetNumStallReasonsParams p1 = {CUpti_PCSamplingGetNumStallReasonsParamsSize}; p1.ctx = ctx; p1.numStallReasons = &nsr; CU(cuptiPCSamplingGetNumStallReasons(&p1));
     idx.resize(nsr); names.resize(nsr); for (auto& n : names) n = (char*)calloc(CUPTI_STALL_REASON_STRING_SIZE, 1);
     CUpti_PCSamplingGetStallReasonsParams p2 = {CUpti_PCSamplingGetStallReasonsParamsSize}; p2.ctx = ctx; p2.numStallReasons = nsr; p2.stallReasonIndex = idx.data(); p2.stallReasons = names.data(); CU(cuptiPCSamplingGetStallReasons(&p2));
-    cfgbuf = buffer(10000, nsr); out = buffer(10000, nsr);
+    if (!cfgbuf.pPcData) { cfgbuf = buffer(10000, nsr); out = buffer(10000, nsr); }
     std::vector<CUpti_PCSamplingConfigurationInfo> cfg; CUpti_PCSamplingConfigurationInfo c0 = {};
     c0.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON; c0.attributeData.stallReasonData.stallReasonCount = nsr; c0.attributeData.stallReasonData.pStallReasonIndex = idx.data(); cfg.push_back(c0); c0 = {};
     c0.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER; c0.attributeData.samplingDataBufferData.samplingDataBuffer = &cfgbuf; cfg.push_back(c0); c0 = {};
-    c0.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE; c0.attributeData.collectionModeData.collectionMode = CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED; cfg.push_back(c0); c0 = {};
+    c0.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE; c0.attributeData.collectionModeData.collectionMode = continuous ? CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS : CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED; cfg.push_back(c0); c0 = {};
     c0.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL; c0.attributeData.enableStartStopControlData.enableStartStopControl = 1; cfg.push_back(c0); c0 = {};
     if (period_log2) { c0.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD; c0.attributeData.samplingPeriodData.samplingPeriod = period_log2; cfg.push_back(c0); }
     CUpti_PCSamplingConfigurationInfoParams pc = {CUpti_PCSamplingConfigurationInfoParamsSize}; pc.ctx = ctx; pc.numAttributes = cfg.size(); pc.pPCSamplingConfigurationInfo = cfg.data(); CU(cuptiPCSamplingSetConfigurationAttribute(&pc));
