@@ -2,7 +2,7 @@
 # Windows mode on the GPU machine (issue #24): does kernel-serialized sampling in short windows give
 # samples with launch ids, how exact is the 3:1 split, and what does each way of leaving CUPTI idle
 # between windows cost? Variants run round-robin, so drifts of the machine hit all of them.
-# Usage: bench/windows_eval.sh [ROUNDS=2] [WORKLOAD...]   (workloads: gpt hf resnet storm)
+# Usage: bench/windows_eval.sh [ROUNDS=2] [WORKLOAD...]   (workloads: gpt hf resnet storm threads graph triton)
 # Env:   AIFLAME_BIN (default .dist), OUT (default /tmp/win), WIN (window options),
 #        PERIOD (windows' sampling period, default CUPTI's), SKIP_ACCURACY=1, VARIANTS (names to run).
 set -u
@@ -41,6 +41,9 @@ command_of() {
     hf) echo "env STEPS=30 python3 bench/workloads/hf_gpt2.py" ;;
     resnet) echo "env STEPS=20 python3 bench/workloads/resnet_train.py" ;;
     storm) echo "$bin/aiflame_bench_kernels storm 300000" ;;
+    threads) echo "$bin/aiflame_bench_kernels threads 8 20000" ;;
+    graph) echo "$bin/aiflame_bench_kernels graph 2000 10" ;;
+    triton) echo "env STEPS=2000 python3 bench/workloads/triton_loop.py" ;;
   esac
 }
 # name|environment|record options ("-": plain)
@@ -50,6 +53,10 @@ variants=(
   "win||$win $popt"
   "win-toggle|AIFLAME_WIN_TOGGLE_CB=1 AIFLAME_WIN_TOGGLE_ACT=1|$win $popt"
   "win-disable|AIFLAME_WIN_TOGGLE_CB=1 AIFLAME_WIN_TOGGLE_ACT=1 AIFLAME_WIN_DISABLE_BETWEEN=1|$win $popt"
+  "keep|AIFLAME_WIN_TOGGLE_CB=1 AIFLAME_WIN_TOGGLE_ACT=1 AIFLAME_WINDOW_BUDGET_PERMILLE=10|--pc-mode windows $popt"
+  "cycle|AIFLAME_WIN_TOGGLE_CB=1 AIFLAME_WIN_TOGGLE_ACT=1 AIFLAME_WIN_DISABLE_BETWEEN=1 AIFLAME_WINDOW_BUDGET_PERMILLE=20|--pc-mode windows --window-launches 30 --window-us 200000 $popt"
+  "win-never|AIFLAME_WIN_TOGGLE_CB=1 AIFLAME_WIN_TOGGLE_ACT=1 AIFLAME_WIN_NEVER=1|$win $popt"
+  "win-noprime|AIFLAME_WIN_TOGGLE_CB=1 AIFLAME_WIN_TOGGLE_ACT=1 AIFLAME_WIN_PRIME=0|$win $popt"
 )
 for w in $workloads; do
   read -r -a prog <<<"$(command_of "$w")"
@@ -61,10 +68,10 @@ for w in $workloads; do
       [ -n "${VARIANTS:-}" ] && [[ " $VARIANTS " != *" $name "* ]] && continue
       log=$out/${w}_${name}_$r.log
       if [ "$envs" = - ]; then
-        timeout -k 5 200 "${prog[@]}" >"$log" 2>&1
+        timeout -k 5 "${RUN_TIMEOUT:-200}" "${prog[@]}" >"$log" 2>&1
       else
         # shellcheck disable=SC2086
-        timeout -k 5 200 env $envs "$bin/aiflame" record --force --sass-timeout 0 $opts -o "$out/$w.aiflame" -- "${prog[@]}" >"$log" 2>&1
+        timeout -k 5 "${RUN_TIMEOUT:-200}" env $envs "$bin/aiflame" record --force --sass-timeout 0 $opts -o "$out/$w.aiflame" -- "${prog[@]}" >"$log" 2>&1
       fi
       rc=$?
       loop=$(grep -o 'loop_s [0-9.]*' "$log" | tail -1 | cut -d' ' -f2)

@@ -20,7 +20,8 @@ struct SerializedSampling {
   // Enables sampling on ctx: every stall reason, kernel-serialized, start/stop control, the given
   // period (0: CUPTI's default).
   // continuous: CUPTI's continuous collection (still with start/stop control) instead.
-  void enable(CUcontext c, int period_log2, bool continuous = false) {
+  // hw_mb: CUPTI's hardware buffer in MB (0: CUPTI's default, 512 MB in CUDA 13's documentation).
+  void enable(CUcontext c, int period_log2, bool continuous = false, size_t hw_mb = 0) {
     ctx = c;
     CUpti_PCSamplingEnableParams pe = {CUpti_PCSamplingEnableParamsSize}; pe.ctx = ctx; CU(cuptiPCSamplingEnable(&pe));
     size_t nsr = 0; CUpti_PCSamplingGetNumStallReasonsParams p1 = {CUpti_PCSamplingGetNumStallReasonsParamsSize}; p1.ctx = ctx; p1.numStallReasons = &nsr; CU(cuptiPCSamplingGetNumStallReasons(&p1));
@@ -32,6 +33,7 @@ struct SerializedSampling {
     c0.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER; c0.attributeData.samplingDataBufferData.samplingDataBuffer = &cfgbuf; cfg.push_back(c0); c0 = {};
     c0.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE; c0.attributeData.collectionModeData.collectionMode = continuous ? CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS : CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED; cfg.push_back(c0); c0 = {};
     c0.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL; c0.attributeData.enableStartStopControlData.enableStartStopControl = 1; cfg.push_back(c0); c0 = {};
+    if (hw_mb) { c0.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE; c0.attributeData.hardwareBufferSizeData.hardwareBufferSize = hw_mb << 20; cfg.push_back(c0); c0 = {}; }
     if (period_log2) { c0.attributeType = CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD; c0.attributeData.samplingPeriodData.samplingPeriod = period_log2; cfg.push_back(c0); }
     CUpti_PCSamplingConfigurationInfoParams pc = {CUpti_PCSamplingConfigurationInfoParamsSize}; pc.ctx = ctx; pc.numAttributes = cfg.size(); pc.pPCSamplingConfigurationInfo = cfg.data(); CU(cuptiPCSamplingSetConfigurationAttribute(&pc));
   }

@@ -4,7 +4,8 @@
 // +0.45 us for continuous mode with start/stop control, stopped. Disabling between windows looked
 // like a hang in gpt_train.py: does each Enable re-pay the context's one-time 0.3-0.6 s start?
 // Prints per-launch cost of an async storm of tiny kernels in each state, and each window's time.
-// Usage: window_toggle [keep|toggle] (which kind of window runs first) [STORM (launches, 100000)]
+// Usage: window_toggle [keep|toggle|hw] (which kind of window runs first; hw: toggle windows only)
+//        [STORM (launches, 100000)] [HW_MB (CUPTI's hardware buffer, MB; 0: its default)]
 // Build: nvcc -O2 -arch=sm_90 bench/probes/window_toggle.cu -o wt -lcupti -lcuda -L$CUPTI -Xlinker -rpath=$CUPTI
 #include <cuda_runtime.h>
 #include <chrono>
@@ -27,9 +28,10 @@ static void storm(const char* what) {
   printf("storm  %-48s %.3f us/launch\n", what, (now_us() - t0) / storm_n);
 }
 // One window of one 13-us kernel; toggle: Enable+configure before, Disable after.
+static size_t hw_mb = 0;  // CUPTI's hardware buffer (0: its default)
 static void window(const char* what, bool toggle, bool continuous = false) {
   double t0 = now_us();
-  if (toggle) sampling.enable(sampling.ctx, 0, continuous);
+  if (toggle) sampling.enable(sampling.ctx, 0, continuous, hw_mb);
   double t1 = now_us();
   unsigned long long s0 = sampling.samples;
   sampling.start();
@@ -49,6 +51,17 @@ int main(int argc, char** argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   bool toggle_first = argc > 1 && !strcmp(argv[1], "toggle");
   if (argc > 2) storm_n = atoi(argv[2]);
+  if (argc > 3) hw_mb = strtoul(argv[3], nullptr, 10);
+  if (argc > 1 && !strcmp(argv[1], "hw")) {  // only toggle windows, with the hardware buffer given
+    cudaFree(0);
+    cuCtxGetCurrent(&sampling.ctx);
+    cudaMalloc(&a, 264 * 256 * sizeof(float)); cudaMalloc(&b, 4096);
+    work<<<264, 256>>>(a, 200); storm("warm-up"); storm("no CUPTI");
+    printf("hardware buffer %zu MB\n", hw_mb);
+    for (int i = 0; i < 4; i++) window("toggle (enable..disable)", true);
+    storm("disabled after toggle windows");
+    return 0;
+  }
   cudaFree(0);
   CUcontext ctx; cuCtxGetCurrent(&ctx);
   sampling.ctx = ctx;

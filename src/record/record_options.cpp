@@ -77,6 +77,10 @@ constexpr RecordOptionSpec kSchema[] = {
      "Windows mode: mean number of sampling windows a second (default 100)", UINT_OPTION(windows_per_s, 1, 10000)},
     {"window_us", "AIFLAME_WINDOW_US", "--window-us", nullptr, "microseconds in 10..10000000",
      "Windows mode: length of a window in microseconds (default 1000)", UINT_OPTION(window_us, 10, 10000000)},
+    {"window_launches", "AIFLAME_WINDOW_LAUNCHES", "--window-launches", nullptr, "N in 1..100000",
+     "Windows mode: a window closes after this many launches of the thread that opened it, or after "
+     "--window-us, whichever comes first (default 1)",
+     UINT_OPTION(window_launches, 1, 100000)},
     {"window_budget_permille", "AIFLAME_WINDOW_BUDGET_PERMILLE", nullptr, nullptr, "N in 0..1000",
      "Windows mode: the share of the run (in 1/1000) that windows may take; 0: windows at a fixed rate",
      UINT_OPTION(window_budget_permille, 0, 1000)},
@@ -110,6 +114,12 @@ constexpr RecordOptionSpec kSchema[] = {
     {"win_disable_between", "AIFLAME_WIN_DISABLE_BETWEEN", nullptr, nullptr, "0 or 1",
      "Windows mode: PC sampling disabled between windows (hung gpt_train.py on the H100)",
      FLAG_OPTION(measure.win_disable_between)},
+    {"hw_buffer_mb", "AIFLAME_HW_BUFFER_MB", nullptr, nullptr, "MB in 0..4096",
+     "Windows mode: CUPTI's hardware buffer for samples (0: CUPTI's default)", UINT_OPTION(measure.hw_buffer_mb, 0, 4096)},
+    {"win_prime", "AIFLAME_WIN_PRIME", nullptr, nullptr, "0 or 1",
+     "Windows mode: pay CUPTI's one-time sampling start when a context is created", FLAG_OPTION(measure.win_prime)},
+    {"win_never", "AIFLAME_WIN_NEVER", nullptr, nullptr, "0 or 1",
+     "Windows mode: never open a window (what sampling costs while stopped)", FLAG_OPTION(measure.win_never)},
     {"capture_stats", "AIFLAME_CAPTURE_STATS", nullptr, nullptr, "0 or 1",
      "Time each part of the launch path; print the breakdown at the end", FLAG_OPTION(measure.capture_stats)},
 };

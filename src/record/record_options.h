@@ -50,6 +50,16 @@ struct MeasurementSwitches {
   bool win_toggle_callbacks = false;
   bool win_toggle_activity = false;
   bool win_disable_between = false;
+  // Windows mode: a window around a kernel of aiflame's own when a context is created, so that CUPTI's
+  // one-time start of sampling (0.3-0.6 s, bench/probes/window_toggle.cu) is paid there and not in
+  // the program's first window; and, to measure the floor, no window at all.
+  bool win_prime = true;
+  // Windows mode: CUPTI's hardware buffer for samples, MB (0: CUPTI's default, 512 MB). Sampling's
+  // start at a context's first sampled launch and each Disable take time with the buffer's size: a
+  // Disable/Enable cycle cost 0.38 s at the default, 0.11 s at 32 MB, 0.10 s at 8 and 2 MB
+  // (bench/probes/window_toggle.cu, H100). 32 MB holds a window's samples.
+  uint32_t hw_buffer_mb = 32;
+  bool win_never = false;
   // Time each part of the launch path and print the breakdown when recording ends (capture_stats.h).
   bool capture_stats = false;
 };
@@ -65,6 +75,7 @@ struct RecordOptions {
   PcMode pc_mode = PcMode::Continuous;
   uint32_t windows_per_s = 100;
   uint32_t window_us = 1000;
+  uint32_t window_launches = 1;  // windows mode: launches of the opening thread a window holds at most
   uint32_t window_budget_permille = 20;  // windows mode: the share of the run windows may take (20: 2%)
   bool kernel_activity = true;
   bool keep_cubins = true;

@@ -23,7 +23,7 @@ uint64_t SamplingWindows::next_gap() {
   return static_cast<uint64_t>(gap * (0.5 + u));
 }
 
-SamplingWindows::Action SamplingWindows::decide(uint64_t now) {
+SamplingWindows::Action SamplingWindows::decide(uint64_t now, bool full) {
   if (!open_) {
     if (now < due_.load(std::memory_order_relaxed)) return Action::None;
     open_ = true;
@@ -31,7 +31,7 @@ SamplingWindows::Action SamplingWindows::decide(uint64_t now) {
     due_.store(now + length_ns_, std::memory_order_relaxed);
     return Action::Open;
   }
-  if (now < opened_at_ + length_ns_) return Action::None;
+  if (now < opened_at_ + length_ns_ && !full) return Action::None;
   open_ = false;
   windows_++;
   open_ns_ += now - opened_at_;

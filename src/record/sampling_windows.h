@@ -30,7 +30,8 @@ class SamplingWindows {
 
   // Under the caller's lock: opens a window when its time has come, closes one that has lasted its
   // length.
-  Action decide(uint64_t now);
+  // full: the open window has held all the launches it may (it closes before its length).
+  Action decide(uint64_t now, bool full = false);
 
   // A cost of the open window beyond its length, in nanoseconds.
   void charge(uint64_t ns) { cost_ns_ += ns; }

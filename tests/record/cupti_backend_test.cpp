@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstring>
 #include <thread>
@@ -501,6 +502,41 @@ TEST(CuptiBackend, SkipLaunchesSwitchRecordsNoLaunch) {
   }
 }
 
+// The library makes its backend before it starts the Recorder with the options (injection.cpp):
+// the measurement switches must still reach the backend (a copy taken at construction held the
+// defaults, and no switch took effect on the GPU machine).
+TEST(CuptiBackend, SwitchesTakeEffectWhenTheRecorderStartsAfterTheBackendIsMade) {
+  fake = FakeCupti{};
+  std::string path = test::temp_path("backend_order");
+  Recorder rec;
+  CuptiBackend b(rec, fake_api());
+  RecordOptions o;
+  o.measure.skip_launches = 1;
+  o.measure.free_names = true;
+  o.output = path;
+  o.quiet = true;
+  ProcessRecord pr;
+  std::string err;
+  ASSERT_TRUE(rec.start(o, pr, &err)) << err;
+  ASSERT_TRUE(b.start());
+  CUpti_ResourceData rd{};
+  rd.context = reinterpret_cast<CUcontext>(0x1234);
+  fake.callback(nullptr, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &rd);
+  for (uint32_t i = 1; i <= 5; i++) {
+    CUpti_CallbackData cb{};
+    cb.callbackSite = CUPTI_API_ENTER;
+    cb.correlationId = i;
+    cb.context = rd.context;
+    fake.callback(nullptr, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
+  }
+  b.stop();
+  rec.finish(0);
+  auto p = read_profile(path + "." + std::to_string(getpid()));
+  std::remove((path + "." + std::to_string(getpid())).c_str());
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ(p->launches.size(), 0u);  // skip_launches=1: the callback returns at once
+}
+
 // Windows mode: kernel-serialized sampling with start/stop control in short windows, opened at a
 // launch's entry once one is due and closed at a launch's exit once it has lasted its length, both on
 // the launching thread (Stop from another thread hung on the H100: bench/probes/serialized_where.cu);
@@ -510,6 +546,7 @@ TEST(CuptiBackend, WindowsModeOpensAndClosesWindowsAtLaunches) {
   o.pc_mode = PcMode::Windows;
   o.windows_per_s = 1000;  // a window every 0.5-1.5 ms (fake time)
   o.window_us = 10;
+  o.window_launches = 100000;  // windows close by time here
   o.window_budget_permille = 0;  // a fixed rate
   Harness h(o);
   CuptiBackend b(h.rec, fake_api());
@@ -539,6 +576,71 @@ TEST(CuptiBackend, WindowsModeOpensAndClosesWindowsAtLaunches) {
   }
 }
 
+// A window belongs to the thread that opened it: another thread's launch exit neither fetches nor
+// closes it, and another thread's launch entry waits until the owner closes it (eight threads
+// launching into one kernel-serialized window hung the program on the H100).
+TEST(CuptiBackend, OtherThreadsWaitForTheOwnersWindowToClose) {
+  RecordOptions o;
+  o.pc_mode = PcMode::Windows;
+  o.windows_per_s = 1000;
+  o.window_us = 10;
+  o.window_budget_permille = 0;
+  Harness h(o);
+  CuptiBackend b(h.rec, fake_api());
+  ASSERT_TRUE(b.start());
+  h.create_context(b);
+  auto site = [](CUpti_ApiCallbackSite where, uint32_t correlation) {
+    CUpti_CallbackData cb{};
+    cb.callbackSite = where;
+    cb.correlationId = correlation;
+    cb.context = reinterpret_cast<CUcontext>(0x1234);
+    cb.symbolName = "kernel";
+    fake.callback(nullptr, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
+  };
+  site(CUPTI_API_ENTER, 1);  // the first window is due at once: this thread opens it
+  ASSERT_EQ(fake.starts, 1);
+  fake.now += 1'000'000;  // the window has outlasted its length
+  std::thread([&] { site(CUPTI_API_EXIT, 2); }).join();
+  EXPECT_EQ(fake.stops, 0) << "another thread's launch exit closed the window";
+  std::atomic<bool> entered{false};
+  std::thread other([&] {
+    site(CUPTI_API_ENTER, 3);
+    entered = true;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EXPECT_FALSE(entered.load()) << "another thread launched into the open window";
+  site(CUPTI_API_EXIT, 1);  // the owner's exit closes it
+  other.join();
+  EXPECT_EQ(fake.stops, 1);
+  EXPECT_TRUE(entered.load());
+  b.stop();
+  h.finish();
+}
+
+// --window-launches: a window closes after that many launches of its thread, before its length.
+TEST(CuptiBackend, AWindowHoldsAtMostItsLaunches) {
+  for (uint32_t k : {1u, 3u}) {
+    RecordOptions o;
+    o.pc_mode = PcMode::Windows;
+    o.windows_per_s = 1000;
+    o.window_us = 10'000'000;  // 10 s: never reached
+    o.window_launches = k;
+    o.window_budget_permille = 0;
+    Harness h(o);
+    CuptiBackend b(h.rec, fake_api());
+    ASSERT_TRUE(b.start());
+    h.create_context(b);
+    for (uint32_t i = 1; i <= k; i++) {
+      EXPECT_EQ(fake.stops, 0) << k;
+      h.launch(i);
+    }
+    EXPECT_EQ(fake.starts, 1) << k;
+    EXPECT_EQ(fake.stops, 1) << k;
+    b.stop();
+    h.finish();
+  }
+}
+
 // The controller: each window's cost (its length, plus the wait for an idle GPU before it) over the
 // budget spaces the next one, so that windows take about the budgeted share of the run.
 TEST(CuptiBackend, WindowsTakeTheirBudgetedShareOfTheRun) {
@@ -547,6 +649,7 @@ TEST(CuptiBackend, WindowsTakeTheirBudgetedShareOfTheRun) {
     o.pc_mode = PcMode::Windows;
     o.windows_per_s = 100000;  // no cap that binds
     o.window_us = 50;
+    o.window_launches = 100000;
     o.window_budget_permille = permille;
     Harness h(o);
     CuptiBackend b(h.rec, fake_api());

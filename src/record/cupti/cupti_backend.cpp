@@ -101,6 +101,7 @@ bool CuptiBackend::check(CUptiResult r, const char* call, const std::string& fix
 }
 
 bool CuptiBackend::start() {
+  measure_ = rec_.options().measure;
   g_backend = this;
   CUptiResult r = api_.cuptiSubscribe(&subscriber_, callback_trampoline, nullptr);
   subscribe_result_ = r;
@@ -162,6 +163,7 @@ void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbi
     return;
   }
   if (stopped_.load(std::memory_order_relaxed)) return;  // the profile is closed (process exit)
+  if (priming_on_this_thread()) return;  // aiflame's own kernel (prime_sampling)
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     auto* cb = static_cast<const CUpti_CallbackData*>(data);
     if (cb->callbackSite != CUPTI_API_ENTER) {
@@ -315,9 +317,11 @@ void CuptiBackend::stop() {
   debug("kernel records flushed");
   stopped_.store(true);
   if (rec_.options().pc_mode == PcMode::Windows && !rec_.options().quiet)
-    std::fprintf(stderr, "aiflame: windows: %llu windows, %.1f ms open, %.1f ms in cuCtxSynchronize, %llu launches inside windows\n",
+    std::fprintf(stderr, "aiflame: windows: %llu windows, %.1f ms open, %.1f ms in cuCtxSynchronize, %llu launches inside windows, "
+                 "%.1f ms priming sampling at context creation, %llu launches of other threads waited %.1f ms\n",
           (unsigned long long)rec_.counters().windows.load(), rec_.counters().window_ns.load() / 1e6, sync_ns_.load() / 1e6,
-          (unsigned long long)window_launches_.load());
+          (unsigned long long)window_launches_.load(), prime_ns_.load() / 1e6,
+          (unsigned long long)window_waits_.load(), window_wait_ns_.load() / 1e6);
   size_t dropped = 0;
   if (api_.cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) rec_.add_dropped_records(dropped);
   if (attach_mode_) return;  // detach() frees the function names after cuptiFinalize

@@ -3,6 +3,8 @@
 // warning that names the fix, and the program runs on.
 #pragma once
 #include <atomic>
+#include <sys/types.h>
+
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,6 +21,9 @@
 
 namespace aiflame {
 
+// True on the thread that runs CuptiBackend's own priming kernel, while it runs.
+bool priming_on_this_thread();
+
 // A function of the loaded libcuda by name, or null (not loaded, or a test without it).
 void* cuda_driver_symbol(const char* name);
 
@@ -28,9 +33,7 @@ std::unique_ptr<GpuBackend> make_cupti_backend(Recorder& rec, const RecordOption
 
 class CuptiBackend final : public GpuBackend, public SamplingWindowControl, public AttachControl {
  public:
-  // The measurement switches are copied here, once: the launch callback reads no options.
-  CuptiBackend(Recorder& rec, CuptiApi api)
-      : rec_(rec), api_(std::move(api)), measure_(rec.options().measure) {}
+  CuptiBackend(Recorder& rec, CuptiApi api) : rec_(rec), api_(std::move(api)) {}
   const char* name() const override { return "cupti"; }
   uint32_t version() const override { return api_.version; }
   std::span<const char* const> runtime_libraries() const override {
@@ -100,6 +103,10 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
     std::unique_ptr<SamplingWindows> windows;  // windows mode only
     // Windows mode: a window is open (read without the lock on every launch exit).
     std::atomic<bool> window_open{false};
+    // The thread that opened the open window (its kernel-serialized range belongs to that thread's
+    // launches; the others wait at their launch entry until it closes).
+    std::atomic<pid_t> window_owner{0};
+    uint32_t window_count = 0;  // the owner's launches in the open window
     bool configured = false;  // PC sampling enabled and configured (win_disable_between re-enables per window)
   };
   void context_created(CUcontext ctx);
@@ -110,6 +117,7 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
   void graph_node(const CUpti_GraphData* g, bool cloned);
   bool enable_sampling(Context& c);
   bool configure_sampling(Context& c);
+  bool prime_sampling(Context& c);
   // Windows mode, on the launching thread: opens a window at a launch's entry when one is due, and at
   // a launch's exit fetches the window's samples and closes it when its time is up.
   void window_enter(Context& c, uint64_t now);
@@ -129,7 +137,10 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
 
   Recorder& rec_;
   CuptiApi api_;
-  const MeasurementSwitches measure_;
+  // The measurement switches, copied once in start(): the launch callback reads no options. Not in
+  // the constructor: the library makes its backend before it starts the Recorder with the options
+  // (injection.cpp), and a copy taken there held the defaults, so that no switch ever took effect.
+  MeasurementSwitches measure_;
   CUpti_SubscriberHandle subscriber_ = nullptr;
   std::mutex contexts_mu_;
   std::map<CUcontext, std::unique_ptr<Context>> contexts_;
@@ -144,7 +155,7 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
   unsigned drains_ = 0;
   std::map<uint32_t, std::unique_ptr<DeviceClaim>> claims_;  // per device ordinal, under contexts_mu_
   std::atomic<bool> launch_callbacks_on_{true};
-  std::atomic<uint64_t> sync_ns_{0}, window_launches_{0};
+  std::atomic<uint64_t> sync_ns_{0}, window_launches_{0}, prime_ns_{0}, window_waits_{0}, window_wait_ns_{0};
   std::thread window_thread_;
   std::atomic<bool> window_thread_stop_{false};
   std::vector<std::unique_ptr<Context>> retired_;  // replaced contexts, never freed while running

@@ -18,7 +18,97 @@ namespace {
 
 constexpr size_t kPcBufferEntries = 10000;
 
+// Set while prime_sampling() runs its own kernel on this thread: the backend's callbacks ignore that
+// module and launch.
+thread_local bool t_priming = false;
+
+// aiflame's own kernel for prime_sampling(), as PTX that the driver compiles for the GPU at hand (PC
+// sampling needs sm_70 or newer). It spins a few thousand iterations; the store behind a pointer
+// that is null at run time keeps the loop from being compiled away.
+constexpr char kPrimePtx[] = R"(.version 7.0
+.target sm_70
+.address_size 64
+.visible .entry aiflame_prime(.param .u64 out)
+{
+  .reg .pred %p<3>;
+  .reg .b32 %r<3>;
+  .reg .b64 %rd<2>;
+  mov.u32 %r1, 0;
+$L_spin:
+  add.u32 %r1, %r1, 1;
+  setp.lt.u32 %p1, %r1, 4000;
+  @%p1 bra $L_spin;
+  ld.param.u64 %rd1, [out];
+  setp.eq.u64 %p2, %rd1, 0;
+  @%p2 bra $L_done;
+  st.global.u32 [%rd1], %r1;
+$L_done:
+  ret;
+}
+)";
+
 }  // namespace
+
+bool priming_on_this_thread() { return t_priming; }
+
+// Kernel-serialized sampling starts once per context, at the first launch inside a window, and that
+// start cost 0.3-0.6 s on the H100 (bench/probes/window_toggle.cu: every Enable pays it again, so
+// sampling stays enabled between windows). Paid here, when the context is created, it falls in the
+// program's CUDA start-up instead of its first window, which may be inside the work the user times:
+// a window around one launch of aiflame's own kernel. False (the first window then pays) when a
+// driver call fails.
+bool CuptiBackend::prime_sampling(Context& c) {
+  using LoadFn = CUresult (*)(CUmodule*, const void*);
+  using GetFn = CUresult (*)(CUfunction*, CUmodule, const char*);
+  using LaunchFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                CUstream, void**, void**);
+  using UnloadFn = CUresult (*)(CUmodule);
+  using SyncFn = CUresult (*)();
+  using PushFn = CUresult (*)(CUcontext);
+  using PopFn = CUresult (*)(CUcontext*);
+  static auto load = reinterpret_cast<LoadFn>(cuda_driver_symbol("cuModuleLoadData"));
+  static auto get = reinterpret_cast<GetFn>(cuda_driver_symbol("cuModuleGetFunction"));
+  static auto launch = reinterpret_cast<LaunchFn>(cuda_driver_symbol("cuLaunchKernel"));
+  static auto unload = reinterpret_cast<UnloadFn>(cuda_driver_symbol("cuModuleUnload"));
+  static auto sync = reinterpret_cast<SyncFn>(cuda_driver_symbol("cuCtxSynchronize"));
+  static auto push = reinterpret_cast<PushFn>(cuda_driver_symbol("cuCtxPushCurrent_v2"));
+  static auto pop = reinterpret_cast<PopFn>(cuda_driver_symbol("cuCtxPopCurrent_v2"));
+  if (!load || !get || !launch || !unload || !sync || !push || !pop) return false;
+  if (push(c.ctx) != CUDA_SUCCESS) return false;
+  t_priming = true;
+  bool ok = false;
+  CUmodule module = nullptr;
+  CUfunction fn = nullptr;
+  if (load(&module, kPrimePtx) == CUDA_SUCCESS && get(&fn, module, "aiflame_prime") == CUDA_SUCCESS &&
+      sync() == CUDA_SUCCESS) {
+    CUpti_PCSamplingStartParams sp = {CUpti_PCSamplingStartParamsSize};
+    sp.ctx = c.ctx;
+    if (api_.cuptiPCSamplingStart(&sp) == CUPTI_SUCCESS) {
+      unsigned long long out = 0;
+      void* args[] = {&out};
+      ok = launch(fn, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr) == CUDA_SUCCESS;
+      sync();
+      CUpti_PCSamplingStopParams tp = {CUpti_PCSamplingStopParamsSize};
+      tp.ctx = c.ctx;
+      ok &= api_.cuptiPCSamplingStop(&tp) == CUPTI_SUCCESS;
+      // The window's samples are aiflame's own: fetched (CUPTI wants every range fetched) and dropped.
+      for (int guard = 0; guard < 100; guard++) {
+        CUpti_PCSamplingGetDataParams gp = {CUpti_PCSamplingGetDataParamsSize};
+        gp.ctx = c.ctx;
+        gp.pcSamplingData = &c.buf.data;
+        if (api_.cuptiPCSamplingGetData(&gp) != CUPTI_SUCCESS) break;
+        c.buf.data.totalNumPcs = 0;
+        if (c.buf.data.remainingNumPcs == 0) break;
+      }
+      if (c.range) c.range->data.totalNumPcs = 0;
+    }
+  }
+  if (module) unload(module);
+  t_priming = false;
+  CUcontext popped = nullptr;
+  pop(&popped);
+  return ok;
+}
 
 // libcuda's own functions. The CUDA runtime linked statically loads libcuda privately (RTLD_LOCAL),
 // so the global namespace may not have them; the loaded copy is asked by name without loading it.
@@ -99,6 +189,14 @@ bool CuptiBackend::enable_sampling(Context& c) {
     c.windows = std::make_unique<SamplingWindows>(rec_.options().windows_per_s, rec_.options().window_us,
                                                   reinterpret_cast<uintptr_t>(c.ctx) ^ static_cast<uint64_t>(getpid()),
                                                   rec_.options().window_budget_permille / 1000.0);
+  if (windows && measure_.win_prime && !measure_.win_disable_between) {
+    auto t0 = std::chrono::steady_clock::now();
+    bool primed = prime_sampling(c);
+    uint64_t ns = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+    prime_ns_ += ns;
+    debug("context %u: sampling primed %s in %.1f ms", c.context_id, primed ? "" : "(failed)", ns / 1e6);
+  }
   if (windows && measure_.win_disable_between) {
     CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize};
     dp.ctx = c.ctx;
@@ -135,6 +233,9 @@ bool CuptiBackend::configure_sampling(Context& c) {
   if (windows)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL)
         .attributeData.enableStartStopControlData.enableStartStopControl = 1;
+  if (windows && measure_.hw_buffer_mb)
+    add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE).attributeData.hardwareBufferSizeData.hardwareBufferSize =
+        size_t{measure_.hw_buffer_mb} << 20;
   if (const uint32_t span_ms = measure_.sleep_span_ms)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN)
         .attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan = span_ms;
@@ -207,10 +308,10 @@ void CuptiBackend::take_batch(Context& c, CUpti_PCSamplingData& d, uint64_t now)
 }
 
 void CuptiBackend::drain(Context& c) {
+  // Windows mode: data is fetched on the launching threads (CUPTI wants a flush after every range).
+  if (c.windows) return;
   std::lock_guard<std::mutex> lock(c.mu);
   if (!c.enabled) return;
-  // Windows mode: data is fetched when a window closes (CUPTI wants a flush after every range).
-  if (c.windows) return;
   drain_locked(c);
 }
 
@@ -287,6 +388,7 @@ void CuptiBackend::disable(Context& c) {
 
 
 void CuptiBackend::close_window_locked(Context& c, uint64_t now) {
+  auto t0 = std::chrono::steady_clock::now();
   synchronize(c);  // the window's last kernels end before Stop (NVIDIA's sample does the same)
   CUpti_PCSamplingStopParams sp = {CUpti_PCSamplingStopParamsSize};
   sp.ctx = c.ctx;
@@ -310,6 +412,10 @@ void CuptiBackend::close_window_locked(Context& c, uint64_t now) {
     check(api_.cuptiPCSamplingDisable(&dp), "cuptiPCSamplingDisable");
     c.configured = false;
   }
+  // Closing (the wait for the window's last kernel, Stop, fetching) is the window's cost too; it
+  // spaces the next window (the gap of this one was set when it closed).
+  c.windows->charge(static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count()));
 }
 
 // cuCtxSynchronize on this thread with c's context current (the launching thread has it already;
@@ -338,10 +444,9 @@ void CuptiBackend::synchronize(Context& c) {
 
 bool CuptiBackend::open_window_locked(Context& c, uint64_t now) {
   const RecordOptions& o = rec_.options();
-  uint64_t before = sync_ns_.load();
+  // The wait for the GPU's queue (and Enable between windows) is the window's cost: it is inside
+  // its length, which began before this call.
   synchronize(c);  // CUPTI starts a range only on an idle GPU
-  // The wait for the GPU's queue is charged to the window: the queue then refills from empty.
-  c.windows->charge(sync_ns_.load() - before);
   if (!c.configured) {
     CUpti_PCSamplingEnableParams en = {CUpti_PCSamplingEnableParamsSize};
     en.ctx = c.ctx;
@@ -367,27 +472,57 @@ bool CuptiBackend::open_window_locked(Context& c, uint64_t now) {
   return true;
 }
 
+namespace {
+pid_t this_thread_id() {
+  static thread_local pid_t id = static_cast<pid_t>(gettid());
+  return id;
+}
+}  // namespace
+
+// A window belongs to the thread that opened it: its launches are the window's, and only it fetches
+// and closes. Another thread that launches while it is open waits here, at its launch's entry, until
+// it closes (at most kWindowWaitLimit): with eight threads launching on eight streams into one
+// kernel-serialized window, the program hung on the H100 within two windows (bench/RESULTS.md),
+// while one thread's windows never did. Its wait is the window's cost to it, about one launch's
+// ~1 ms in a window.
 void CuptiBackend::window_enter(Context& c, uint64_t now) {
   if (c.window_open.load(std::memory_order_acquire)) {
-    window_launches_++;
+    if (c.window_owner.load(std::memory_order_relaxed) == this_thread_id()) {
+      window_launches_++;
+      return;
+    }
+    constexpr auto kWindowWaitLimit = std::chrono::milliseconds(50);
+    auto t0 = std::chrono::steady_clock::now(), t = t0;
+    while (c.window_open.load(std::memory_order_acquire) && t - t0 < kWindowWaitLimit) {
+      std::this_thread::sleep_for(std::chrono::microseconds(20));
+      t = std::chrono::steady_clock::now();
+    }
+    window_waits_++;
+    window_wait_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t - t0).count());
     return;
   }
-  if (!c.windows->due(now)) return;
-  std::lock_guard<std::mutex> lock(c.mu);
+  if (!c.windows->due(now) || measure_.win_never) return;
+  // Never wait for the lock in a launch callback: another thread is opening or closing a window.
+  std::unique_lock<std::mutex> lock(c.mu, std::try_to_lock);
+  if (!lock.owns_lock()) return;
   if (!c.enabled || c.window_open.load()) return;
   if (c.windows->decide(now) != SamplingWindows::Action::Open) return;
+  c.window_owner.store(this_thread_id(), std::memory_order_relaxed);
+  c.window_count = 0;
   if (open_window_locked(c, now)) window_launches_++;
 }
 
 void CuptiBackend::window_exit(CUcontext ctx) {
   Context* c = context_of(ctx);
   if (!c || !c->windows || !c->window_open.load(std::memory_order_acquire)) return;
-  std::lock_guard<std::mutex> lock(c->mu);
-  if (!c->enabled || !c->window_open.load()) return;
+  if (c->window_owner.load(std::memory_order_relaxed) != this_thread_id()) return;  // window_enter says why
+  std::unique_lock<std::mutex> lock(c->mu, std::try_to_lock);  // never waits in a callback
+  if (!lock.owns_lock() || !c->enabled || !c->window_open.load()) return;
   drain_locked(*c);  // serialized sampling wants its data fetched after every kernel
   uint64_t now = 0;
   api_.cuptiGetTimestamp(&now);
-  if (c->windows->decide(now) == SamplingWindows::Action::Close) close_window_locked(*c, now);
+  bool full = ++c->window_count >= rec_.options().window_launches;
+  if (c->windows->decide(now, full) == SamplingWindows::Action::Close) close_window_locked(*c, now);
 }
 
 // The context a launch runs in, looked up once per thread and context (contexts are never freed).
@@ -432,7 +567,8 @@ uint64_t CuptiBackend::tick_windows() {
     if (now >= at) due = true;
     else next = std::min(next, at - now);
   }
-  if (due && measure_.win_toggle_callbacks && !launch_callbacks_on_.load()) set_launch_callbacks(true);
+  if (due && measure_.win_toggle_callbacks && !measure_.win_never && !launch_callbacks_on_.load())
+    set_launch_callbacks(true);
   return next;
 }
 
