@@ -62,11 +62,12 @@ constexpr RecordOptionSpec kSchema[] = {
      "kernels on several streams from several threads: CUPTI's PC sampling runs those one at "
      "a time (bench/RESULTS.md)",
      FLAG_OPTION(pc_sampling)},
-    {"pc_mode", "AIFLAME_PC_MODE", "--pc-mode", nullptr, "'continuous' or 'windows'",
-     "How GPU samples find their launch: 'continuous' (the default: sampling always on, no launch id in the "
-     "samples; samples split over a kernel's executions in each 10 ms window) or 'windows' (experimental, "
-     "refused unless AIFLAME_EXPERIMENTAL=1: short kernel-serialized windows whose samples carry their "
-     "launch's id; see docs/attribution.md)",
+    {"pc_mode", "AIFLAME_PC_MODE", "--pc-mode", nullptr, "'windows' or 'continuous'",
+     "How GPU samples are taken: 'windows' (the default: sampling is on only in short windows, about 2% of "
+     "the run; every sample carries its launch's id, so attribution is exact; CUPTI does no work per launch "
+     "between windows) or 'continuous' (what --full sets: sampling, kernel records and launch stacks all the "
+     "time; samples carry no launch id and are split over a kernel's executions by time). See "
+     "docs/attribution.md",
      [](RecordOptions& o, std::string_view v) {
        if (v == "continuous") o.pc_mode = PcMode::Continuous;
        else if (v == "windows") o.pc_mode = PcMode::Windows;
@@ -74,12 +75,12 @@ constexpr RecordOptionSpec kSchema[] = {
        return true;
      }},
     {"windows_per_s", "AIFLAME_WINDOWS_PER_S", "--windows-per-sec", nullptr, "N in 1..10000",
-     "Windows mode: mean number of sampling windows a second (default 100)", UINT_OPTION(windows_per_s, 1, 10000)},
+     "Windows mode: the most sampling windows a second (default 100; the 2% budget usually spaces them further)", UINT_OPTION(windows_per_s, 1, 10000)},
     {"window_us", "AIFLAME_WINDOW_US", "--window-us", nullptr, "microseconds in 10..10000000",
-     "Windows mode: length of a window in microseconds (default 1000)", UINT_OPTION(window_us, 10, 10000000)},
+     "Windows mode: the longest a window lasts, in microseconds (default 300000)", UINT_OPTION(window_us, 10, 10000000)},
     {"window_launches", "AIFLAME_WINDOW_LAUNCHES", "--window-launches", nullptr, "N in 1..100000",
      "Windows mode: a window closes after this many launches of the thread that opened it, or after "
-     "--window-us, whichever comes first (default 1)",
+     "--window-us, whichever comes first (default 100)",
      UINT_OPTION(window_launches, 1, 100000)},
     {"window_budget_permille", "AIFLAME_WINDOW_BUDGET_PERMILLE", nullptr, nullptr, "N in 0..1000",
      "Windows mode: the share of the run (in 1/1000) that windows may take; 0: windows at a fixed rate",

@@ -47,9 +47,13 @@ struct MeasurementSwitches {
   bool free_names = false;
   // Windows mode experiments (bench/windows_eval.sh): launch callbacks and kernel records switched on
   // only while a window is open or due, and PC sampling disabled (not just stopped) between windows.
-  bool win_toggle_callbacks = false;
-  bool win_toggle_activity = false;
-  bool win_disable_between = false;
+  // All three on by default: between windows CUPTI does no work per launch at all. Enabled PC
+  // sampling, even stopped, ran the kernels of eight streams one at a time (threads 3-4x) and cost a
+  // storm's launch ~1 us (bench/RESULTS.md, "Recorder v2, third session"); AIFLAME_WIN_DISABLE_BETWEEN=0
+  // keeps sampling enabled between windows (windows of one launch, primed at context creation).
+  bool win_toggle_callbacks = true;
+  bool win_toggle_activity = true;
+  bool win_disable_between = true;
   // Windows mode: a window around a kernel of aiflame's own when a context is created, so that CUPTI's
   // one-time start of sampling (0.3-0.6 s, bench/probes/window_toggle.cu) is paid there and not in
   // the program's first window; and, to measure the floor, no window at all.
@@ -72,10 +76,14 @@ struct RecordOptions {
   uint32_t unstable_sample = 1;  // sites still unstable after refining: unwind one launch in N
   bool python = true;
   bool pc_sampling = true;
-  PcMode pc_mode = PcMode::Continuous;
+  PcMode pc_mode = PcMode::Windows;
+  // Windows mode: each window enables sampling, holds up to window_launches launches of the thread
+  // that opened it (or lasts window_us) and disables it again. Enable + Disable cost ~0.1 s with a 32 MB
+  // hardware buffer and each launch inside ~0.4-1 ms (kernel-serialized), so a window holds many
+  // launches to spread its fixed cost; the budget spaces windows to 2% of the run.
   uint32_t windows_per_s = 100;
-  uint32_t window_us = 1000;
-  uint32_t window_launches = 1;  // windows mode: launches of the opening thread a window holds at most
+  uint32_t window_us = 300000;
+  uint32_t window_launches = 100;
   uint32_t window_budget_permille = 20;  // windows mode: the share of the run windows may take (20: 2%)
   bool kernel_activity = true;
   bool keep_cubins = true;

@@ -307,7 +307,9 @@ TEST(CuptiBackend, NoPermissionForSamplingKeepsRecordingLaunches) {
 }
 
 TEST(CuptiBackend, DrainTurnsTheSamplingBufferIntoOneBatch) {
-  Harness h;
+  RecordOptions o;
+  o.pc_mode = PcMode::Continuous;  // --full
+  Harness h(o);
   CuptiBackend b(h.rec, fake_api());
   ASSERT_TRUE(b.start());
   h.create_context(b);
@@ -330,7 +332,9 @@ TEST(CuptiBackend, DrainTurnsTheSamplingBufferIntoOneBatch) {
 }
 
 TEST(CuptiBackend, ContinuousModeNeverStartsOrStopsAndLaunchesCarryTheirDevice) {
-  Harness h;
+  RecordOptions o;
+  o.pc_mode = PcMode::Continuous;  // --full
+  Harness h(o);
   fake.device = 3;
   CuptiBackend b(h.rec, fake_api());
   ASSERT_TRUE(b.start());

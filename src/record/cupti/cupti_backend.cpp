@@ -127,7 +127,10 @@ bool CuptiBackend::start() {
   }
   const RecordOptions& o = rec_.options();
   const bool windows = o.pc_sampling && o.pc_mode == PcMode::Windows;
-  set_launch_callbacks(!(windows && measure_.win_toggle_callbacks));
+  // On from the start in every mode: in windows mode the first window is due at once and opens at
+  // the program's first launch (its start-up, not the loop it times); it switches them off.
+  (void)windows;
+  set_launch_callbacks(true);
   if (o.kernel_activity) {
     tune_activity_buffers();
     if (check(api_.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks") &&

@@ -491,14 +491,21 @@ void CuptiBackend::window_enter(Context& c, uint64_t now) {
       window_launches_++;
       return;
     }
-    constexpr auto kWindowWaitLimit = std::chrono::milliseconds(50);
+    // The owner may have stopped launching (its work done): after its window's longest length and
+    // as long again, this thread takes the window over, and its launch exit closes it.
+    const auto limit = std::chrono::microseconds(2 * uint64_t{rec_.options().window_us} + 100'000);
     auto t0 = std::chrono::steady_clock::now(), t = t0;
-    while (c.window_open.load(std::memory_order_acquire) && t - t0 < kWindowWaitLimit) {
+    while (c.window_open.load(std::memory_order_acquire) && t - t0 < limit) {
       std::this_thread::sleep_for(std::chrono::microseconds(20));
       t = std::chrono::steady_clock::now();
     }
     window_waits_++;
     window_wait_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t - t0).count());
+    if (c.window_open.load(std::memory_order_acquire)) {
+      c.window_owner.store(this_thread_id(), std::memory_order_relaxed);
+      c.window_count = rec_.options().window_launches;  // full: closes at this launch's exit
+      window_launches_++;
+    }
     return;
   }
   if (!c.windows->due(now) || measure_.win_never) return;
