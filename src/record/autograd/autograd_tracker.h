@@ -1,8 +1,9 @@
 // Puts PyTorch's backward kernels under the Python that caused them (issue 23).
 //
 // The backward pass runs on autograd's engine threads ("pt_autograd_N"), which run no Python: their
-// launches carry only the engine's native frames. At every launch the tracker asks libtorch whether
-// this thread is inside a backward call (get_current_graph_task_id() >= 0, a thread-local read):
+// launches carry only the engine's native frames. At a launch the tracker asks libtorch whether this
+// thread is inside a backward call (get_current_graph_task_id() >= 0, a thread-local read; a thread
+// whose first launch was outside backward is a forward thread and is not asked again):
 //  - outside backward (a forward launch): it remembers (torch thread id, sequence number in effect)
 //    -> the launch's stack id in a fixed table. An op creates its autograd node (taking sequence
 //    number s) before it launches, so its launches see peek() == s + 1; the first launch per number wins.
