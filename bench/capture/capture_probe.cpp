@@ -486,10 +486,16 @@ BENCHMARK(BM_LaunchAutogradBackward);
 // (a forward launch from an op of its own: its stack is remembered), the launch record through the
 // profile writer, while the collector thread adds a batch of 4,096 PC samples every 10 ms and flushes
 // the file (to a temporary file, zstd as in a recording). Caches and TLB evicted before every launch.
-std::vector<double> g_on_launch_ns;
-std::string g_stats_line;
+std::vector<double> g_on_launch_ns, g_backward_ns;
+std::string g_stats_line, g_backward_stats_line;
 
-void on_launch_cold(benchmark::State& state, bool stats) {
+// Backward (issue 23 item 5): the launching thread is an engine thread (graph task 1 from its first
+// launch), each launch under one of 400 nodes whose forward launches another thread made first (400
+// distinct forward stacks, as a training step's hundreds of nodes), a new graph task (a new backward
+// call, its caller found again) every 400 launches.
+constexpr uint32_t kColdNodes = 400;
+
+void on_launch_cold(benchmark::State& state, bool stats, Pass pass = Pass::Forward) {
   auto dir = std::filesystem::temp_directory_path() / ("aiflame_bench_" + std::to_string(getpid()));
   std::filesystem::create_directories(dir);
   RecordOptions opt;
@@ -505,6 +511,22 @@ void on_launch_cold(benchmark::State& state, bool stats) {
   uint64_t lo, hi;
   if (find_module_range("libaiflame_capture_bench", &lo, &hi)) rec.stacks().add_skip_range(lo, hi);
   rec.autograd().init_with(fake_torch::api(), /*python=*/true, [](const std::string&) {});
+  std::vector<std::shared_ptr<fake_torch::Node>> nodes;
+  if (pass == Pass::Backward) {
+    std::thread([&] {  // the forward thread: node k made, then its op's launch (stack id 5000 + k)
+      for (uint32_t k = 0; k < kColdNodes; k++) {
+        nodes.push_back(std::make_shared<fake_torch::Node>());
+        nodes.back()->sequence_nr = fake_torch::sequence++;
+        rec.autograd().on_launch(5000 + k, rec.autograd().before_capture());
+      }
+    }).join();
+    fake_torch::graph_task = 1;
+  }
+  auto set_node = [&](uint64_t i) {
+    if (pass != Pass::Backward) return;
+    fake_torch::current = nodes[i % kColdNodes];
+    if (i % kColdNodes == 0) fake_torch::graph_task++;
+  };
   PcBatchRecord batch;
   batch.samples.resize(4096);
   for (size_t k = 0; k < batch.samples.size(); k++)
@@ -517,10 +539,13 @@ void on_launch_cold(benchmark::State& state, bool stats) {
   // The warm-up of BM_CaptureEveryLaunch (rows built, every path's stack interned), here on_launch's.
   uint32_t corr = 0;
   auto launch_cb = [&](uint64_t i) {
-    fake_torch::sequence++;
+    if (pass == Pass::Forward) fake_torch::sequence++;
     kOnLaunchPaths[i & 3](rec, ++corr, 0x1000 + (i & 3));
   };
-  for (uint64_t i = 0; i < 20000; i++) launch_cb(i);
+  for (uint64_t i = 0; i < 20000; i++) {
+    set_node(i);
+    launch_cb(i);
+  }
   if (stats) CaptureStats::instance().reset();  // the timed launches only
   Evictor ev;
   const double clock = clock_cost_ns();
@@ -528,6 +553,7 @@ void on_launch_cold(benchmark::State& state, bool stats) {
   uint64_t i = 0;
   for (auto _ : state) {
     state.PauseTiming();
+    set_node(i);  // the engine's doing (NodeGuard), not the launch path's
     ev.run();
     state.ResumeTiming();
     auto t0 = std::chrono::steady_clock::now();
@@ -536,11 +562,13 @@ void on_launch_cold(benchmark::State& state, bool stats) {
     ns.push_back(static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()) - clock);
   }
   rec.stop_collector();
+  fake_torch::graph_task = -1;
+  fake_torch::current.reset();
   if (stats) {
-    g_stats_line = CaptureStats::instance().line();
+    (pass == Pass::Forward ? g_stats_line : g_backward_stats_line) = CaptureStats::instance().line();
     CaptureStats::disable();
   } else {
-    g_on_launch_ns = std::move(ns);
+    (pass == Pass::Forward ? g_on_launch_ns : g_backward_ns) = std::move(ns);
   }
   rec.finish(0);
   std::filesystem::remove_all(dir);
@@ -552,6 +580,10 @@ BENCHMARK(BM_OnLaunchCold)->Iterations(3000);
 // The same with AIFLAME_CAPTURE_STATS on: its breakdown by part, as the H100 run printed it.
 void BM_OnLaunchColdStats(benchmark::State& state) { on_launch_cold(state, true); }
 BENCHMARK(BM_OnLaunchColdStats)->Iterations(3000);
+void BM_OnLaunchColdBackward(benchmark::State& state) { on_launch_cold(state, false, Pass::Backward); }
+BENCHMARK(BM_OnLaunchColdBackward)->Iterations(3000);
+void BM_OnLaunchColdBackwardStats(benchmark::State& state) { on_launch_cold(state, true, Pass::Backward); }
+BENCHMARK(BM_OnLaunchColdBackwardStats)->Iterations(3000);
 
 double percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
@@ -583,7 +615,9 @@ int run_benchmarks(void*) {
   };
   cold("per-launch capture", g_cold_ns);
   cold("per-launch on_launch", g_on_launch_ns);
+  cold("per-launch backward on_launch", g_backward_ns);
   if (!g_stats_line.empty()) std::printf("cold on_launch, %s\n", g_stats_line.c_str());
+  if (!g_backward_stats_line.empty()) std::printf("cold backward on_launch, %s\n", g_backward_stats_line.c_str());
   if (!g_lookup_ns[0].empty() && !g_lookup_ns[1].empty())
     std::printf("cold row lookup (%s): binary search median %.3f us, p99 %.3f us; page index median %.3f us, p99 %.3f us\n",
                 g_lookup_object.c_str(), percentile(g_lookup_ns[0], 0.5) / 1000, percentile(g_lookup_ns[0], 0.99) / 1000,

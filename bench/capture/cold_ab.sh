@@ -3,13 +3,17 @@
 # BM_OnLaunchCold) of two builds of libaiflame_capture_bench.so, ROUNDS rounds of A then B (B then A
 # every other round). Prints each run's medians, then per build the median of the run medians with
 # their range. Usage: bench/capture/cold_ab.sh A.so B.so [ROUNDS=5]
+# MODE=backward: BM_OnLaunchColdBackward instead of BM_OnLaunchCold (launches by an autograd engine
+# thread under 400 nodes with forward stacks; its medians in the on_launch columns).
 set -eu
 A=$1 B=$2 ROUNDS=${3:-5}
+if [ "${MODE:-}" = backward ]; then filter='CaptureCold|OnLaunchColdBackward/'; what='backward on_launch'
+else filter='CaptureCold|OnLaunchCold/'; what='on_launch'; fi
 here=$(dirname "$0")
 out=$(mktemp -d)
 run() {  # $1 label, $2 lib
-  python3 "$here/capture_bench.py" "$2" --benchmark_filter='CaptureCold|OnLaunchCold/' 2>/dev/null |
-    awk -v l="$1" '/^cold per-launch capture/ {c=$5; cp=$8} /^cold per-launch on_launch/ {o=$5; op=$8}
+  python3 "$here/capture_bench.py" "$2" --benchmark_filter="$filter" 2>/dev/null |
+    awk -v l="$1" -v w="cold per-launch $what:" '/^cold per-launch capture/ {c=$5; cp=$8} index($0, w) == 1 {for (k = 1; k < NF; k++) { if ($k == "median") o=$(k+1); if ($k == "p99") op=$(k+1) }}
                    END {print l, c, cp, o, op}' | tr -d ',' >> "$out/runs"
 }
 for r in $(seq 1 "$ROUNDS"); do

@@ -101,33 +101,44 @@ const std::vector<Frame>& FrameBuilder::cpu_frames(uint32_t stack_id) {
     return cache_.emplace(stack_id, std::move(frames)).first->second;
   }
   auto st = p_.stacks.find(stack_id);
-  if (st != p_.stacks.end()) {
-    const StackRecord& s = st->second;
-    // Native frames, leaf first (each address root first within: its function, then what was
-    // inlined into it), symbolized once.
-    std::vector<const std::vector<Frame>*> native;
-    std::vector<bool> interp;
-    for (uint64_t a : s.native) {
-      native.push_back(&native_frames(a));
-      const ModuleRecord* m = sym_.module_of(a - 1);
-      interp.push_back(m && is_interpreter_module(basename_of(m->path)));
-      if (m && is_user_native_module(m->path, process_name()))
-        for (const Frame& f : *native.back()) user_frames_.insert(f.name);
-    }
-    // Python replaces the interpreter's part of the native stack: keep the native frames on the leaf
-    // side of the leaf-most interpreter frame (the extension code the Python code called into).
-    size_t native_keep = native.size();
-    bool have_python = opt_.python && !s.python.empty();
-    if (have_python) {
-      for (size_t i = 0; i < native.size(); i++)
-        if (interp[i]) { native_keep = i; break; }
-      for (size_t i = s.python.size(); i-- > 0;) frames.push_back(python_frame(s.python[i]));
-    }
-    if (opt_.native)
-      for (size_t i = native_keep; i-- > 0;) frames.insert(frames.end(), native[i]->begin(), native[i]->end());
-    if (opt_.max_depth && frames.size() > opt_.max_depth) frames.resize(opt_.max_depth);
-  }
+  if (st != p_.stacks.end()) frames = stack_frames(st->second, false);
   return cache_.emplace(stack_id, std::move(frames)).first->second;
+}
+
+std::vector<Frame> FrameBuilder::stack_frames(const StackRecord& s, bool engine_thread) {
+  std::vector<Frame> frames;  // root first
+  // Native frames, leaf first (each address root first within: its function, then what was
+  // inlined into it), symbolized once.
+  std::vector<const std::vector<Frame>*> native;
+  std::vector<bool> interp;
+  for (uint64_t a : s.native) {
+    native.push_back(&native_frames(a));
+    const ModuleRecord* m = sym_.module_of(a - 1);
+    interp.push_back(m && is_interpreter_module(basename_of(m->path)));
+    if (m && is_user_native_module(m->path, process_name()))
+      for (const Frame& f : *native.back()) user_frames_.insert(f.name);
+  }
+  // Python replaces the interpreter's part of the native stack: keep the native frames on the leaf
+  // side of the leaf-most interpreter frame (the extension code the Python code called into). On an
+  // autograd engine thread running a Python hook, the frames on the root side of the root-most
+  // interpreter frame are the engine's (thread_main, evaluate_function, the hook's caller): they
+  // come first, as called (issue 23 item 3).
+  size_t native_keep = native.size(), outer = native.size();
+  bool have_python = opt_.python && !s.python.empty();
+  if (have_python) {
+    for (size_t i = 0; i < native.size(); i++)
+      if (interp[i]) { native_keep = i; break; }
+    if (engine_thread)
+      for (size_t i = native.size(); i-- > native_keep;)
+        if (interp[i]) { outer = i + 1; break; }
+    if (opt_.native)
+      for (size_t i = native.size(); i-- > outer;) frames.insert(frames.end(), native[i]->begin(), native[i]->end());
+    for (size_t i = s.python.size(); i-- > 0;) frames.push_back(python_frame(s.python[i]));
+  }
+  if (opt_.native)
+    for (size_t i = native_keep; i-- > 0;) frames.insert(frames.end(), native[i]->begin(), native[i]->end());
+  if (opt_.max_depth && frames.size() > opt_.max_depth) frames.resize(opt_.max_depth);
+  return frames;
 }
 
 Frame FrameBuilder::python_frame(const PyFrame& pf) const {
@@ -161,8 +172,12 @@ std::vector<Frame> FrameBuilder::backward_frames(const BackwardStackRecord& b) {
     if (common > 0) common--;
     for (size_t i = py.size() - common; i-- > 0;) frames.push_back(python_frame(py[i]));
   }
-  const auto& own = cpu_frames(b.stack_id);
-  frames.insert(frames.end(), own.begin(), own.end());
+  // The engine thread's own frames; a Python hook it runs after the engine's native frames that called it.
+  auto own = p_.stacks.find(b.stack_id);
+  if (own != p_.stacks.end()) {
+    std::vector<Frame> engine = stack_frames(own->second, true);
+    frames.insert(frames.end(), engine.begin(), engine.end());
+  }
   if (opt_.max_depth && frames.size() > opt_.max_depth) frames.resize(opt_.max_depth);
   return frames;
 }

@@ -47,6 +47,9 @@ class FrameBuilder {
   std::vector<Frame> root_frames(uint32_t device) const;
   Frame python_frame(const PyFrame& f) const;
   std::vector<Frame> backward_frames(const BackwardStackRecord& b);
+  // A recorded stack's frames. engine_thread: the native frames on the root side of the interpreter's
+  // are kept before the Python frames (an engine thread that runs a Python hook), not replaced.
+  std::vector<Frame> stack_frames(const StackRecord& s, bool engine_thread);
   // Frames between the kernel and the stall reason: source lines, inlined functions, the instruction.
   const std::vector<Frame>& instruction_frames(const AttributedSample& a);
   struct Aggregation;  // frame_aggregation.cpp: the interned lists being summed between add and finish

@@ -16,9 +16,11 @@ struct CaptureStats {
               // Inside Intern (a stack new to its thread): waiting for the shared table's lock; naming
               // the Python frames of a stack new to the process (PyCode_Addr2Line, the string table);
               // adding its stack record to the writer.
-              InternLock, InternNames, InternWrite, kParts };
+              InternLock, InternNames, InternWrite,
+              // Inside Autograd: the part spent on launches by autograd's engine threads (backward).
+              AutogradBackward, kParts };
   std::atomic<uint64_t> ticks[kParts] = {};
-  std::atomic<uint64_t> launches{0}, native_frames{0}, python_frames{0}, cache_misses{0}, fp_frames{0};
+  std::atomic<uint64_t> launches{0}, backward_launches{0}, native_frames{0}, python_frames{0}, cache_misses{0}, fp_frames{0};
   std::atomic<uint64_t> thread_new{0};   // stacks new to their thread (took the shared table's mutex)
   std::atomic<uint64_t> process_new{0};  // of those, stacks new to the process (named and written)
   std::atomic<uint64_t> ends[6] = {};   // unwind::WalkEnd counts

@@ -67,6 +67,11 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
     uint64_t c3 = CaptureStats::now();
     cs.add(CaptureStats::Autograd, c0, c0b);
     cs.add(CaptureStats::Autograd, c1, c2);
+    if (pending.valid && pending.graph_task >= 0) {
+      cs.add(CaptureStats::AutogradBackward, c0, c0b);
+      cs.add(CaptureStats::AutogradBackward, c1, c2);
+      cs.backward_launches.fetch_add(1, std::memory_order_relaxed);
+    }
     cs.add(CaptureStats::Write, c2, c3);
     cs.add(CaptureStats::Total, c0, c3);
     cs.launches.fetch_add(1, std::memory_order_relaxed);

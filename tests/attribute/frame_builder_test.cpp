@@ -136,6 +136,45 @@ TEST(FrameBuilder, BuildKeepsTheTotalExactAndLaysOutGpuFrames) {
   EXPECT_TRUE(saw_unattributed);
 }
 
+// Issue 23 item 3: a Python hook run by autograd's engine thread (Tensor.register_hook,
+// register_full_backward_hook, post-accumulate-grad hooks). Its launch stack has Python frames (the
+// hook) over interpreter frames over the engine's own native frames (thread_main ->
+// evaluate_function -> the hook caller). In true call order the backward kernel reads: backward()'s
+// caller, [backward], the node's forward stack, the engine's native frames, the hook's Python, then
+// the native frames the hook called into. For a thread that runs Python from its start the root-side
+// native frames are the interpreter's own startup and are replaced by Python; an engine thread's are not.
+TEST(FrameBuilder, HookOnEngineThreadKeepsTheEngineFramesBeforeThePython) {
+  Profile p = python_profile();
+  p.modules.push_back({4, "/nonexistent/libtorch_cpu.so", 0x7f2000000000, 0x7f2000000000, 0x7f2001000000, ""});
+  p.strings[7] = "hook_scale_grad";
+  p.strings[8] = "/x/torch/autograd/graph.py";
+  p.strings[9] = "_engine_run_backward";
+  StackRecord hook;
+  hook.id = 2;
+  // leaf first: cudart, torch (the hook's op), the interpreter running the hook, then the engine's
+  // frames down to the thread's start.
+  hook.native = {0x7f1000000100, 0x7f0000000200, 0x400100, 0x400300, 0x7f2000000100, 0x7f2000000200, 0x7f2000000300};
+  hook.python = {{1, 7, 12}};  // hook_scale_grad (train.py:12)
+  p.stacks[2] = hook;
+  p.symbols[0x400300] = {0x400300, 1, "PyObject_Call", 0};
+  p.symbols[0x7f2000000100] = {0x7f2000000100, 4, "torch::autograd::call_tensor_pre_hooks()", 0};
+  p.symbols[0x7f2000000200] = {0x7f2000000200, 4, "torch::autograd::Engine::evaluate_function()", 0};
+  p.symbols[0x7f2000000300] = {0x7f2000000300, 4, "torch::autograd::Engine::thread_main()", 0};
+  p.backward_callers[1] = {1, {{8, 9, 800}, {1, 3, 21}, {1, 2, 30}}};  // _engine_run_backward <- step:21 <- main
+  p.backward_stacks[kBackwardStackBit | 1] = {kBackwardStackBit | 1, 2, 1, 1};  // forward: stack 1 (step:20)
+  Symbolizer sym(p.modules);
+  FrameBuilder fb(p, sym, {});
+  EXPECT_EQ(names(fb.cpu_frames(kBackwardStackBit | 1)),
+            (std::vector<std::string>{"main (train.py:30)", "step (train.py:21)", "_engine_run_backward (graph.py:800)",
+                                      "[backward]", "main (train.py:30)", "step (train.py:20)", "forward (nn/__init__.py:9)",
+                                      "torch::autograd::Engine::thread_main", "torch::autograd::Engine::evaluate_function",
+                                      "torch::autograd::call_tensor_pre_hooks", "hook_scale_grad (train.py:12)",
+                                      "at::native::gemm", "cudaLaunchKernel"}));
+  // The same launch outside a backward composition (tracking off): Python replaces the interpreter part.
+  EXPECT_EQ(names(fb.cpu_frames(2)),
+            (std::vector<std::string>{"hook_scale_grad (train.py:12)", "at::native::gemm", "cudaLaunchKernel"}));
+}
+
 TEST(FrameNames, KernelAndStallShortForms) {
   EXPECT_EQ(kernel_frame_name("_Z12matmul_basicPKfS0_Pfi"), "matmul_basic");
   EXPECT_EQ(kernel_frame_name("_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEENS_6detail5ArrayIPcLi1EEEEEviT0_T1_"),

@@ -37,7 +37,11 @@ thread_local std::shared_ptr<FakeNode> current;
 
 uint64_t peek() { return sequence; }
 uint64_t thread_id() { return tid ? tid : (tid = next_tid++); }
-int graph_task_id() { return graph_task; }
+thread_local int graph_task_calls = 0;
+int graph_task_id() {
+  graph_task_calls++;
+  return graph_task;
+}
 std::shared_ptr<void> current_node() { return current; }
 
 // An op that creates its autograd node: returns the node (sequence number, creating thread).
@@ -254,6 +258,68 @@ TEST(AutogradTracker, NodesMadeBeforeTrackingBeganAreNotProbed) {
   EXPECT_TRUE(h.notes.empty()) << h.notes[0];
   Profile p = h.close();
   EXPECT_EQ(p.backward_stacks.at(last).forward_stack_id, 11u);
+}
+
+// Issue 23 item 5 (each torch call is a cold miss per launch on the H100): a thread whose first
+// launch was outside backward is a forward thread and is not asked for its graph task again. Its own
+// launches inside its backward call (CPU nodes on the calling thread) needed nothing anyway: its
+// stack already holds backward()'s caller. An engine thread asks at every launch.
+TEST(AutogradTracker, ForwardThreadsAreNotAskedForTheirGraphTask) {
+  Harness h(fake_api());
+  int forward_calls = 0;
+  std::thread([&] {
+    fake::graph_task_calls = 0;
+    for (uint32_t i = 0; i < 100; i++) {
+      fake::node();
+      EXPECT_EQ(h.tracker.on_launch(11 + i), 11 + i);
+    }
+    fake::graph_task = 3;  // its own backward call
+    EXPECT_EQ(h.tracker.on_launch(200), 200u);
+    forward_calls = fake::graph_task_calls;
+  }).join();
+  EXPECT_EQ(forward_calls, 1);
+  int engine_calls = 0;
+  on_engine(nullptr, [&] {
+    fake::graph_task_calls = 0;
+    for (int i = 0; i < 10; i++) EXPECT_TRUE(h.tracker.on_launch(100) & kBackwardStackBit);
+    engine_calls = fake::graph_task_calls;
+  });
+  EXPECT_EQ(engine_calls, 10);
+  Profile p = h.close();
+  EXPECT_EQ(p.autograd->backward_launches, 10u);
+}
+
+// A training step's hundreds of backward triples (stack, caller, forward): each interned once, found
+// again in the engine thread's set-associative cache on the next step, each with its forward launch.
+TEST(AutogradTracker, ManyNodesKeepTheirIdsAcrossSteps) {
+  Harness h(fake_api());
+  constexpr uint32_t kNodes = 600;
+  std::vector<FakeNode> nodes;
+  std::thread([&] {
+    for (uint32_t i = 0; i < kNodes; i++) {
+      nodes.push_back(fake::node());
+      h.tracker.on_launch(1000 + i);
+    }
+  }).join();
+  std::vector<uint32_t> first(kNodes), second(kNodes);
+  for (auto* ids : {&first, &second})
+    on_engine(nullptr, [&] {
+      fake::graph_task = 5;
+      for (uint32_t i = kNodes; i-- > 0;) {
+        fake::current = std::make_shared<FakeNode>(nodes[i]);
+        (*ids)[i] = h.tracker.on_launch(100 + i % 4);
+      }
+    });
+  EXPECT_EQ(first, second);
+  Profile p = h.close();
+  EXPECT_EQ(p.backward_stacks.size(), kNodes);
+  for (uint32_t i = 0; i < kNodes; i++) {
+    const auto& b = p.backward_stacks.at(first[i]);
+    EXPECT_EQ(b.stack_id, 100 + i % 4);
+    EXPECT_EQ(b.forward_stack_id, 1000 + i) << i;
+  }
+  EXPECT_EQ(p.autograd->backward_launches, 2u * kNodes);
+  EXPECT_EQ(p.autograd->with_forward, 2u * kNodes);
 }
 
 TEST(AutogradTracker, UnknownVersionKeepsBackwardWithoutForwardStacks) {

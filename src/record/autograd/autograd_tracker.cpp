@@ -15,32 +15,36 @@ constexpr size_t kMaxCallers = 16;
 
 uint64_t slot_key(uint64_t seq, uint64_t tid) { return ((seq + 1) << 12) | (tid & 0xfff); }
 
-// Per launching thread: the last sequence number remembered, torch's id of the thread, and the
-// graph task of its last backward launch with that task's caller.
-struct ThreadState {
+void bump(std::atomic<uint64_t>& c) { c.store(c.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+
+}  // namespace
+
+// Per launching thread, one cache line: the last sequence number remembered, torch's id of the
+// thread, what kind of thread it is, and the graph task of its last backward launch with that task's
+// caller. Trivially destructible: still readable when CUPTI calls back during the process's exit.
+struct alignas(64) AutogradTracker::ThreadState {
+  enum Kind : uint8_t { Unknown, Forward, Engine };
   uint64_t owner = 0;  // the tracker's serial number
   uint64_t last_seq = ~0ull;
   uint64_t tid = 0;
   int graph_task = -2;
   uint32_t caller = 0;
+  Kind kind = Unknown;
   bool self = false;
-  int tries = 0;
-  // The BackwardStack ids this thread made last, direct-mapped by their parts.
-  struct Recent {
-    uint32_t stack = 0, caller = 0, forward = 0, id = 0;
-  } recent[16];
+  uint8_t tries = 0;
+  BackwardCache* cache = nullptr;  // engine threads: their backward ids and counts (the tracker's)
 };
+static_assert(sizeof(AutogradTracker::ThreadState) == 64);
 
-ThreadState& thread_state(uint64_t owner) {
-  // Trivially destructible: still readable when CUPTI calls back during the process's exit.
-  thread_local ThreadState t;
+namespace {
+AutogradTracker::ThreadState& thread_state(uint64_t owner) {
+  thread_local AutogradTracker::ThreadState t;
   if (t.owner != owner) {
-    t = ThreadState();
+    t = AutogradTracker::ThreadState();
     t.owner = owner;
   }
   return t;
 }
-
 }  // namespace
 
 void AutogradTracker::init(bool python, Warn warn) {
@@ -86,10 +90,18 @@ void AutogradTracker::start(const TorchApi& api) {
     off("autograd: " + api_.problem + "; backward kernels keep the engine's stacks");
     return;
   }
-  bool node = api_.current_node && api_.peek && api_.thread_id && api_.node_layout;
+  bool node = api_.current_node && api_.peek && api_.thread_id && api_.node_layout &&
+              api_.node_sequence_nr + 8 <= UINT16_MAX && api_.node_thread_id + 8 <= UINT16_MAX;
+  hot_.graph_task_id = api_.graph_task_id;
+  hot_.peek = api_.peek;
+  hot_.current_node = api_.current_node;
+  hot_.thread_id = api_.thread_id;
+  hot_.node_sequence_nr = static_cast<uint16_t>(api_.node_sequence_nr);
+  hot_.node_thread_id = static_cast<uint16_t>(api_.node_thread_id);
   if (node) {
     table_.reset(new Slot[kSlots]);
-    node_on_.store(true);
+    hot_.table = table_.get();
+    hot_.node_on.store(true);
   } else {
     warn_("autograd: " + api_.problem + "; backward kernels sit under backward() but not under their forward code");
   }
@@ -97,7 +109,7 @@ void AutogradTracker::start(const TorchApi& api) {
     std::lock_guard<std::mutex> lock(mu_);
     state_ = node ? "on" : "on without forward stacks: " + api_.problem;
   }
-  ready_.store(true, std::memory_order_release);
+  hot_.ready.store(true, std::memory_order_release);
 }
 
 void AutogradTracker::off(const std::string& note) {
@@ -110,35 +122,53 @@ void AutogradTracker::off(const std::string& note) {
 
 AutogradTracker::Pending AutogradTracker::before_capture() {
   Pending p;
-  if (!ready_.load(std::memory_order_acquire)) return p;
+  if (!hot_.ready.load(std::memory_order_acquire)) return p;
   p.valid = true;
-  p.graph_task = api_.graph_task_id();
-  if (p.graph_task < 0 && node_on_.load(std::memory_order_relaxed)) {
-    p.forward = true;
-    p.seq = api_.peek();
-    const ThreadState& t = thread_state(serial_);
-    if (p.seq != t.last_seq && t.tid) __builtin_prefetch(&table_[slot_index(p.seq, t.tid)], 1);
+  ThreadState& t = thread_state(hot_.serial);
+  p.thread = &t;
+  const bool node_on = hot_.node_on.load(std::memory_order_relaxed);
+  if (t.kind != ThreadState::Forward) {
+    p.graph_task = hot_.graph_task_id();
+    if (t.kind == ThreadState::Unknown) t.kind = p.graph_task < 0 ? ThreadState::Forward : ThreadState::Engine;
   }
+  if (p.graph_task < 0) {
+    if (!node_on) return p;
+    p.forward = true;
+    p.seq = hot_.peek();
+    if (p.seq != t.last_seq && t.tid) __builtin_prefetch(&hot_.table[slot_index(p.seq, t.tid)], 1);
+    return p;
+  }
+  if (t.cache) __builtin_prefetch(&t.cache->counts, 1);
+  if (!node_on) return p;
+  std::shared_ptr<void> node = hot_.current_node();
+  if (!node) return p;
+  const char* n = static_cast<const char*>(node.get());
+  std::memcpy(&p.seq, n + hot_.node_sequence_nr, sizeof p.seq);
+  std::memcpy(&p.tid, n + hot_.node_thread_id, sizeof p.tid);
+  p.node = true;
+  // The node's forward launch is looked up from seq + 1 on (its op launches after making it).
+  if (p.seq != kAccumulateGrad) __builtin_prefetch(&hot_.table[slot_index(p.seq + 1, p.tid)]);
   return p;
 }
 
 uint32_t AutogradTracker::on_launch(uint32_t stack_id, const Pending& p) {
   if (!p.valid) return stack_id;
   if (p.graph_task < 0) {
-    // (node_on_ only goes off after start: a forward launch read seq whenever it is on here.)
-    if (p.forward && node_on_.load(std::memory_order_relaxed)) remember_forward(stack_id, p.seq);
+    // (node_on only goes off after start: a forward launch read seq whenever it is on here.)
+    if (p.forward && hot_.node_on.load(std::memory_order_relaxed)) remember_forward(stack_id, p);
     return stack_id;
   }
-  return on_backward(stack_id, p.graph_task);
+  return on_backward(stack_id, p);
 }
 
-void AutogradTracker::remember_forward(uint32_t stack_id, uint64_t seq) {
-  ThreadState& t = thread_state(serial_);
+void AutogradTracker::remember_forward(uint32_t stack_id, const Pending& p) {
+  ThreadState& t = *p.thread;
+  const uint64_t seq = p.seq;
   // No node created since this thread's last launch: the slot already holds the first launch after it.
   if (seq == t.last_seq) return;
   t.last_seq = seq;
-  if (!t.tid) t.tid = api_.thread_id();
-  Slot& s = table_[slot_index(seq, t.tid)];
+  if (!t.tid) t.tid = hot_.thread_id();
+  Slot& s = hot_.table[slot_index(seq, t.tid)];
   // Readers check the key before and after reading the stack (a torn entry reads as absent).
   s.key.store(0, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
@@ -146,7 +176,7 @@ void AutogradTracker::remember_forward(uint32_t stack_id, uint64_t seq) {
   s.key.store(slot_key(seq, t.tid), std::memory_order_release);
   // The threads that run forward code and how far their numbers went: the layout probe's reference
   // (not needed once the probe has looked at its nodes: two shared lines fewer per launch).
-  if (probed_.load(std::memory_order_relaxed) >= kProbe) return;
+  if (hot_.probed.load(std::memory_order_relaxed) >= kProbe) return;
   for (size_t i = 0; i < 8; i++) {
     uint64_t have = seen_tid_[i].load(std::memory_order_relaxed);
     if (have == 0) {
@@ -163,7 +193,7 @@ void AutogradTracker::remember_forward(uint32_t stack_id, uint64_t seq) {
 uint32_t AutogradTracker::lookup(uint64_t seq, uint64_t tid) const {
   for (int d = 1; d <= kLookAhead; d++) {
     uint64_t at = seq + static_cast<uint64_t>(d);
-    const Slot& s = table_[slot_index(at, tid)];
+    const Slot& s = hot_.table[slot_index(at, tid)];
     uint64_t key = slot_key(at, tid);
     if (s.key.load(std::memory_order_acquire) != key) continue;
     uint32_t id = s.stack.load(std::memory_order_relaxed);
@@ -173,18 +203,15 @@ uint32_t AutogradTracker::lookup(uint64_t seq, uint64_t tid) const {
   return 0;
 }
 
-uint32_t AutogradTracker::forward_of(const void* node) {
-  uint64_t seq = 0, tid = 0;
-  std::memcpy(&seq, static_cast<const char*>(node) + api_.node_sequence_nr, sizeof seq);
-  std::memcpy(&tid, static_cast<const char*>(node) + api_.node_thread_id, sizeof tid);
+uint32_t AutogradTracker::forward_of(uint64_t seq, uint64_t tid, BackwardCache::Counts& counts) {
   if (seq == kAccumulateGrad) return 0;
-  with_node_.fetch_add(1, std::memory_order_relaxed);
+  bump(counts.with_node);
   uint32_t found = lookup(seq, tid);
-  if (probed_.load(std::memory_order_relaxed) < kProbe) {
+  if (hot_.probed.load(std::memory_order_relaxed) < kProbe) {
     if (!found && before_tracking(seq, tid)) return 0;
     if (!probe(seq, tid, found != 0)) return 0;
   }
-  if (found) with_forward_.fetch_add(1, std::memory_order_relaxed);
+  if (found) bump(counts.with_forward);
   return found;
 }
 
@@ -202,7 +229,8 @@ int AutogradTracker::seen_slot(uint64_t tid) const {
 bool AutogradTracker::before_tracking(uint64_t seq, uint64_t tid) {
   if (tid < 1 || tid > 4096 || seq >= (1ull << 40)) return false;  // implausible: the probe says so
   if (int i = seen_slot(tid); i >= 0) return seq < seen_min_[i].load(std::memory_order_relaxed);
-  if (unprobed_.fetch_add(1, std::memory_order_relaxed) + 1 == 65536 && probed_.load() == 0 && node_on_.exchange(false))
+  if (unprobed_.fetch_add(1, std::memory_order_relaxed) + 1 == 65536 && hot_.probed.load() == 0 &&
+      hot_.node_on.exchange(false))
     off("autograd node layout check failed (65536 nodes of threads never seen at a forward launch); backward kernels "
         "sit under backward() but not under their forward code");
   return true;
@@ -212,7 +240,7 @@ bool AutogradTracker::before_tracking(uint64_t seq, uint64_t tid) {
 // numbers and thread ids of the size torch hands out, not beyond what the forward threads reached,
 // and forward launches found for some of them.
 bool AutogradTracker::probe(uint64_t seq, uint64_t tid, bool found) {
-  int k = probed_.fetch_add(1);
+  int k = hot_.probed.fetch_add(1);
   if (k >= kProbe) return true;
   // torch numbers threads 1, 2, 3... as they first ask; a forward thread's nodes stay below the number
   // its launches saw (plus slack for nodes made after its last launch).
@@ -233,35 +261,44 @@ bool AutogradTracker::probe(uint64_t seq, uint64_t tid, bool found) {
   } else {
     return true;
   }
-  if (node_on_.exchange(false)) off(std::string(detail) + "; backward kernels sit under backward() but not under their forward code");
+  if (hot_.node_on.exchange(false)) off(std::string(detail) + "; backward kernels sit under backward() but not under their forward code");
   return false;
 }
 
-uint32_t AutogradTracker::on_backward(uint32_t stack_id, int graph_task) {
-  ThreadState& t = thread_state(serial_);
-  if (t.graph_task != graph_task) {
-    t.graph_task = graph_task;
+AutogradTracker::BackwardCache* AutogradTracker::cache_of(ThreadState& t) {
+  std::lock_guard<std::mutex> lock(mu_);
+  caches_.push_back(std::make_unique<BackwardCache>());
+  return t.cache = caches_.back().get();
+}
+
+uint32_t AutogradTracker::on_backward(uint32_t stack_id, const Pending& p) {
+  ThreadState& t = *p.thread;
+  if (t.graph_task != p.graph_task) {
+    t.graph_task = p.graph_task;
     t.caller = 0;
     t.self = false;
     t.tries = 0;
   }
   if (python_ && !t.caller && !t.self && t.tries < kCallerTries) {
     t.tries++;
-    t.caller = find_caller(graph_task, &t.self);
+    t.caller = find_caller(p.graph_task, &t.self);
   }
   // The caller's own thread running nodes of the CPU queue: its stack already holds backward()'s caller.
   if (t.self) return stack_id;
-  backward_launches_.fetch_add(1, std::memory_order_relaxed);
-  if (t.caller) with_caller_.fetch_add(1, std::memory_order_relaxed);
+  BackwardCache* c = t.cache ? t.cache : cache_of(t);
+  bump(c->counts.launches);
+  if (t.caller) bump(c->counts.with_caller);
   uint32_t forward = 0;
-  if (node_on_.load(std::memory_order_relaxed)) {
-    std::shared_ptr<void> node = api_.current_node();
-    if (node) forward = forward_of(node.get());
-  }
-  auto& r = t.recent[(stack_id * 31 + t.caller * 7 + forward) & 15];
-  if (r.id && r.stack == stack_id && r.caller == t.caller && r.forward == forward) return r.id;
+  if (p.node && hot_.node_on.load(std::memory_order_relaxed)) forward = forward_of(p.seq, p.tid, c->counts);
+  auto& set = c->sets[BackwardCache::set_of(stack_id, t.caller, forward)];
+  for (const auto& e : set.way)
+    if (e.id && e.stack == stack_id && e.caller == t.caller && e.forward == forward) return e.id;
   uint32_t id = intern_backward(stack_id, t.caller, forward);
-  r = {stack_id, t.caller, forward, id};
+  // Replace an empty way, else one chosen by the id (spreads evictions over the ways).
+  size_t w = id % BackwardCache::kWays;
+  for (size_t i = 0; i < BackwardCache::kWays; i++)
+    if (!set.way[i].id) { w = i; break; }
+  set.way[w] = {stack_id, t.caller, forward, id};
   return id;
 }
 
@@ -344,10 +381,13 @@ AutogradSummaryRecord AutogradTracker::summary() {
     s.state = state_;
   }
   s.torch_version = api_.version;
-  s.backward_launches = backward_launches_.load();
-  s.with_caller = with_caller_.load();
-  s.with_node = with_node_.load();
-  s.with_forward = with_forward_.load();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& c : caches_) {
+    s.backward_launches += c->counts.launches.load(std::memory_order_relaxed);
+    s.with_caller += c->counts.with_caller.load(std::memory_order_relaxed);
+    s.with_node += c->counts.with_node.load(std::memory_order_relaxed);
+    s.with_forward += c->counts.with_forward.load(std::memory_order_relaxed);
+  }
   return s;
 }
 

@@ -1,8 +1,9 @@
 // Puts PyTorch's backward kernels under the Python that caused them (issue 23).
 //
 // The backward pass runs on autograd's engine threads ("pt_autograd_N"), which run no Python: their
-// launches carry only the engine's native frames. At every launch the tracker asks libtorch whether
-// this thread is inside a backward call (get_current_graph_task_id() >= 0, a thread-local read):
+// launches carry only the engine's native frames. At a launch the tracker asks libtorch whether this
+// thread is inside a backward call (get_current_graph_task_id() >= 0, a thread-local read; a thread
+// whose first launch was outside backward is a forward thread and is not asked again):
 //  - outside backward (a forward launch): it remembers (torch thread id, sequence number in effect)
 //    -> the launch's stack id in a fixed table. An op creates its autograd node (taking sequence
 //    number s) before it launches, so its launches see peek() == s + 1; the first launch per number wins.
@@ -36,7 +37,7 @@ namespace aiflame {
 class AutogradTracker {
  public:
   using Warn = std::function<void(const std::string&)>;
-  AutogradTracker(ProfileWriter& w, StringTable& strings) : writer_(w), strings_(strings) {}
+  AutogradTracker(ProfileWriter& w, StringTable& strings) : writer_(w), strings_(strings) { hot_.serial = next_serial_++; }
   // Looks for a loaded torch (resolve_torch) and the interpreter. warn prints a note once.
   void init(bool python, Warn warn);
   // Uses the given functions instead of a loaded torch (tests).
@@ -44,14 +45,23 @@ class AutogradTracker {
   // Called now and then off the launch path (the collector): looks for torch again until found.
   void poll();
   // At every kernel launch, on the launching thread, before its stack is captured: torch's
-  // thread-local state (graph task, sequence number), and a prefetch of the table slot a forward
-  // launch will write, whose line then loads while the stack is walked (issue 22: with cold caches
-  // the tracker took 0.43-0.57 us per launch on the H100). Nothing of torch's runs in between.
+  // thread-local state, and prefetches of the lines the launch will touch after the capture, which
+  // then load while the stack is walked (issue 22/23: with cold caches the tracker took 0.28-0.57 us
+  // per launch on the H100). Nothing of torch's runs in between.
+  //  - A forward thread (its first launch seen was outside backward: torch runs a graph task's work
+  //    only on the thread that called backward(), whose own launches need nothing, and on its engine
+  //    threads) is never asked for its graph task again: peek() and the table slot it will write.
+  //  - An engine thread: the graph task, the current node's two fields (the node is released before
+  //    the capture), the forward table's slot of the node and this thread's backward-id set.
+  struct ThreadState;
   struct Pending {
     bool valid = false;    // the tracker was ready
     bool forward = false;  // a forward launch with the node table on: seq was read
+    bool node = false;     // a backward launch with a current node: seq and tid are its fields
     int graph_task = -1;
-    uint64_t seq = 0;      // peek() of a forward launch
+    uint64_t seq = 0;      // peek() of a forward launch, the node's sequence_nr_ of a backward one
+    uint64_t tid = 0;      // the node's thread_id_
+    ThreadState* thread = nullptr;  // this thread's state (one thread-local lookup per launch)
   };
   Pending before_capture();
   // After its stack was captured: the stack id the Launch record names (stack_id itself, or a
@@ -61,8 +71,8 @@ class AutogradTracker {
   // Writes the AutogradSummary record.
   void finish();
 
-  bool active() const { return ready_.load(std::memory_order_acquire); }
-  bool node_enabled() const { return node_on_.load(std::memory_order_relaxed); }
+  bool active() const { return hot_.ready.load(std::memory_order_acquire); }
+  bool node_enabled() const { return hot_.node_on.load(std::memory_order_relaxed); }
   AutogradSummaryRecord summary();
 
  private:
@@ -70,13 +80,35 @@ class AutogradTracker {
     std::atomic<uint64_t> key{0};
     std::atomic<uint32_t> stack{0};
   };
+  // Per engine thread, owned by the tracker (a thread's own storage dies with it; the summary reads
+  // these later): the BackwardStack ids it made, 4-way set associative with a set per cache line,
+  // so that the hundreds of (stack, caller, forward) triples of a training step cost one line each
+  // instead of the shared table's mutex and map (a 16-entry direct-mapped cache missed nearly always),
+  // and its counts, written by that thread alone.
+  struct BackwardCache {
+    struct alignas(64) Counts {
+      std::atomic<uint64_t> launches{0}, with_caller{0}, with_node{0}, with_forward{0};
+    } counts;
+    struct Entry {
+      uint32_t stack = 0, caller = 0, forward = 0, id = 0;
+    };
+    static constexpr size_t kSets = 1024, kWays = 4;  // 64 KiB per engine thread
+    struct alignas(64) Set {
+      Entry way[kWays];
+    } sets[kSets];
+    static size_t set_of(uint32_t stack, uint32_t caller, uint32_t forward) {
+      uint64_t h = (uint64_t{stack} * 0x9e3779b97f4a7c15ull) ^ (uint64_t{caller} << 40) ^ (uint64_t{forward} * 0xc2b2ae3d27d4eb4full);
+      return (h >> 32) & (kSets - 1);
+    }
+  };
+  BackwardCache* cache_of(ThreadState& t);
   static constexpr size_t kSlots = 1u << 16;  // forward launches remembered (1 MiB); a forward pass creating more nodes loses its oldest
   static constexpr int kProbe = 64;           // nodes the layout probe looks at
   static size_t slot_index(uint64_t seq, uint64_t tid) { return (seq + tid * 0x9e3779b97f4a7c15ull) & (kSlots - 1); }
   void start(const TorchApi& api);
-  void remember_forward(uint32_t stack_id, uint64_t seq);
-  uint32_t on_backward(uint32_t stack_id, int graph_task);
-  uint32_t forward_of(const void* node);
+  void remember_forward(uint32_t stack_id, const Pending& p);
+  uint32_t on_backward(uint32_t stack_id, const Pending& p);
+  uint32_t forward_of(uint64_t seq, uint64_t tid, BackwardCache::Counts& counts);
   uint32_t lookup(uint64_t seq, uint64_t tid) const;
   bool probe(uint64_t seq, uint64_t tid, bool found);
   bool before_tracking(uint64_t seq, uint64_t tid);
@@ -91,15 +123,25 @@ class AutogradTracker {
   ProfileWriter& writer_;
   StringTable& strings_;
   Warn warn_;
-  const uint64_t serial_ = next_serial_++;  // tells the per-thread state of two trackers apart (tests)
+  // Read at every launch: on one line, apart from what the launch path writes.
+  struct alignas(64) Hot {
+    std::atomic<bool> ready{false};
+    std::atomic<bool> node_on{false};
+    uint16_t node_sequence_nr = 0, node_thread_id = 0;  // the node layout's offsets
+    std::atomic<int> probed{0};  // nodes the layout probe looked at (written only until kProbe)
+    uint64_t serial = 0;         // tells the per-thread state of two trackers apart (tests)
+    Slot* table = nullptr;
+    int (*graph_task_id)() = nullptr;
+    uint64_t (*peek)() = nullptr;
+    std::shared_ptr<void> (*current_node)() = nullptr;
+    uint64_t (*thread_id)() = nullptr;
+  } hot_;
   static inline std::atomic<uint64_t> next_serial_{1};
   bool python_ = false;
   PythonFrames frames_;
   TorchApi api_;
   bool disabled_ = false;
   std::atomic<bool> started_{false};
-  std::atomic<bool> ready_{false};
-  std::atomic<bool> node_on_{false};
   std::unique_ptr<Slot[]> table_;
   std::atomic<uint64_t> seen_tid_[8] = {};  // torch thread ids seen at forward launches, max sequence number + 1 beside
   std::atomic<uint64_t> seen_max_[8] = {};
@@ -107,9 +149,8 @@ class AutogradTracker {
   // were created before the tracking began (`record --pid` attaching mid-step) and have no forward
   // launch to find, so the probe does not count them.
   std::atomic<uint64_t> seen_min_[8] = {};
-  std::atomic<int> probed_{0}, probe_hits_{0};
+  std::atomic<int> probe_hits_{0};
   std::atomic<uint64_t> unprobed_{0};  // nodes skipped so: too many of them, and the layout is wrong after all
-  std::atomic<uint64_t> backward_launches_{0}, with_caller_{0}, with_node_{0}, with_forward_{0};
   std::string state_ = "off: not started";
 
   std::mutex mu_;  // below: interning and the per-graph-task caller cache (once per backward call)
@@ -122,6 +163,7 @@ class AutogradTracker {
   std::unordered_map<const void*, bool> entry_code_;
   std::map<std::vector<uint64_t>, uint32_t> caller_ids_;
   std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> backward_ids_;
+  std::vector<std::unique_ptr<BackwardCache>> caches_;  // one per engine thread seen
 };
 
 }  // namespace aiflame
