@@ -7,13 +7,13 @@
 # the forward stack that created the node. PASS/FAIL per check with the shares; exit 1 if any failed.
 # DDP's NCCL all-reduce (hooks in C++) needs two GPUs: NPROC=2 bench/ddp_backward_check.sh.
 # Usage (repo root, binaries in .dist/): bash bench/backward_hooks_check.sh
-#   Env: AIFLAME_BIN (.dist), OUT (/tmp/aiflame_hooks), STEPS (30)
+#   Env: AIFLAME_BIN (.dist), OUT (/tmp/aiflame_hooks), STEPS (30), RECORD_OPTS (--full: every launch)
 set -u
 bin=${AIFLAME_BIN:-.dist}
 out=${OUT:-/tmp/aiflame_hooks}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
-if ! STEPS=${STEPS:-30} "$bin/aiflame" record --force -o "$out/hooks.aiflame" -- python3 bench/workloads/hooks_train.py \
+if ! STEPS=${STEPS:-30} "$bin/aiflame" record --force ${RECORD_OPTS:-} -o "$out/hooks.aiflame" -- python3 bench/workloads/hooks_train.py \
     > "$out/record.log" 2>&1; then
   echo "FAIL recording:"; tail -20 "$out/record.log"; exit 1
 fi

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <span>
 
 #include "record/crash_report.h"
 #include "record/debug_log.h"
@@ -33,6 +34,22 @@ void CUPTIAPI buffer_requested(uint8_t** buffer, size_t* size, size_t* max_recor
 void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, size_t valid) {
   if (g_backend && buffer) g_backend->on_activity_buffer(buffer, valid);
   std::free(buffer);
+}
+
+// Stream capture (CUDA graphs): while one is under way, a window must not open, since its
+// cuCtxSynchronize ends the capture with an error (bench_kernels' graph mode exited 1 in windows mode).
+constexpr CUpti_CallbackId kCaptureBegin[] = {
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture,       CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2,    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCapture_v2_ptsz,
+    CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph, CUPTI_DRIVER_TRACE_CBID_cuStreamBeginCaptureToGraph_ptsz,
+};
+constexpr CUpti_CallbackId kCaptureEnd[] = {CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture,
+                                            CUPTI_DRIVER_TRACE_CBID_cuStreamEndCapture_ptsz};
+
+bool is_one_of(CUpti_CallbackId id, std::span<const CUpti_CallbackId> ids) {
+  for (CUpti_CallbackId i : ids)
+    if (i == id) return true;
+  return false;
 }
 
 constexpr CUpti_CallbackId kLaunchCallbacks[] = {
@@ -127,6 +144,10 @@ bool CuptiBackend::start() {
   }
   const RecordOptions& o = rec_.options();
   const bool windows = o.pc_sampling && o.pc_mode == PcMode::Windows;
+  if (windows)
+    for (CUpti_CallbackId id : kCaptureBegin) check(api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id), "cuptiEnableCallback(capture)");
+  if (windows)
+    for (CUpti_CallbackId id : kCaptureEnd) check(api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id), "cuptiEnableCallback(capture)");
   // On from the start in every mode: in windows mode the first window is due at once and opens at
   // the program's first launch (its start-up, not the loop it times); it switches them off.
   (void)windows;
@@ -134,7 +155,7 @@ bool CuptiBackend::start() {
   if (o.kernel_activity) {
     tune_activity_buffers();
     if (check(api_.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks") &&
-        !(windows && measure_.win_toggle_activity && api_.cuptiActivityDisable))
+        !(windows && measure_.win_toggle_activity && measure_.win_disable_between && api_.cuptiActivityDisable))
       check(api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable(CONCURRENT_KERNEL)");
   }
   return true;
@@ -169,6 +190,10 @@ void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbi
   if (priming_on_this_thread()) return;  // aiflame's own kernel (prime_sampling)
   if (domain == CUPTI_CB_DOMAIN_DRIVER_API) {
     auto* cb = static_cast<const CUpti_CallbackData*>(data);
+    if (is_one_of(cbid, kCaptureBegin) || is_one_of(cbid, kCaptureEnd)) {
+      stream_capture(cbid, cb);
+      return;
+    }
     if (cb->callbackSite != CUPTI_API_ENTER) {
       rec_.on_launch_exit();
       if (rec_.options().pc_mode == PcMode::Windows) window_exit(cb->context);
@@ -202,6 +227,20 @@ void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbi
       graph_node(static_cast<const CUpti_GraphData*>(res->resourceDescriptor), cbid == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED);
       break;
     default: break;
+  }
+}
+
+// Counts the stream captures under way: one more at a capture's begin (before it starts, so that no
+// window opens in between; undone when the call failed), one less when it ends.
+void CuptiBackend::stream_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+  const bool begin = is_one_of(cbid, kCaptureBegin);
+  const bool failed = cb->callbackSite == CUPTI_API_EXIT && cb->functionReturnValue &&
+                      *static_cast<const CUresult*>(cb->functionReturnValue) != CUDA_SUCCESS;
+  if (begin && cb->callbackSite == CUPTI_API_ENTER) captures_.fetch_add(1, std::memory_order_acq_rel);
+  bool undo = begin ? failed : cb->callbackSite == CUPTI_API_EXIT;
+  if (!undo) return;
+  int64_t n = captures_.load(std::memory_order_acquire);
+  while (n > 0 && !captures_.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel)) {
   }
 }
 

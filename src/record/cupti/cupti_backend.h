@@ -110,6 +110,7 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
     bool configured = false;  // PC sampling enabled and configured (win_disable_between re-enables per window)
   };
   void context_created(CUcontext ctx);
+  void stream_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
   void finalize_in_callback(const void* data);  // detach(): the first driver-call exit finalizes CUPTI
   void unhook();  // the static trampolines stop routing to this backend
   void context_destroying(CUcontext ctx);
@@ -155,6 +156,7 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
   unsigned drains_ = 0;
   std::map<uint32_t, std::unique_ptr<DeviceClaim>> claims_;  // per device ordinal, under contexts_mu_
   std::atomic<bool> launch_callbacks_on_{true};
+  std::atomic<int64_t> captures_{0};  // stream captures under way (windows wait for none)
   std::atomic<uint64_t> sync_ns_{0}, window_launches_{0}, prime_ns_{0}, window_waits_{0}, window_wait_ns_{0};
   std::thread window_thread_;
   std::atomic<bool> window_thread_stop_{false};

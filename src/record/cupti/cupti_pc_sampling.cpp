@@ -397,10 +397,14 @@ void CuptiBackend::close_window_locked(Context& c, uint64_t now) {
   rec_.add_window(now - c.windows->opened_at());
   c.last_drain = c.windows->opened_at();
   const RecordOptions& o = rec_.options();
-  if (o.kernel_activity && measure_.win_toggle_activity && api_.cuptiActivityDisable)
-    check(api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable(CONCURRENT_KERNEL)");
+  const bool toggle_activity = o.kernel_activity && measure_.win_toggle_activity && api_.cuptiActivityDisable &&
+                               measure_.win_disable_between;  // open_window_locked says why
   if (measure_.win_toggle_callbacks) set_launch_callbacks(false);
-  if (!stopped) return;
+  if (!stopped) {
+    if (toggle_activity)
+      check(api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable(CONCURRENT_KERNEL)");
+    return;
+  }
   size_t before = c.range->data.totalNumPcs;
   drain_locked(c);  // moves the range's records from the configured buffer into c.buf
   if (c.windows->windows() <= 3)
@@ -412,6 +416,8 @@ void CuptiBackend::close_window_locked(Context& c, uint64_t now) {
     check(api_.cuptiPCSamplingDisable(&dp), "cuptiPCSamplingDisable");
     c.configured = false;
   }
+  if (toggle_activity)
+    check(api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable(CONCURRENT_KERNEL)");
   // Closing (the wait for the window's last kernel, Stop, fetching) is the window's cost too; it
   // spaces the next window (the gap of this one was set when it closed).
   c.windows->charge(static_cast<uint64_t>(
@@ -447,6 +453,11 @@ bool CuptiBackend::open_window_locked(Context& c, uint64_t now) {
   // The wait for the GPU's queue (and Enable between windows) is the window's cost: it is inside
   // its length, which began before this call.
   synchronize(c);  // CUPTI starts a range only on an idle GPU
+  // Kernel records can be switched on only while PC sampling is disabled (CUPTI 13.0 refuses
+  // otherwise with CUPTI_ERROR_NOT_COMPATIBLE, on the H100): so only where windows enable it.
+  const bool toggle_activity = o.kernel_activity && measure_.win_toggle_activity && api_.cuptiActivityDisable;
+  if (toggle_activity && !c.configured)
+    check(api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable(CONCURRENT_KERNEL)");
   if (!c.configured) {
     CUpti_PCSamplingEnableParams en = {CUpti_PCSamplingEnableParamsSize};
     en.ctx = c.ctx;
@@ -465,8 +476,6 @@ bool CuptiBackend::open_window_locked(Context& c, uint64_t now) {
     api_.cuptiPCSamplingDisable(&dp);
     return false;
   }
-  if (o.kernel_activity && measure_.win_toggle_activity && api_.cuptiActivityDisable)
-    check(api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable(CONCURRENT_KERNEL)");
   (void)now;
   c.window_open.store(true, std::memory_order_release);
   return true;
@@ -491,9 +500,10 @@ void CuptiBackend::window_enter(Context& c, uint64_t now) {
       window_launches_++;
       return;
     }
-    // The owner may have stopped launching (its work done): after its window's longest length and
-    // as long again, this thread takes the window over, and its launch exit closes it.
-    const auto limit = std::chrono::microseconds(2 * uint64_t{rec_.options().window_us} + 100'000);
+    // The owner may not launch again soon (its work done, or blocked on this thread: backward()
+    // waits for autograd's engine thread): after a few in-window launches' time this thread takes the
+    // window over, and its launch exit closes it.
+    const auto limit = std::chrono::milliseconds(5);
     auto t0 = std::chrono::steady_clock::now(), t = t0;
     while (c.window_open.load(std::memory_order_acquire) && t - t0 < limit) {
       std::this_thread::sleep_for(std::chrono::microseconds(20));
@@ -509,6 +519,7 @@ void CuptiBackend::window_enter(Context& c, uint64_t now) {
     return;
   }
   if (!c.windows->due(now) || measure_.win_never) return;
+  if (captures_.load(std::memory_order_acquire) > 0) return;  // cuCtxSynchronize would break the capture
   // Never wait for the lock in a launch callback: another thread is opening or closing a window.
   std::unique_lock<std::mutex> lock(c.mu, std::try_to_lock);
   if (!lock.owns_lock()) return;
@@ -528,7 +539,9 @@ void CuptiBackend::window_exit(CUcontext ctx) {
   drain_locked(*c);  // serialized sampling wants its data fetched after every kernel
   uint64_t now = 0;
   api_.cuptiGetTimestamp(&now);
-  bool full = ++c->window_count >= rec_.options().window_launches;
+  // A context's first window holds one launch: it pays CUPTI's start in the program's start-up (its
+  // first launch), not in the loop after it (the storm's first window of 100 launches cost it +10%).
+  bool full = ++c->window_count >= (c->windows->windows() == 0 ? 1 : rec_.options().window_launches);
   if (c->windows->decide(now, full) == SamplingWindows::Action::Close) close_window_locked(*c, now);
 }
 
