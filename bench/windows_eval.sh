@@ -12,7 +12,7 @@ workloads=${*:-gpt hf storm}
 bin=${AIFLAME_BIN:-.dist}
 out=${OUT:-/tmp/win}
 mkdir -p "$out"
-export PYTHONUNBUFFERED=1
+export AIFLAME_EXPERIMENTAL=1 PYTHONUNBUFFERED=1
 win=${WIN:---pc-mode windows --window-us 10000 --windows-per-sec 20}
 popt=${PERIOD:+--period $PERIOD}
 
@@ -50,8 +50,7 @@ command_of() {
 variants=(
   "plain|-|-"
   "default||"
-  "full||--full"
-  "continuous||--pc-mode continuous"
+  "windows||--pc-mode windows"
   "win||$win $popt"
   "win-toggle|AIFLAME_WIN_TOGGLE_CB=1 AIFLAME_WIN_TOGGLE_ACT=1|$win $popt"
   "win-disable|AIFLAME_WIN_TOGGLE_CB=1 AIFLAME_WIN_TOGGLE_ACT=1 AIFLAME_WIN_DISABLE_BETWEEN=1|$win $popt"

@@ -67,11 +67,6 @@ void add_record_command(CLI::App& app, RecordArgs& a) {
                                           spec.help)
         ->check(valid);
   }
-  sub->add_flag_callback(
-      "--full", [&a] { a.options["pc_mode"] = "continuous"; },
-      "Record everything all the time (--pc-mode continuous): every launch's stack, every kernel record, "
-      "samples throughout. For short programs and launch counts; costs 1.0-1.5x on training loops "
-      "(bench/RESULTS.md) against about 2% for the default windows");
   sub->add_option("--lib", a.lib, "Injection library (default: $AIFLAME_LIB or libaiflame_cupti.so next to aiflame)");
   sub->add_option("--nvdisasm", a.nvdisasm,
                   "nvdisasm for the SASS names of sampled instructions (default: PATH, $CUDA_HOME/bin, /usr/local/cuda/bin)");
@@ -258,6 +253,14 @@ int run_record(const RecordArgs& a) {
     std::cerr << "aiflame: injection library libaiflame_cupti.so not found next to aiflame; pass --lib PATH or set AIFLAME_LIB\n";
     return 2;
   }
+  // Windows mode gives exact samples and costs about 2% of a long single-threaded training run on the
+  // H100, but it ran eight threads on eight streams 4x slower or hung them, and its few windows leave
+  // short runs nearly without samples (bench/RESULTS.md, "Recorder v2, third session").
+  if (a.option("pc_mode") == "windows" && !std::getenv("AIFLAME_EXPERIMENTAL")) {
+    std::cerr << "aiflame: --pc-mode windows is experimental: it can stall programs that launch from several threads "
+                 "(docs/attribution.md); use the default continuous mode, or set AIFLAME_EXPERIMENTAL=1 to try it\n";
+    return 2;
+  }
   if (!a.nvdisasm.empty() && find_nvdisasm(a.nvdisasm).empty()) {
     std::cerr << "aiflame: --nvdisasm " << a.nvdisasm << " is not an executable file; pass the path of CUDA's nvdisasm\n";
     return 2;
@@ -287,11 +290,7 @@ int run_record(const RecordArgs& a) {
         return 2;
       }
     }
-    // An attach enables sampling on contexts that are already running; that path is measured in
-    // continuous mode (bench/attach_check.sh), which it keeps unless a mode is asked for.
-    RecordArgs attach = a;
-    attach.options.try_emplace("pc_mode", "continuous");
-    return run_attach(attach, lib, output);
+    return run_attach(a, lib, output);
   }
   auto t_start = std::chrono::steady_clock::now();
 

@@ -62,12 +62,12 @@ constexpr RecordOptionSpec kSchema[] = {
      "kernels on several streams from several threads: CUPTI's PC sampling runs those one at "
      "a time (bench/RESULTS.md)",
      FLAG_OPTION(pc_sampling)},
-    {"pc_mode", "AIFLAME_PC_MODE", "--pc-mode", nullptr, "'windows' or 'continuous'",
-     "How GPU samples are taken: 'windows' (the default: sampling is on only in short windows, about 2% of "
-     "the run; every sample carries its launch's id, so attribution is exact; CUPTI does no work per launch "
-     "between windows) or 'continuous' (what --full sets: sampling, kernel records and launch stacks all the "
-     "time; samples carry no launch id and are split over a kernel's executions by time). See "
-     "docs/attribution.md",
+    {"pc_mode", "AIFLAME_PC_MODE", "--pc-mode", nullptr, "'continuous' or 'windows'",
+     "How GPU samples are taken: 'continuous' (the default: sampling, kernel records and launch stacks all "
+     "the time; samples carry no launch id and are split over a kernel's executions by time) or 'windows' "
+     "(experimental, refused unless AIFLAME_EXPERIMENTAL=1: sampling only inside windows of up to "
+     "--window-launches launches, about 2% of the run, every sample with its launch's id; it can stall "
+     "programs that launch from several threads). See docs/attribution.md",
      [](RecordOptions& o, std::string_view v) {
        if (v == "continuous") o.pc_mode = PcMode::Continuous;
        else if (v == "windows") o.pc_mode = PcMode::Windows;

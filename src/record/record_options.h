@@ -76,7 +76,7 @@ struct RecordOptions {
   uint32_t unstable_sample = 1;  // sites still unstable after refining: unwind one launch in N
   bool python = true;
   bool pc_sampling = true;
-  PcMode pc_mode = PcMode::Windows;
+  PcMode pc_mode = PcMode::Continuous;
   // Windows mode: each window enables sampling, holds up to window_launches launches of the thread
   // that opened it (or lasts window_us) and disables it again. Enable + Disable cost ~0.1 s with a 32 MB
   // hardware buffer and each launch inside ~0.4-1 ms (kernel-serialized), so a window holds many

@@ -42,6 +42,7 @@ expect_error unwritable "cannot create" "$AIFLAME" report "$SRC/tests/data/demo_
 expect_error no_command "command" "$AIFLAME" record -o "$T/r.data"
 expect_error bad_period "--period" "$AIFLAME" record --period 99 -o "$T/r.data" -- true
 expect_error bad_pc_mode "--pc-mode" "$AIFLAME" record --pc-mode sometimes -o "$T/w.data" -- true
+expect_error windows_mode "AIFLAME_EXPERIMENTAL=1" env -u AIFLAME_EXPERIMENTAL "$AIFLAME" record --pc-mode windows -o "$T/w.data" -- true
 expect_error no_subcommand "subcommand" "$AIFLAME"
 expect_error bad_nvdisasm "--nvdisasm" "$AIFLAME" report "$SRC/tests/data/demo_matmul.aiflame" --nvdisasm /no/such/nvdisasm -o "$T/n.folded"
 expect_error bad_stall_reasons "stall-reasons" "$AIFLAME" report "$SRC/tests/data/demo_matmul.aiflame" --stall-reasons some -o "$T/s.folded"

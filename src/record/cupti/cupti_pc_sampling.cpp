@@ -501,9 +501,11 @@ void CuptiBackend::window_enter(Context& c, uint64_t now) {
       return;
     }
     // The owner may not launch again soon (its work done, or blocked on this thread: backward()
-    // waits for autograd's engine thread): after a few in-window launches' time this thread takes the
-    // window over, and its launch exit closes it.
-    const auto limit = std::chrono::milliseconds(5);
+    // waits for autograd's engine thread): after 50 ms this thread launches into the window without
+    // taking it over. A thread other than the opener that closed the window (Stop, Disable) while the
+    // others launched hung eight threads on eight streams on the H100 (bench/RESULTS.md), as a Stop
+    // from another thread hung bench/probes/serialized_where.cu; launching into it did not.
+    const auto limit = std::chrono::milliseconds(50);
     auto t0 = std::chrono::steady_clock::now(), t = t0;
     while (c.window_open.load(std::memory_order_acquire) && t - t0 < limit) {
       std::this_thread::sleep_for(std::chrono::microseconds(20));
@@ -511,11 +513,6 @@ void CuptiBackend::window_enter(Context& c, uint64_t now) {
     }
     window_waits_++;
     window_wait_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t - t0).count());
-    if (c.window_open.load(std::memory_order_acquire)) {
-      c.window_owner.store(this_thread_id(), std::memory_order_relaxed);
-      c.window_count = rec_.options().window_launches;  // full: closes at this launch's exit
-      window_launches_++;
-    }
     return;
   }
   if (!c.windows->due(now) || measure_.win_never) return;
@@ -539,9 +536,9 @@ void CuptiBackend::window_exit(CUcontext ctx) {
   drain_locked(*c);  // serialized sampling wants its data fetched after every kernel
   uint64_t now = 0;
   api_.cuptiGetTimestamp(&now);
-  // A context's first window holds one launch: it pays CUPTI's start in the program's start-up (its
-  // first launch), not in the loop after it (the storm's first window of 100 launches cost it +10%).
-  bool full = ++c->window_count >= (c->windows->windows() == 0 ? 1 : rec_.options().window_launches);
+  // (A context's first window of one launch, to pay CUPTI's start in the program's start-up, left the
+  // short split and demo runs one launch of samples in all: bench/RESULTS.md.)
+  bool full = ++c->window_count >= rec_.options().window_launches;
   if (c->windows->decide(now, full) == SamplingWindows::Action::Close) close_window_locked(*c, now);
 }
 
