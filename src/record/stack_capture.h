@@ -9,7 +9,9 @@
 // across threads and writes each stack once.
 //
 // With caches cold (a training loop between two launches), the capture first prefetches the lines
-// the previous walk on its thread read (unwind::prefetch_walk), so that the walk's dependent loads hit.
+// the previous walk on its thread read (unwind::prefetch_walk), so that the walk's dependent loads hit;
+// the walk takes the outer frames it shares with that previous walk from its record, after re-reading
+// their stack words (incremental unwinding, src/record/unwind/unwinder.cpp).
 //
 // While an object's rows are being built (the first walks through it, on a background thread) or
 // just after a dlopen, a launch falls back to glibc's backtrace() (~17 us at 43 frames).

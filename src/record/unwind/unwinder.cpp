@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 
 #include "record/unwind/object_table.h"
@@ -28,16 +29,59 @@ constexpr int kWays = 4;
 struct alignas(64) CacheSet {
   CacheEntry e[kWays];
 };
-constexpr int kPrefetch = 128;  // frames of the previous walk whose lines the next capture prefetches
+// Incremental unwinding (issue 22). Consecutive launches of a training loop share most of their
+// stack: the interpreter, main, the training step... On the H100 those 34-47 frames cost 0.9-1.5 us a
+// walk with caches cold, each frame a chain of dependent misses (stack word -> pc -> cache set -> rule
+// -> stack word). So each thread keeps the states of its previous walk; when the walk reaches a state
+// of that record, the frames above it are checked instead of walked.
+//
+// Why the reuse gives exactly the frames of a full walk. The walk's state is (pc, exact, sp, rbp); a
+// step looks up the row of (pc, exact), which is fixed within a snapshot generation (the per-thread
+// state is reset when it changes), computes the CFA from the row and sp, or rbp for the rules that
+// use it (rbp plus an offset, a dereference of rbp, the frame pointer chain), reads the return address
+// at CFA - 8 and, where the row says rbp was saved, the caller's rbp, and bounds every read by sp and
+// the stack's top (the record is kept for one stack top). The record holds, per state, pc, exact, sp,
+// the row, and rbp; and the invariant that the next recorded state's pc and sp are what the step from
+// the state gives, by the recorded row, from the recorded sp and, if the row uses rbp, the recorded
+// rbp. So when the walk reaches a state whose pc, exact and sp equal a recorded state's, the full walk
+// would look up the recorded row and, if the row does not use rbp or the actual rbp equals the
+// recorded one, compute the CFA the recording walk computed (the next recorded sp) and read the words
+// that walk read. same_step() re-reads those words (the return address, a dereferenced CFA, a signal
+// frame's rsp and rip) and compares them with the next recorded state: if they match, the full walk's
+// next pc and sp are the recorded ones (the bounds checks passed then with the same sp, CFA and top,
+// so they pass now), and the caller's rbp, if the row says where it was saved, is read as the walk
+// would read it, so the actual rbp is always known; by induction the walk goes through the recorded
+// states. The first step that reads another word (a different caller at the same depth) or whose row
+// uses an rbp that differs (another caller's frame pointer) is walked normally from its state, which
+// is the walk's true state; its row is the recorded one (same pc), so even that lookup is saved.
+// Matching on rbp too would be sound but miss: code without frame pointers keeps any value in rbp,
+// saved by the first callee that uses it. Matching on pc alone would not be: the same return address
+// at another depth has other slots. Other callee-saved registers play no part: the walk tracks only
+// pc, sp and rbp (rows with rules on other registers are walked by frame pointer: state as above).
+// Every word re-read lies in [sp of the matched state, stack top), which is inside the current stack,
+// since the matched state is on the current walk and stack pointers only grow. The reused states keep
+// their recorded rbp, so the invariant holds for the new record: a reused state whose row uses rbp was
+// checked with the actual rbp equal to it, and a state walked anew is recorded with its actual rbp.
+struct WalkState {
+  uint64_t key;  // pc, with bit 63 set when exact (the instruction itself, not a return address)
+  uint64_t sp, fp;
+  int32_t cfa;     // the row's CFA rule as looked up; kRuleUnknown where the walk ended before a lookup
+  int32_t fp_off;  // the row's rbp rule as looked up
+};
+constexpr int32_t kRuleUnknown = 0;  // no CfaRule has a low byte of 0
+constexpr uint64_t kExactBit = uint64_t{1} << 63;  // user addresses never have the top bit
+constexpr int kRecord = 260;  // states kept: a walk of up to 259 frames (StackCapture asks for 256)
+
 struct PcCache {
   uint32_t generation = 0;
-  // What the previous walk on this thread read: the cache set and the stack line of each frame. The
-  // next launch mostly climbs the same outer frames through the same lines; with caches cold, the
-  // walk is a chain of dependent misses (stack word -> pc -> set -> rule -> stack word). Prefetched
-  // together at the start of the capture (prefetch_walk), the chain then hits.
-  uint16_t prev_n = 0;
-  uint16_t prev_set[kPrefetch];
-  uint64_t prev_line[kPrefetch];
+  // The previous walk on this thread, top down: rec[0] is its last state (the outermost frame),
+  // rec[rec_n - 1] its first. Top down, the frames that two walks share keep their indices when only
+  // the leaf part differs, so a reuse moves nothing. rec_n = 0: none (or for another generation).
+  uint32_t rec_n = 0;
+  uint32_t rec_looked_up = 0;  // its leaf states whose rows were looked up (their cache sets are prefetched)
+  uint64_t rec_hi = 0;         // the stack top it was bounded by
+  WalkState rec[kRecord];
+  WalkState fresh[kRecord];  // the current walk's states by index from the leaf (scratch)
   CacheSet sets[1u << kSetBits];
 };
 thread_local std::unique_ptr<PcCache> t_cache;
@@ -48,6 +92,7 @@ PcCache* cache_for(uint32_t generation) {
   if (c->generation != generation) {
     for (auto& set : c->sets)
       for (auto& e : set.e) e.pc = 0;
+    c->rec_n = 0;
     c->generation = generation;
   }
   return c;
@@ -59,6 +104,39 @@ inline unsigned set_of(uint64_t pc) { return static_cast<unsigned>((pc * 0x9e377
 // would report as stack overflows. The caller bounds the address to this thread's stack.
 __attribute__((no_sanitize("address"))) inline uint64_t stack_word(uint64_t at) {
   return *reinterpret_cast<const volatile uint64_t*>(at);
+}
+
+// One step of the previous walk checked instead of walked: from recorded state s (whose pc and sp the
+// walk is at, with rbp = *fp, the actual value, which may differ from s.fp) to the recorded next
+// state nx. True if walk()'s step for s's row lands at nx's pc and sp, reading the words it read
+// then; *fp is then the actual rbp at nx. The words' addresses come from the record, so the checks of
+// consecutive steps do not wait for each other's loads.
+inline bool same_step(const WalkState& s, const WalkState& nx, uint64_t* fp) {
+  const int64_t off = s.cfa >> 8;
+  switch (static_cast<CfaRule>(s.cfa & 0xff)) {
+    case kCfaSp:
+    case kCfaPlt:  // the CFA is rsp plus an offset (the PLT's depends on pc): nx.sp, as recorded
+      break;
+    case kCfaFp:  // rbp plus an offset: nx.sp if rbp is the one the record's step used
+      if (*fp != s.fp) return false;
+      break;
+    case kCfaDerefFp:
+      if (*fp != s.fp || stack_word(s.fp + static_cast<uint64_t>(off)) != nx.sp) return false;
+      break;
+    case kCfaSignal:  // the ucontext_t's rsp, rip and rbp (walk()'s offsets)
+      if (stack_word(s.sp + 160) != nx.sp || stack_word(s.sp + 168) != (nx.key & ~kExactBit)) return false;
+      *fp = stack_word(s.sp + 120);
+      return true;
+    case kCfaEnd:
+      return false;  // the outermost frame has no next state
+    default:  // the frame pointer chain: the caller's rbp at rbp, the return address above it
+      if (*fp != s.fp || stack_word(s.fp + 8) != nx.key) return false;
+      *fp = stack_word(s.fp);
+      return true;
+  }
+  if (stack_word(nx.sp - 8) != nx.key) return false;
+  if (s.fp_off != kFpSame) *fp = stack_word(nx.sp + static_cast<int64_t>(s.fp_off));
+  return true;
 }
 
 using FindObject = int (*)(void*, dl_find_object*);
@@ -118,55 +196,94 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
   ObjectTable& table = ObjectTable::instance();
   const Snapshot* snap = table.snapshot();
   PcCache* cache = cache_for(snap->generation);
+  WalkState* const rec = cache->rec;
+  WalkState* const fresh = cache->fresh;
   WalkStatus st;
+  max = std::min(max, kRecord - 1);  // every state fits the record
   uint64_t pc = start.pc, sp = start.sp, fp = start.fp;
   bool exact = true;  // pc is the instruction itself (first frame, after a signal frame), not a return address
   int n = 0;
+  // The recorded state to compare with (its sp the lowest not below the walk's): -1 when there is no
+  // record for this stack or one reuse was made (a walk reuses one run of recorded states).
+  int cand = cache->rec_n && cache->rec_hi == stack_hi ? static_cast<int>(cache->rec_n) - 1 : -1;
+  int reuse_from = 0, reuse_top = 0, reused = 0;  // leaf index and record index of the first reused state
   auto readable = [&](uint64_t at) { return at >= sp && at <= stack_hi - 8 && !(at & 7); };
   for (;;) {
-    int32_t cfa_rule, fp_off;
-    uint64_t key = exact ? pc | (uint64_t{1} << 63) : pc;  // user addresses never have the top bit
-    const unsigned set_index = set_of(key);
-    CacheSet& set = cache->sets[set_index];
-    int way = 0;
-    while (way < kWays && set.e[way].pc != key) way++;
-    if (way < kWays) {
-      cfa_rule = set.e[way].cfa;
-      fp_off = set.e[way].fp_off;
-    } else {
-      st.cache_misses++;
-      const TextRange* r = snap->find(pc - (exact ? 0 : 1));
-      if (!r) {
-        // Not a return address into loaded code: the last frame was not one (it is dropped).
-        st.end = stale_object(*snap, pc) ? WalkEnd::Stale : WalkEnd::BadFrame;
-        if (st.end == WalkEnd::Stale) table.request_refresh();
-        if (n) n--;
-        break;
+    int32_t cfa_rule = kRuleUnknown, fp_off = kFpSame;
+    uint64_t key = exact ? pc | kExactBit : pc;
+    if (cand >= 0) {
+      while (cand >= 0 && rec[cand].sp < sp) cand--;  // stack pointers grow along both walks
+      if (cand >= 0 && rec[cand].sp == sp && rec[cand].key == key) {
+        // A state of the previous walk (its rbp may differ): its steps are checked, not walked, for as
+        // long as they read what they read then (same_step; the argument is above PcCache), and no
+        // further than max.
+        int t = cand;
+        const int room = max - n;
+        while (t > 0 && cand - t < room && same_step(rec[t], rec[t - 1], &fp)) {
+          const int rule = rec[t].cfa & 0xff;
+          st.fp_frames += rule != kCfaSp && rule != kCfaFp && rule != kCfaDerefFp && rule != kCfaPlt && rule != kCfaSignal;
+          t--;
+        }
+        reuse_from = n;
+        reuse_top = cand;
+        reused = cand - t;
+        for (int u = cand - 1; u >= t; u--) out[n++] = rec[u].key & ~kExactBit;
+        st.reused = static_cast<uint16_t>(reused);
+        // Walked on from rec[t] (the last state, or the first whose step differs) with the actual rbp,
+        // and the recorded row.
+        key = rec[t].key;
+        pc = key & ~kExactBit;
+        exact = key & kExactBit;
+        sp = rec[t].sp;
+        cfa_rule = rec[t].cfa;
+        fp_off = rec[t].fp_off;
+        cand = -1;
       }
-      Object* o = r->object;
-      const std::vector<FrameRow>* rows = o->rows.load(std::memory_order_acquire);
-      if (!rows) {
-        if (!o->hdr_addr) {
-          cfa_rule = kCfaNoInfo;  // no CFI at all: frame pointers
-          fp_off = kFpSame;
-        } else {
-          table.request_build(o);
-          st.end = WalkEnd::NotReady;
+    }
+    if (cfa_rule == kRuleUnknown) {
+      fresh[n] = WalkState{key, sp, fp, kRuleUnknown, kFpSame};  // if the walk ends at this lookup
+      const unsigned set_index = set_of(key);
+      CacheSet& set = cache->sets[set_index];
+      int way = 0;
+      while (way < kWays && set.e[way].pc != key) way++;
+      if (way < kWays) {
+        cfa_rule = set.e[way].cfa;
+        fp_off = set.e[way].fp_off;
+      } else {
+        st.cache_misses++;
+        const TextRange* r = snap->find(pc - (exact ? 0 : 1));
+        if (!r) {
+          // Not a return address into loaded code: the last frame was not one (it is dropped).
+          st.end = stale_object(*snap, pc) ? WalkEnd::Stale : WalkEnd::BadFrame;
+          if (st.end == WalkEnd::Stale) table.request_refresh();
+          if (n) n--;  // its state, with its row, is the last one recorded
           break;
         }
-      } else {
-        uint64_t loc = pc - (exact ? 0 : 1) - o->bias;
-        const FrameRow* row = loc <= UINT32_MAX ? find_row_paged(rows->data(), rows->size(), o->pages->data(),
-                                                                 o->pages->size(), static_cast<uint32_t>(loc))
-                                                : nullptr;
-        cfa_rule = row ? row->cfa : kCfaNoInfo;
-        fp_off = row ? row->fp_off : kFpSame;
+        Object* o = r->object;
+        const std::vector<FrameRow>* rows = o->rows.load(std::memory_order_acquire);
+        if (!rows) {
+          if (!o->hdr_addr) {
+            cfa_rule = kCfaNoInfo;  // no CFI at all: frame pointers
+            fp_off = kFpSame;
+          } else {
+            table.request_build(o);
+            st.end = WalkEnd::NotReady;
+            break;
+          }
+        } else {
+          uint64_t loc = pc - (exact ? 0 : 1) - o->bias;
+          const FrameRow* row = loc <= UINT32_MAX ? find_row_paged(rows->data(), rows->size(), o->pages->data(),
+                                                                   o->pages->size(), static_cast<uint32_t>(loc))
+                                                  : nullptr;
+          cfa_rule = row ? row->cfa : kCfaNoInfo;
+          fp_off = row ? row->fp_off : kFpSame;
+        }
+        // The newest entry first; the oldest of the set goes.
+        for (int w = kWays - 1; w > 0; w--) set.e[w] = set.e[w - 1];
+        set.e[0] = CacheEntry{key, cfa_rule, fp_off};
       }
-      // The newest entry first; the oldest of the set goes.
-      for (int w = kWays - 1; w > 0; w--) set.e[w] = set.e[w - 1];
-      set.e[0] = CacheEntry{key, cfa_rule, fp_off};
     }
-    if (n < kPrefetch) cache->prev_set[n] = static_cast<uint16_t>(set_index);
+    fresh[n] = WalkState{key, sp, fp, cfa_rule, fp_off};
 
     // One step: the caller's pc, sp and fp.
     uint64_t cfa, next_pc, next_fp = fp;
@@ -194,9 +311,10 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
       default:  // no information here, or a rule not modelled: the frame pointer chain
         if (!readable(fp) || !readable(fp + 8)) goto bad;
         cfa = fp + 16;
-        fp_off = -16;
         st.fp_frames++;
-        break;
+        next_pc = stack_word(cfa - 8);
+        next_fp = stack_word(fp);
+        goto stepped;
     }
     if (!readable(cfa - 8)) goto bad;
     next_pc = stack_word(cfa - 8);
@@ -214,7 +332,6 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
       st.end = WalkEnd::Limit;
       goto done;
     }
-    if (n < kPrefetch) cache->prev_line[n] = cfa - 8;  // the line of the return address just read
     out[n++] = next_pc;
     pc = next_pc;
     sp = cfa;
@@ -226,8 +343,24 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
     goto done;
   }
 done:
-  // The sets of the n + 1 lookups (the last one's stack line is an older walk's: a wasted prefetch).
-  cache->prev_n = static_cast<uint16_t>(std::min(n + 1, kPrefetch));
+  // This walk's n + 1 states become the record, top down: the reused run (moved if the leaf part's
+  // depth changed), the states walked below and above it from `fresh`.
+  if (n + 1 > kRecord) {
+    cache->rec_n = 0;
+  } else {
+    if (reused) {
+      const int shift = (n - reuse_from) - reuse_top;  // new index - old index of the same state
+      if (shift) std::memmove(&rec[reuse_top - reused + 1 + shift], &rec[reuse_top - reused + 1], sizeof(WalkState) * static_cast<size_t>(reused));
+    }
+    // Leaf indices [reuse_from, reuse_from + reused) are the reused run (none if reused is 0).
+    for (int i = 0; i <= n; i++) {
+      if (i == reuse_from && reused) i += reused;
+      if (i <= n) rec[n - i] = fresh[i];
+    }
+    cache->rec_n = static_cast<uint32_t>(n + 1);
+    cache->rec_looked_up = static_cast<uint32_t>(reused ? reuse_from : n + 1);
+    cache->rec_hi = stack_hi;
+  }
   *status = st;
   return n;
 }
@@ -235,11 +368,18 @@ done:
 void prefetch_walk() {
   const PcCache* c = t_cache.get();
   if (!c) return;
-  // Prefetches never fault: a stale line of a stack or a set is only a wasted load.
-  for (int i = 0; i < c->prev_n; i++) {
-    __builtin_prefetch(&c->sets[c->prev_set[i]]);
-    __builtin_prefetch(reinterpret_cast<const void*>(c->prev_line[i]));
-  }
+  // Prefetches never fault: a stale line of a stack or a set is only a wasted load. The record's
+  // lines, the stack lines of its return addresses (the words the reuse re-reads), and the cache sets
+  // of the leaf frames that the previous walk looked up (the next walk likely looks them up again).
+  const int n = static_cast<int>(c->rec_n);
+  for (int t = 0; t < n; t += 2) __builtin_prefetch(&c->rec[t]);
+  for (int t = 0; t < n; t++) __builtin_prefetch(reinterpret_cast<const void*>(c->rec[t].sp - 8));
+  for (int t = n - 1, looked_up = 0; t >= 0 && looked_up < static_cast<int>(c->rec_looked_up) + 2; t--, looked_up++)
+    __builtin_prefetch(&c->sets[set_of(c->rec[t].key)]);
+}
+
+void forget_walk() {
+  if (PcCache* c = t_cache.get()) c->rec_n = 0;
 }
 
 __attribute__((noinline)) int unwind_here(uint64_t* out, int max, WalkStatus* status) {
