@@ -71,6 +71,7 @@ struct WalkState {
 constexpr int32_t kRuleUnknown = 0;  // no CfaRule has a low byte of 0
 constexpr uint64_t kExactBit = uint64_t{1} << 63;  // user addresses never have the top bit
 constexpr int kRecord = 260;  // states kept: a walk of up to 259 frames (StackCapture asks for 256)
+constexpr int kMaxRuns = 16;  // runs of reused states per walk (the driver's, the framework's, the interpreter's...)
 
 struct PcCache {
   uint32_t generation = 0;
@@ -78,7 +79,7 @@ struct PcCache {
   // rec[rec_n - 1] its first. Top down, the frames that two walks share keep their indices when only
   // the leaf part differs, so a reuse moves nothing. rec_n = 0: none (or for another generation).
   uint32_t rec_n = 0;
-  uint32_t rec_looked_up = 0;  // its leaf states whose rows were looked up (their cache sets are prefetched)
+  uint64_t rec_looked_up[(kRecord + 63) / 64] = {};  // by record index: rows looked up, not reused (sets prefetched)
   uint64_t rec_hi = 0;         // the stack top it was bounded by
   WalkState rec[kRecord];
   WalkState fresh[kRecord];  // the current walk's states by index from the leaf (scratch)
@@ -112,13 +113,18 @@ __attribute__((no_sanitize("address"))) inline uint64_t stack_word(uint64_t at) 
 // then; *fp is then the actual rbp at nx. The words' addresses come from the record, so the checks of
 // consecutive steps do not wait for each other's loads.
 inline bool same_step(const WalkState& s, const WalkState& nx, uint64_t* fp) {
+  // The CFA as walk() computes it is compared with nx.sp too (the record's invariant says they are
+  // equal; checked all the same, it costs no load), so only the recorded rows are taken on trust.
   const int64_t off = s.cfa >> 8;
   switch (static_cast<CfaRule>(s.cfa & 0xff)) {
     case kCfaSp:
-    case kCfaPlt:  // the CFA is rsp plus an offset (the PLT's depends on pc): nx.sp, as recorded
+      if (nx.sp != s.sp + static_cast<uint64_t>(off)) return false;
       break;
-    case kCfaFp:  // rbp plus an offset: nx.sp if rbp is the one the record's step used
-      if (*fp != s.fp) return false;
+    case kCfaPlt:
+      if (nx.sp != s.sp + 8 + ((s.key & 15) >= static_cast<uint64_t>(off) ? 8 : 0)) return false;
+      break;
+    case kCfaFp:  // rbp plus an offset: the recorded rbp's if the actual one is the same
+      if (*fp != s.fp || nx.sp != s.fp + static_cast<uint64_t>(off)) return false;
       break;
     case kCfaDerefFp:
       if (*fp != s.fp || stack_word(s.fp + static_cast<uint64_t>(off)) != nx.sp) return false;
@@ -130,7 +136,7 @@ inline bool same_step(const WalkState& s, const WalkState& nx, uint64_t* fp) {
     case kCfaEnd:
       return false;  // the outermost frame has no next state
     default:  // the frame pointer chain: the caller's rbp at rbp, the return address above it
-      if (*fp != s.fp || stack_word(s.fp + 8) != nx.key) return false;
+      if (*fp != s.fp || nx.sp != s.fp + 16 || stack_word(s.fp + 8) != nx.key) return false;
       *fp = stack_word(s.fp);
       return true;
   }
@@ -192,7 +198,7 @@ StackBounds thread_stack() {
 
 uint64_t thread_stack_top() { return thread_stack().hi; }
 
-int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatus* status) {
+int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatus* status, bool incremental) {
   ObjectTable& table = ObjectTable::instance();
   const Snapshot* snap = table.snapshot();
   PcCache* cache = cache_for(snap->generation);
@@ -204,16 +210,20 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
   bool exact = true;  // pc is the instruction itself (first frame, after a signal frame), not a return address
   int n = 0;
   // The recorded state to compare with (its sp the lowest not below the walk's): -1 when there is no
-  // record for this stack or one reuse was made (a walk reuses one run of recorded states).
-  int cand = cache->rec_n && cache->rec_hi == stack_hi ? static_cast<int>(cache->rec_n) - 1 : -1;
-  int reuse_from = 0, reuse_top = 0, reused = 0;  // leaf index and record index of the first reused state
+  // record for this stack.
+  int cand = incremental && cache->rec_n && cache->rec_hi == stack_hi ? static_cast<int>(cache->rec_n) - 1 : -1;
+  // Runs of reused states: the leaf index and record index of each run's first state, its length.
+  struct Run {
+    int from, top, len;
+  } runs[kMaxRuns];
+  int nruns = 0;
   auto readable = [&](uint64_t at) { return at >= sp && at <= stack_hi - 8 && !(at & 7); };
   for (;;) {
     int32_t cfa_rule = kRuleUnknown, fp_off = kFpSame;
     uint64_t key = exact ? pc | kExactBit : pc;
     if (cand >= 0) {
       while (cand >= 0 && rec[cand].sp < sp) cand--;  // stack pointers grow along both walks
-      if (cand >= 0 && rec[cand].sp == sp && rec[cand].key == key) {
+      if (cand >= 0 && rec[cand].sp == sp && rec[cand].key == key && nruns < kMaxRuns) {
         // A state of the previous walk (its rbp may differ): its steps are checked, not walked, for as
         // long as they read what they read then (same_step; the argument is above PcCache), and no
         // further than max.
@@ -224,11 +234,9 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
           st.fp_frames += rule != kCfaSp && rule != kCfaFp && rule != kCfaDerefFp && rule != kCfaPlt && rule != kCfaSignal;
           t--;
         }
-        reuse_from = n;
-        reuse_top = cand;
-        reused = cand - t;
+        if (cand > t) runs[nruns++] = Run{n, cand, cand - t};
         for (int u = cand - 1; u >= t; u--) out[n++] = rec[u].key & ~kExactBit;
-        st.reused = static_cast<uint16_t>(reused);
+        st.reused = static_cast<uint16_t>(st.reused + cand - t);
         // Walked on from rec[t] (the last state, or the first whose step differs) with the actual rbp,
         // and the recorded row.
         key = rec[t].key;
@@ -237,7 +245,7 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
         sp = rec[t].sp;
         cfa_rule = rec[t].cfa;
         fp_off = rec[t].fp_off;
-        cand = -1;
+        cand = t - 1;  // a later state may meet the record again (the frames under a different middle part)
       }
     }
     if (cfa_rule == kRuleUnknown) {
@@ -343,24 +351,36 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
     goto done;
   }
 done:
-  // This walk's n + 1 states become the record, top down: the reused run (moved if the leaf part's
-  // depth changed), the states walked below and above it from `fresh`.
-  if (n + 1 > kRecord) {
+  // This walk's n + 1 states become the record, top down: the reused runs, moved where the depth of
+  // the parts between them changed, and the states walked anew from `fresh`.
+  if (!incremental) {
+    // The record stays that of the last incremental walk.
+  } else if (n + 1 > kRecord) {
     cache->rec_n = 0;
   } else {
-    if (reused) {
-      const int shift = (n - reuse_from) - reuse_top;  // new index - old index of the same state
-      if (shift) std::memmove(&rec[reuse_top - reused + 1 + shift], &rec[reuse_top - reused + 1], sizeof(WalkState) * static_cast<size_t>(reused));
-    }
-    // Leaf indices [reuse_from, reuse_from + reused) are the reused run (none if reused is 0).
-    for (int i = 0; i <= n; i++) {
-      if (i == reuse_from && reused) i += reused;
-      if (i <= n) rec[n - i] = fresh[i];
+    // A run moves by shift = its new index - its old one. Runs are disjoint and keep their order, so
+    // moving up (shift > 0) the highest run first and then down the lowest first never overwrites a
+    // run not yet moved: a run moving up ends below the next higher run's new place, below its old
+    // one; likewise down.
+    auto move = [&](const Run& r) {
+      const int shift = (n - r.from) - r.top;
+      if (shift) std::memmove(&rec[r.top - r.len + 1 + shift], &rec[r.top - r.len + 1], sizeof(WalkState) * static_cast<size_t>(r.len));
+    };
+    for (int i = 0; i < nruns; i++)  // runs[0] is the deepest: the highest record indices
+      if ((n - runs[i].from) - runs[i].top > 0) move(runs[i]);
+    for (int i = nruns - 1; i >= 0; i--)
+      if ((n - runs[i].from) - runs[i].top < 0) move(runs[i]);
+    std::memset(cache->rec_looked_up, 0, sizeof cache->rec_looked_up);
+    for (int i = 0, r = 0; i <= n; i++) {
+      if (r < nruns && i == runs[r].from) i += runs[r++].len;
+      if (i > n) break;
+      rec[n - i] = fresh[i];
+      cache->rec_looked_up[(n - i) / 64] |= uint64_t{1} << ((n - i) % 64);
     }
     cache->rec_n = static_cast<uint32_t>(n + 1);
-    cache->rec_looked_up = static_cast<uint32_t>(reused ? reuse_from : n + 1);
     cache->rec_hi = stack_hi;
   }
+  st.reuse_runs = static_cast<uint8_t>(nruns);
   *status = st;
   return n;
 }
@@ -374,8 +394,8 @@ void prefetch_walk() {
   const int n = static_cast<int>(c->rec_n);
   for (int t = 0; t < n; t += 2) __builtin_prefetch(&c->rec[t]);
   for (int t = 0; t < n; t++) __builtin_prefetch(reinterpret_cast<const void*>(c->rec[t].sp - 8));
-  for (int t = n - 1, looked_up = 0; t >= 0 && looked_up < static_cast<int>(c->rec_looked_up) + 2; t--, looked_up++)
-    __builtin_prefetch(&c->sets[set_of(c->rec[t].key)]);
+  for (int t = 0; t < n; t++)
+    if (c->rec_looked_up[t / 64] >> (t % 64) & 1) __builtin_prefetch(&c->sets[set_of(c->rec[t].key)]);
 }
 
 void forget_walk() {

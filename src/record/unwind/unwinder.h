@@ -29,13 +29,15 @@ struct WalkStatus {
   uint16_t fp_frames = 0;  // frames stepped by frame pointer
   uint16_t cache_misses = 0;  // frames not in the per-thread cache (binary searches)
   uint16_t reused = 0;        // frames taken from the previous walk on this thread (their words re-read)
+  uint8_t reuse_runs = 0;     // runs of such frames (separated by frames that differ)
   bool needs_fallback() const { return end == WalkEnd::NotReady || end == WalkEnd::Stale || end == WalkEnd::OffStack; }
 };
 
 // Walks from `start` (pc: the exact instruction, as in a signal context) with stack reads bounded to
 // [start.sp, stack_hi). Writes the return addresses of the frames above `start` (not start.pc), at
-// most min(max, 259).
-int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatus* status);
+// most min(max, 259). incremental = false: every frame walked, the thread's record of its previous
+// walk neither used nor replaced (the reference that tests compare the incremental walk with).
+int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatus* status, bool incremental = true);
 
 // The caller's stack, like glibc's backtrace() called from the same place: out[0] is the return
 // address of unwind_here into its caller, then that caller's return address, and so on.

@@ -489,6 +489,8 @@ TEST_F(Unwinder, ADifferentCallerAtTheSameDepthIsWalkedNotTakenFromThePreviousWa
   // The reuse was tried: the leaf frames up to the chain's outermost link came from the record (and
   // stopped at the caller that differed), and a3's whole stack did.
   EXPECT_GE(b1.status.reused, 6);
+  EXPECT_EQ(b1.status.reuse_runs, 2);  // again above outer_b: call_outer's frame and its callers'
+  EXPECT_EQ(a3.status.reuse_runs, 1);
   EXPECT_LT(b1.status.reused, a3.status.reused);
   EXPECT_GE(a3.status.reused + 2u, a3.ours.size());
 }
@@ -517,17 +519,14 @@ struct Walked {
     return frames == o.frames && status.end == o.status.end && status.fp_frames == o.status.fp_frames;
   }
 };
-Walked walk_of(const Regs& r, uint64_t hi, int max = 64) {
+Walked walk_of(const Regs& r, uint64_t hi, int max = 64, bool incremental = true) {
   Walked out;
   uint64_t frames[300];
-  out.frames.assign(frames, frames + walk(r, hi, frames, max, &out.status));
+  out.frames.assign(frames, frames + walk(r, hi, frames, max, &out.status, incremental));
   return out;
 }
-// The walk with every frame walked: the reference for the incremental walk.
-Walked full_walk_of(const Regs& r, uint64_t hi, int max = 64) {
-  forget_walk();
-  return walk_of(r, hi, max);
-}
+// The walk with every frame walked (the thread's record untouched): the reference for the incremental walk.
+Walked full_walk_of(const Regs& r, uint64_t hi, int max = 64) { return walk_of(r, hi, max, false); }
 
 const TextRange* nocfi_text() {
   const TextRange* r = ObjectTable::instance().snapshot()->find(reinterpret_cast<uint64_t>(&chain_nocfi));
@@ -552,7 +551,9 @@ TEST_F(Unwinder, ASavedFramePointerChangedBetweenTwoWalksIsFollowed) {
   r.pc = text->lo + 8;
   r.sp = s.lo();
   r.fp = s.at(f[0]);
-  const Walked first = full_walk_of(r, s.hi());
+  forget_walk();
+  const Walked first = walk_of(r, s.hi());
+  ASSERT_EQ(first, full_walk_of(r, s.hi()));
   ASSERT_EQ(first.status.end, WalkEnd::Outermost);
   ASSERT_EQ(first.frames.size(), f.size() - 1);
   const Walked again = walk_of(r, s.hi());
@@ -587,7 +588,7 @@ TEST_F(Unwinder, IncrementalWalkEqualsTheFullWalkWhateverChangedOnTheStack) {
   std::mt19937_64 rng(7);
   HandStack s;
   auto nocfi_pc = [&] { return text->lo + 1 + rng() % (text->hi - text->lo - 1); };
-  int trials = 0, reused_all = 0, reused_part = 0, deep = 0;
+  int trials = 0, reused_all = 0, reused_part = 0, two_runs = 0, deep = 0;
   for (int trial = 0; trial < 20000; trial++) {
     for (auto& w : s.w) {
       switch (rng() % 4) {
@@ -607,36 +608,43 @@ TEST_F(Unwinder, IncrementalWalkEqualsTheFullWalkWhateverChangedOnTheStack) {
     r.sp = s.lo();
     r.fp = s.at(f[0]);
     const int max1 = rng() % 4 ? 64 : 1 + static_cast<int>(rng() % 40);
-    const Walked first = full_walk_of(r, s.hi(), max1);
-    walk_of(r, s.hi(), max1);  // the record of this stack, made by a walk that reused it
+    forget_walk();
+    const Walked first = walk_of(r, s.hi(), max1);
+    ASSERT_EQ(first, full_walk_of(r, s.hi(), max1));
     deep += first.frames.size() >= 20;
-    // 1-3 changes: a return address, a saved rbp (to another frame of the chain or anywhere), any
-    // word; or the starting registers (another frame to start from, another pc).
-    for (int c = 1 + static_cast<int>(rng() % 3); c > 0; c--) {
-      const size_t i = rng() % f.size();
-      switch (rng() % 6) {
-        case 0: s.w[f[i] + 1] = nocfi_pc(); break;
-        case 1: s.w[f[i]] = s.at(f[rng() % f.size()]); break;
-        case 2: s.w[f[i]] = s.at(rng() % s.w.size()); break;
-        case 3: s.w[rng() % s.w.size()] = rng() % 2 ? nocfi_pc() : rng(); break;
-        case 4: r.fp = s.at(f[i]); r.sp = s.at(f[i] > 8 ? f[i] - 1 - rng() % 8 : 0); break;
-        default: r.pc = rng() % 2 ? nocfi_pc() : text_pcs[rng() % text_pcs.size()]; break;
+    // Three rounds of 1-3 changes, each followed by the incremental walk (from the record that the
+    // previous incremental walk left) and the full one: a return address, a saved rbp (to another
+    // frame of the chain or anywhere), any word; or the starting registers (another frame to start
+    // from, another pc), the frame limit.
+    for (int round = 0; round < 3; round++) {
+      for (int c = 1 + static_cast<int>(rng() % 3); c > 0; c--) {
+        const size_t i = rng() % f.size();
+        switch (rng() % 6) {
+          case 0: s.w[f[i] + 1] = nocfi_pc(); break;
+          case 1: s.w[f[i]] = s.at(f[rng() % f.size()]); break;
+          case 2: s.w[f[i]] = s.at(rng() % s.w.size()); break;
+          case 3: s.w[rng() % s.w.size()] = rng() % 2 ? nocfi_pc() : rng(); break;
+          case 4: r.fp = s.at(f[i]); r.sp = s.at(f[i] > 8 ? f[i] - 1 - rng() % 8 : 0); break;
+          default: r.pc = rng() % 2 ? nocfi_pc() : text_pcs[rng() % text_pcs.size()]; break;
+        }
       }
+      const int max2 = rng() % 4 ? 64 : 1 + static_cast<int>(rng() % 40);
+      const Walked incremental = walk_of(r, s.hi(), max2);
+      const Walked ref = full_walk_of(r, s.hi(), max2);
+      ASSERT_EQ(incremental, ref) << "trial " << trial << " round " << round << "\nincremental:" << show(incremental.frames)
+                                  << "\nfull:       " << show(ref.frames);
+      trials++;
+      if (incremental.status.reused && incremental.status.reused + 1u >= incremental.frames.size()) reused_all++;
+      else if (incremental.status.reused) reused_part++;
+      two_runs += incremental.status.reuse_runs >= 2;
     }
-    const int max2 = rng() % 4 ? 64 : 1 + static_cast<int>(rng() % 40);
-    const Walked incremental = walk_of(r, s.hi(), max2);
-    const Walked ref = full_walk_of(r, s.hi(), max2);
-    ASSERT_EQ(incremental, ref) << "trial " << trial << "\nincremental:" << show(incremental.frames)
-                                << "\nfull:       " << show(ref.frames);
-    trials++;
-    if (incremental.status.reused && incremental.status.reused + 1u >= incremental.frames.size()) reused_all++;
-    else if (incremental.status.reused) reused_part++;
   }
-  EXPECT_EQ(trials, 20000);
+  EXPECT_EQ(trials, 60000);
   // The cases the property is about did occur: deep chains, reuses cut short by a change, whole reuses.
   EXPECT_GT(deep, 3000);
   EXPECT_GT(reused_part, 2000);
   EXPECT_GT(reused_all, 2000);
+  EXPECT_GT(two_runs, 1000);  // frames reused again above a part that differed
 }
 
 }  // namespace
