@@ -107,41 +107,52 @@ __attribute__((no_sanitize("address"))) inline uint64_t stack_word(uint64_t at) 
   return *reinterpret_cast<const volatile uint64_t*>(at);
 }
 
-// One step of the previous walk checked instead of walked: from recorded state s (whose pc and sp the
-// walk is at, with rbp = *fp, the actual value, which may differ from s.fp) to the recorded next
-// state nx. True if walk()'s step for s's row lands at nx's pc and sp, reading the words it read
-// then; *fp is then the actual rbp at nx. The words' addresses come from the record, so the checks of
-// consecutive steps do not wait for each other's loads.
-inline bool same_step(const WalkState& s, const WalkState& nx, uint64_t* fp) {
-  // The CFA as walk() computes it is compared with nx.sp too (the record's invariant says they are
-  // equal; checked all the same, it costs no load), so only the recorded rows are taken on trust.
-  const int64_t off = s.cfa >> 8;
+// One step of the previous walk checked instead of walked: from recorded state s (whose pc the walk
+// is at, d bytes above s.sp, with rbp = *fp, the actual value, which may differ from s.fp) to the
+// recorded next state nx. True if walk()'s step for s's row lands at nx's pc and sp (+ d), reading the
+// words it read then (at their addresses + d, the values that point into the stack + d); *fp is then
+// the actual rbp at nx. The words' addresses come from the record, so the checks of consecutive steps
+// do not wait for each other's loads. The CFA as walk() computes it is compared with nx.sp too (the
+// record's invariant says they are equal; checked all the same, it costs no load), so only the
+// recorded rows are taken on trust. Shifted (d != 0: the same frames at another depth, the launch
+// path's leaf frames under a deeper or shallower caller), each word is bounded by the stack's top as
+// walk() bounds it; the shift keeps it above sp and 8-aligned (d is a multiple of 8).
+template <bool kShifted>
+inline bool same_step(const WalkState& s, const WalkState& nx, uint64_t* fp, uint64_t d, uint64_t stack_hi) {
+  auto in = [&](uint64_t at) { return !kShifted || at + d <= stack_hi - 8; };
+  auto word = [&](uint64_t at) { return stack_word(kShifted ? at + d : at); };
+  if (kShifted && nx.sp + d > stack_hi) return false;
+  const uint64_t off = static_cast<uint64_t>(static_cast<int64_t>(s.cfa >> 8));
   switch (static_cast<CfaRule>(s.cfa & 0xff)) {
     case kCfaSp:
-      if (nx.sp != s.sp + static_cast<uint64_t>(off)) return false;
+      if (nx.sp != s.sp + off) return false;
       break;
     case kCfaPlt:
-      if (nx.sp != s.sp + 8 + ((s.key & 15) >= static_cast<uint64_t>(off) ? 8 : 0)) return false;
+      if (nx.sp != s.sp + 8 + ((s.key & 15) >= off ? 8 : 0)) return false;
       break;
     case kCfaFp:  // rbp plus an offset: the recorded rbp's if the actual one is the same
-      if (*fp != s.fp || nx.sp != s.fp + static_cast<uint64_t>(off)) return false;
+      if (*fp != s.fp + d || nx.sp != s.fp + off) return false;
       break;
     case kCfaDerefFp:
-      if (*fp != s.fp || stack_word(s.fp + static_cast<uint64_t>(off)) != nx.sp) return false;
+      if (*fp != s.fp + d || !in(s.fp + off) || word(s.fp + off) != nx.sp + d) return false;
       break;
     case kCfaSignal:  // the ucontext_t's rsp, rip and rbp (walk()'s offsets)
-      if (stack_word(s.sp + 160) != nx.sp || stack_word(s.sp + 168) != (nx.key & ~kExactBit)) return false;
-      *fp = stack_word(s.sp + 120);
+      if (!in(s.sp + 168) || word(s.sp + 160) != nx.sp + d || word(s.sp + 168) != (nx.key & ~kExactBit)) return false;
+      *fp = word(s.sp + 120);
       return true;
     case kCfaEnd:
       return false;  // the outermost frame has no next state
     default:  // the frame pointer chain: the caller's rbp at rbp, the return address above it
-      if (*fp != s.fp || nx.sp != s.fp + 16 || stack_word(s.fp + 8) != nx.key) return false;
-      *fp = stack_word(s.fp);
+      if (*fp != s.fp + d || nx.sp != s.fp + 16 || !in(s.fp + 8) || word(s.fp + 8) != nx.key) return false;
+      *fp = word(s.fp);
       return true;
   }
-  if (stack_word(nx.sp - 8) != nx.key) return false;
-  if (s.fp_off != kFpSame) *fp = stack_word(nx.sp + static_cast<int64_t>(s.fp_off));
+  if (!in(nx.sp - 8) || word(nx.sp - 8) != nx.key) return false;
+  if (s.fp_off != kFpSame) {
+    const uint64_t at = nx.sp + static_cast<uint64_t>(static_cast<int64_t>(s.fp_off));
+    if (!in(at)) return false;
+    *fp = word(at);
+  }
   return true;
 }
 
@@ -212,9 +223,11 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
   // The recorded state to compare with (its sp the lowest not below the walk's): -1 when there is no
   // record for this stack.
   int cand = incremental && cache->rec_n && cache->rec_hi == stack_hi ? static_cast<int>(cache->rec_n) - 1 : -1;
-  // Runs of reused states: the leaf index and record index of each run's first state, its length.
+  // Runs of reused states: the leaf index and record index of each run's first state, its length,
+  // and its shift (the first run's states may lie at another depth: d = actual sp - recorded sp).
   struct Run {
     int from, top, len;
+    uint64_t d;
   } runs[kMaxRuns];
   int nruns = 0;
   auto readable = [&](uint64_t at) { return at >= sp && at <= stack_hi - 8 && !(at & 7); };
@@ -222,19 +235,30 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
     int32_t cfa_rule = kRuleUnknown, fp_off = kFpSame;
     uint64_t key = exact ? pc | kExactBit : pc;
     if (cand >= 0) {
-      while (cand >= 0 && rec[cand].sp < sp) cand--;  // stack pointers grow along both walks
-      if (cand >= 0 && rec[cand].sp == sp && rec[cand].key == key && nruns < kMaxRuns) {
-        // A state of the previous walk (its rbp may differ): its steps are checked, not walked, for as
-        // long as they read what they read then (same_step; the argument is above PcCache), and no
-        // further than max.
+      // A state of the previous walk: at the start, the recorded first state at any depth (the
+      // launch path's leaf frames are the same at every launch, at the depth of its caller); later,
+      // a recorded state at the same sp. Its rbp may differ.
+      uint64_t d = 0;
+      bool met = false;
+      if (n == 0 && cand == static_cast<int>(cache->rec_n) - 1 && rec[cand].key == key && !((sp - rec[cand].sp) & 7)) {
+        d = sp - rec[cand].sp;
+        met = true;
+      } else {
+        while (cand >= 0 && rec[cand].sp < sp) cand--;  // stack pointers grow along both walks
+        met = cand >= 0 && rec[cand].sp == sp && rec[cand].key == key;
+      }
+      if (met && nruns < kMaxRuns) {
+        // Its steps are checked, not walked, for as long as they read what they read then
+        // (same_step; the argument is above PcCache), and no further than max.
         int t = cand;
         const int room = max - n;
-        while (t > 0 && cand - t < room && same_step(rec[t], rec[t - 1], &fp)) {
+        while (t > 0 && cand - t < room &&
+               (d ? same_step<true>(rec[t], rec[t - 1], &fp, d, stack_hi) : same_step<false>(rec[t], rec[t - 1], &fp, 0, 0))) {
           const int rule = rec[t].cfa & 0xff;
           st.fp_frames += rule != kCfaSp && rule != kCfaFp && rule != kCfaDerefFp && rule != kCfaPlt && rule != kCfaSignal;
           t--;
         }
-        if (cand > t) runs[nruns++] = Run{n, cand, cand - t};
+        if (cand > t) runs[nruns++] = Run{n, cand, cand - t, d};
         for (int u = cand - 1; u >= t; u--) out[n++] = rec[u].key & ~kExactBit;
         st.reused = static_cast<uint16_t>(st.reused + cand - t);
         // Walked on from rec[t] (the last state, or the first whose step differs) with the actual rbp,
@@ -242,10 +266,12 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
         key = rec[t].key;
         pc = key & ~kExactBit;
         exact = key & kExactBit;
-        sp = rec[t].sp;
+        sp = rec[t].sp + d;
         cfa_rule = rec[t].cfa;
         fp_off = rec[t].fp_off;
-        cand = t - 1;  // a later state may meet the record again (the frames under a different middle part)
+        // A later state may meet the record again (the frames above a middle part that differs),
+        // beyond this run (runs stay disjoint and in order).
+        cand = t - 1;
       }
     }
     if (cfa_rule == kRuleUnknown) {
@@ -370,6 +396,12 @@ done:
       if ((n - runs[i].from) - runs[i].top > 0) move(runs[i]);
     for (int i = nruns - 1; i >= 0; i--)
       if ((n - runs[i].from) - runs[i].top < 0) move(runs[i]);
+    for (int i = 0; i < nruns; i++)  // a shifted run's states as this walk met them
+      if (runs[i].d)
+        for (int u = n - runs[i].from; u > n - runs[i].from - runs[i].len; u--) {
+          rec[u].sp += runs[i].d;
+          rec[u].fp += runs[i].d;  // the actual rbp wherever a row uses it (checked equal)
+        }
     std::memset(cache->rec_looked_up, 0, sizeof cache->rec_looked_up);
     for (int i = 0, r = 0; i <= n; i++) {
       if (r < nruns && i == runs[r].from) i += runs[r++].len;

@@ -12,12 +12,14 @@
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -497,8 +499,15 @@ TEST_F(Unwinder, ADifferentCallerAtTheSameDepthIsWalkedNotTakenFromThePreviousWa
 
 // Stacks made by hand: a frame pointer chain through chain_nocfi's object (no CFI: each frame is
 // stepped by its saved rbp at rbp and its return address above it), in a buffer.
+// The page after the buffer is inaccessible: a read past the stack's top faults.
 struct HandStack {
-  std::vector<uint64_t> w = std::vector<uint64_t>(512, 0);
+  static constexpr size_t kPage = 4096;
+  void* map = mmap(nullptr, 2 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  std::span<uint64_t> w{static_cast<uint64_t*>(map), kPage / 8};
+  HandStack() { mprotect(static_cast<char*>(map) + kPage, kPage, PROT_NONE); }
+  ~HandStack() { munmap(map, 2 * kPage); }
+  HandStack(const HandStack&) = delete;
+  HandStack& operator=(const HandStack&) = delete;
   uint64_t lo() const { return reinterpret_cast<uint64_t>(w.data()); }
   uint64_t hi() const { return lo() + w.size() * 8; }
   uint64_t at(size_t i) const { return lo() + i * 8; }
@@ -574,6 +583,85 @@ TEST_F(Unwinder, ASavedFramePointerChangedBetweenTwoWalksIsFollowed) {
   EXPECT_EQ(back.status.reused, 4);
 }
 
+// The same leaf frames at another depth (the launch path under a deeper caller): the first frames
+// are checked at their new place (every address and every saved rbp shifted), up to the frame whose
+// caller is not shifted; that one is walked, and the frames above it are again the record's.
+TEST_F(Unwinder, TheSameLeafFramesAtAnotherDepthAreCheckedThere) {
+  const TextRange* text = nocfi_text();
+  ASSERT_NE(text, nullptr) << "chain_nocfi's object has CFI";
+  HandStack s;
+  std::vector<size_t> f = {20, 30, 40, 50, 80, 90, 100, 110};
+  std::vector<uint64_t> ra;
+  for (size_t i = 0; i < f.size(); i++) ra.push_back(text->lo + 16 + i * 4);
+  s.chain(f, ra);
+  Regs r;
+  r.pc = text->lo + 8;
+  r.sp = s.at(18);
+  r.fp = s.at(f[0]);
+  forget_walk();
+  const Walked first = walk_of(r, s.hi());
+  ASSERT_EQ(first.frames.size(), f.size() - 1);
+  for (int k : {-6, 8, -14, 20}) {  // words; f[3] + k + 2 <= f[4]
+    std::vector<size_t> g = f;
+    for (size_t i = 0; i < 4; i++) g[i] = f[i] + static_cast<size_t>(k);
+    for (size_t i = 0; i < 40; i++) s.w[i] = 0;
+    s.chain(g, ra);  // frames 0-3 moved by k words, the rest in place
+    Regs moved = r;
+    moved.sp = r.sp + static_cast<uint64_t>(k * 8);
+    moved.fp = s.at(g[0]);
+    const Walked ref = full_walk_of(moved, s.hi());
+    EXPECT_EQ(ref.frames, first.frames) << k;  // the same return addresses
+    s.chain(f, ra);
+    walk_of(r, s.hi());  // the record: the frames in place
+    s.chain(g, ra);
+    const Walked again = walk_of(moved, s.hi());
+    EXPECT_EQ(again, ref) << k;
+    // Frames 0-3 were checked shifted (frame 3 restores an rbp that is not shifted), frame 4's step
+    // (CFA = that rbp + 16) was walked, the rest checked in place.
+    EXPECT_EQ(again.status.reuse_runs, 2) << k;
+    EXPECT_EQ(again.status.reused, 4 + 2) << k;  // steps 0-3, then 5 and 6 (7's caller is the outermost)
+    // Again on the same stack: the record of the moved frames has their moved rbps: all checked.
+    const Walked same = walk_of(moved, s.hi());
+    EXPECT_EQ(same, ref) << k;
+    EXPECT_EQ(same.status.reuse_runs, 1) << k;
+    EXPECT_EQ(same.status.reused, f.size() - 1) << k;
+  }
+}
+
+// Moved up, the record's frames near the stack's top would lie past it: the check stops where the
+// walk would (the next stack pointer past the top), without reading there (the page above faults).
+TEST_F(Unwinder, TheSameLeafFramesMovedUpAreNotReadPastTheStacksTop) {
+  const TextRange* text = nocfi_text();
+  ASSERT_NE(text, nullptr) << "chain_nocfi's object has CFI";
+  HandStack s;
+  ASSERT_EQ(s.w.size(), 512u);
+  const std::vector<size_t> f = {400, 420, 440, 460, 480, 500, 506, 510};
+  std::vector<uint64_t> ra;
+  for (size_t i = 0; i < f.size(); i++) ra.push_back(text->lo + 16 + i * 4);
+  s.chain(f, ra);
+  Regs r;
+  r.pc = text->lo + 8;
+  r.sp = s.at(398);
+  r.fp = s.at(f[0]);
+  forget_walk();
+  ASSERT_EQ(walk_of(r, s.hi()).frames.size(), f.size() - 1);
+  // The same frames 10 words up, as far as they fit: the frame at 510 holds the moved frame's rbp
+  // (past the top: 516) and its return address.
+  for (size_t i = 380; i < 512; i++) s.w[i] = 0;
+  s.chain({410, 430, 450, 470, 490, 510}, ra);
+  s.w[510] = s.at(516);
+  s.w[511] = ra[5];
+  Regs moved = r;
+  moved.sp = r.sp + 80;
+  moved.fp = s.at(410);
+  const Walked ref = full_walk_of(moved, s.hi());
+  EXPECT_EQ(ref.status.end, WalkEnd::BadFrame);
+  EXPECT_EQ(ref.frames.size(), 6u);
+  const Walked again = walk_of(moved, s.hi());
+  EXPECT_EQ(again, ref);
+  EXPECT_EQ(again.status.reused, 6);
+}
+
 // Property: whatever changes between two walks on one stack (return addresses, saved rbps, other
 // words, the starting registers, the frame limit), the second walk, which starts from the first's
 // record, equals the walk of every frame. Hand-made frame pointer chains with random words around
@@ -588,7 +676,7 @@ TEST_F(Unwinder, IncrementalWalkEqualsTheFullWalkWhateverChangedOnTheStack) {
   std::mt19937_64 rng(7);
   HandStack s;
   auto nocfi_pc = [&] { return text->lo + 1 + rng() % (text->hi - text->lo - 1); };
-  int trials = 0, reused_all = 0, reused_part = 0, two_runs = 0, deep = 0;
+  int trials = 0, reused_all = 0, reused_part = 0, two_runs = 0, shifted = 0, deep = 0;
   for (int trial = 0; trial < 20000; trial++) {
     for (auto& w : s.w) {
       switch (rng() % 4) {
@@ -610,6 +698,7 @@ TEST_F(Unwinder, IncrementalWalkEqualsTheFullWalkWhateverChangedOnTheStack) {
     const int max1 = rng() % 4 ? 64 : 1 + static_cast<int>(rng() % 40);
     forget_walk();
     const Walked first = walk_of(r, s.hi(), max1);
+    uint64_t last_sp = r.sp;
     ASSERT_EQ(first, full_walk_of(r, s.hi(), max1));
     deep += first.frames.size() >= 20;
     // Three rounds of 1-3 changes, each followed by the incremental walk (from the record that the
@@ -619,12 +708,21 @@ TEST_F(Unwinder, IncrementalWalkEqualsTheFullWalkWhateverChangedOnTheStack) {
     for (int round = 0; round < 3; round++) {
       for (int c = 1 + static_cast<int>(rng() % 3); c > 0; c--) {
         const size_t i = rng() % f.size();
-        switch (rng() % 6) {
+        switch (rng() % 7) {
           case 0: s.w[f[i] + 1] = nocfi_pc(); break;
           case 1: s.w[f[i]] = s.at(f[rng() % f.size()]); break;
           case 2: s.w[f[i]] = s.at(rng() % s.w.size()); break;
           case 3: s.w[rng() % s.w.size()] = rng() % 2 ? nocfi_pc() : rng(); break;
           case 4: r.fp = s.at(f[i]); r.sp = s.at(f[i] > 8 ? f[i] - 1 - rng() % 8 : 0); break;
+          case 5: {  // the frames below frame i moved by k words (the chain's leaf part at another depth)
+            const int k = static_cast<int>(rng() % 17) - 8;
+            if (static_cast<int>(f[0]) + k < 1 || static_cast<int>((r.sp - s.lo()) / 8) + k < 0 || f[i] + 2 + static_cast<size_t>(std::max(k, 0)) > (i + 1 < f.size() ? f[i + 1] : s.w.size())) break;
+            for (size_t j = 0; j <= i; j++) f[j] += static_cast<size_t>(k);
+            s.chain(f, ra);
+            r.sp += static_cast<uint64_t>(k * 8);
+            r.fp = s.at(f[0]);
+            break;
+          }
           default: r.pc = rng() % 2 ? nocfi_pc() : text_pcs[rng() % text_pcs.size()]; break;
         }
       }
@@ -637,6 +735,8 @@ TEST_F(Unwinder, IncrementalWalkEqualsTheFullWalkWhateverChangedOnTheStack) {
       if (incremental.status.reused && incremental.status.reused + 1u >= incremental.frames.size()) reused_all++;
       else if (incremental.status.reused) reused_part++;
       two_runs += incremental.status.reuse_runs >= 2;
+      shifted += incremental.status.reused && r.sp != s.lo() && r.sp != last_sp;
+      last_sp = r.sp;
     }
   }
   EXPECT_EQ(trials, 60000);
@@ -645,6 +745,7 @@ TEST_F(Unwinder, IncrementalWalkEqualsTheFullWalkWhateverChangedOnTheStack) {
   EXPECT_GT(reused_part, 2000);
   EXPECT_GT(reused_all, 2000);
   EXPECT_GT(two_runs, 1000);  // frames reused again above a part that differed
+  EXPECT_GT(shifted, 1000);   // frames reused from a walk that started at another sp
 }
 
 }  // namespace
