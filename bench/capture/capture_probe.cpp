@@ -232,6 +232,41 @@ void BM_CaptureCold(benchmark::State& state) {
 }
 BENCHMARK(BM_CaptureCold)->Iterations(3000);
 
+// Cold as BM_CaptureCold, from four call paths that differ as a training loop's launches do: the
+// outer frames shared, then 1, 3, 6 or 10 links of the chain libraries (a middle part of other
+// functions and another depth at each launch), then the capture's own frames (at another depth each
+// time). BM_CaptureCold's paths differ only in one frame next to the capture (issue 22).
+int capture_at_bottom(void* c) {
+  StackCapture::Result r = static_cast<Capturer*>(c)->capture.capture(0x2000);
+  benchmark::DoNotOptimize(r);
+  return 0;
+}
+constexpr int kMixedDepths[4] = {0, 2, 5, 9};
+void launch_mixed(Capturer& c, uint64_t i) { chain_nofp(kMixedDepths[i & 3], capture_at_bottom, &c); }
+std::vector<double> g_cold_mixed_ns;
+
+void BM_CaptureColdMixed(benchmark::State& state) {
+  Capturer c(UnwindPolicy::Always);
+  warm_up(c);
+  for (uint64_t i = 0; i < 1000; i++) launch_mixed(c, i);
+  Evictor ev;
+  const double clock = clock_cost_ns();
+  std::vector<double> ns;
+  uint64_t i = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    ev.run();
+    state.ResumeTiming();
+    auto t0 = std::chrono::steady_clock::now();
+    launch_mixed(c, i++);
+    auto t1 = std::chrono::steady_clock::now();
+    ns.push_back(static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()) - clock);
+  }
+  g_cold_mixed_ns = std::move(ns);
+  report_shape(state);
+}
+BENCHMARK(BM_CaptureColdMixed)->Iterations(3000);
+
 
 // A PcCache miss: the row of a return address found in its object's rows, with caches cold. The
 // object with the most rows in this process (the H100's libtorch_cuda.so has millions: more levels
@@ -583,6 +618,7 @@ int run_benchmarks(void*) {
   };
   cold("per-launch capture", g_cold_ns);
   cold("per-launch on_launch", g_on_launch_ns);
+  cold("mixed-path capture", g_cold_mixed_ns);
   if (!g_stats_line.empty()) std::printf("cold on_launch, %s\n", g_stats_line.c_str());
   if (!g_lookup_ns[0].empty() && !g_lookup_ns[1].empty())
     std::printf("cold row lookup (%s): binary search median %.3f us, p99 %.3f us; page index median %.3f us, p99 %.3f us\n",
