@@ -17,6 +17,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <thread>
@@ -166,7 +167,15 @@ BENCHMARK(BM_CaptureEveryLaunch)->Iterations(200000);
 // time, so the 32 MiB L3 is refilled every four launches) and one line of each of 4,096 random pages
 // (twice the second-level TLB's reach).
 struct Evictor {
-  static constexpr size_t kBytes = size_t{256} << 20, kSlice = size_t{8} << 20, kPages = 4096;
+  static constexpr size_t kBytes = size_t{256} << 20, kPages = 4096;
+  // AIFLAME_BENCH_EVICT_MIB (default 8, at most 256): the slice read before each launch. At 8 MiB the
+  // lines of the previous launch mostly survive in this machine's 32 MiB L3 (the slice evicts older
+  // lines first); at 64 they do not, as between two launches of a framework on the H100.
+  const size_t kSlice = [] {
+    const char* e = std::getenv("AIFLAME_BENCH_EVICT_MIB");
+    size_t mib = e ? std::strtoul(e, nullptr, 10) : 8;
+    return std::clamp<size_t>(mib, 1, 256) << 20;
+  }();
   uint8_t* buf = nullptr;
   size_t pos = 0;
   uint64_t rng = 0x9e3779b97f4a7c15ULL;
@@ -188,6 +197,7 @@ struct Evictor {
     uint64_t s = 0;
     for (size_t i = 0; i < kSlice; i += 64) s += buf[pos + i];
     pos = (pos + kSlice) % kBytes;
+    if (pos + kSlice > kBytes) pos = 0;
     for (size_t i = 0; i < kPages; i++) {
       rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
       s += buf[(rng % (kBytes / 4096)) * 4096 + (rng >> 52) % 64 * 64];

@@ -41,27 +41,30 @@ struct alignas(64) CacheSet {
 // use it (rbp plus an offset, a dereference of rbp, the frame pointer chain), reads the return address
 // at CFA - 8 and, where the row says rbp was saved, the caller's rbp, and bounds every read by sp and
 // the stack's top (the record is kept for one stack top). The record holds, per state, pc, exact, sp,
-// the row, and rbp; and the invariant that the next recorded state's pc and sp are what the step from
-// the state gives, by the recorded row, from the recorded sp and, if the row uses rbp, the recorded
-// rbp. So when the walk reaches a state whose pc, exact and sp equal a recorded state's, the full walk
-// would look up the recorded row and, if the row does not use rbp or the actual rbp equals the
-// recorded one, compute the CFA the recording walk computed (the next recorded sp) and read the words
-// that walk read. same_step() re-reads those words (the return address, a dereferenced CFA, a signal
-// frame's rsp and rip) and compares them with the next recorded state: if they match, the full walk's
-// next pc and sp are the recorded ones (the bounds checks passed then with the same sp, CFA and top,
-// so they pass now), and the caller's rbp, if the row says where it was saved, is read as the walk
-// would read it, so the actual rbp is always known; by induction the walk goes through the recorded
-// states. The first step that reads another word (a different caller at the same depth) or whose row
-// uses an rbp that differs (another caller's frame pointer) is walked normally from its state, which
-// is the walk's true state; its row is the recorded one (same pc), so even that lookup is saved.
+// the row looked up, and rbp. When the walk reaches a state whose pc and exact equal a recorded
+// state's, with the same sp (or, at the first state, any sp: then everything below is shifted by
+// d = sp - recorded sp), the full walk would look up the recorded row (same pc, same generation),
+// and, if the row does not use rbp or the actual rbp equals the recorded one (+ d), compute a CFA
+// from the recorded sp or rbp (+ d): same_step() computes it and requires it to be the next recorded
+// sp (+ d), then re-reads the words the step reads (the return address, a dereferenced CFA, a signal
+// frame's rsp and rip, at the recorded addresses + d, bounded by the stack's top as walk() bounds
+// them) and requires the values of the next recorded state (pc; sp + d). If they match, the full
+// walk's next pc and sp are the recorded ones (+ d), its bounds checks pass as they passed then (the
+// same offsets from sp; the top is checked again when shifted), and the caller's rbp, where the row
+// says it was saved, is read as the walk reads it, so the actual rbp is always known; by induction
+// the walk goes through the recorded states. The first step that reads another word (a different
+// caller at the same depth) or whose row uses an rbp that differs (another caller's frame pointer) is
+// walked normally from its state, which is the walk's true state; its row is the recorded one (same
+// pc), so even that lookup is saved. The one thing taken on trust is that each recorded row is the
+// row of its recorded pc, which holds as the record is written from the walk's own lookups.
 // Matching on rbp too would be sound but miss: code without frame pointers keeps any value in rbp,
-// saved by the first callee that uses it. Matching on pc alone would not be: the same return address
-// at another depth has other slots. Other callee-saved registers play no part: the walk tracks only
-// pc, sp and rbp (rows with rules on other registers are walked by frame pointer: state as above).
-// Every word re-read lies in [sp of the matched state, stack top), which is inside the current stack,
-// since the matched state is on the current walk and stack pointers only grow. The reused states keep
-// their recorded rbp, so the invariant holds for the new record: a reused state whose row uses rbp was
-// checked with the actual rbp equal to it, and a state walked anew is recorded with its actual rbp.
+// saved by the first callee that uses it. Matching on pc alone (below the first state) would waste
+// checks: the same return address at another depth has other slots. Other callee-saved registers play
+// no part: the walk tracks only pc, sp and rbp (rows with rules on other registers are walked by frame
+// pointer: state as above). Every word re-read lies in [sp of the matched state, stack top): inside
+// the current stack, since the matched state is on the current walk and stack pointers only grow.
+// The record then becomes this walk's (reused runs moved to their new index, shifted by d; a reused
+// state's rbp is the actual one wherever its row uses rbp, since it was checked equal).
 struct WalkState {
   uint64_t key;  // pc, with bit 63 set when exact (the instruction itself, not a return address)
   uint64_t sp, fp;
