@@ -124,7 +124,7 @@ int StackCapture::unwind(uint64_t* out, int max) {
   PhaseScope phase(Phase::Unwind);
   uint64_t frames[kMaxNative];
   unwind::WalkStatus status;
-  int n = unwind::unwind_here(frames, std::min(max, kMaxNative), &status);
+  int n = unwind::unwind_here(frames, std::min(max, kMaxNative), &status, incremental_);
   if (CaptureStats::on()) {
     CaptureStats& cs = CaptureStats::instance();
     cs.ends[static_cast<int>(status.end)].fetch_add(1, std::memory_order_relaxed);

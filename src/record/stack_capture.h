@@ -39,6 +39,8 @@ class StackCapture {
   // Address ranges whose frames are the profiler's own or the driver's, trimmed from the leaf end.
   // Call before the first capture.
   void add_skip_range(uint64_t lo, uint64_t hi) { skip_.push_back({lo, hi}); }
+  // false: every native frame walked at every launch (AIFLAME_FULL_UNWIND=1, for A/B measurements).
+  void set_incremental_unwind(bool on) { incremental_ = on; }
 
   struct Result {
     uint32_t stack_id = 0;
@@ -60,6 +62,7 @@ class StackCapture {
   StringTable& strings_;
   PythonFrames python_;
   bool use_python_ = true;
+  bool incremental_ = true;
   UnwindPolicy policy_ = UnwindPolicy::Always;
   std::vector<std::pair<uint64_t, uint64_t>> skip_;
   const uint64_t serial_;  // tells this capture's per-thread tables from another's (tests make several)

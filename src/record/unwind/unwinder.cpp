@@ -437,7 +437,7 @@ void forget_walk() {
   if (PcCache* c = t_cache.get()) c->rec_n = 0;
 }
 
-__attribute__((noinline)) int unwind_here(uint64_t* out, int max, WalkStatus* status) {
+__attribute__((noinline)) int unwind_here(uint64_t* out, int max, WalkStatus* status, bool incremental) {
   Regs r;
   // pc, sp and fp of one instruction of this function: its CFI row describes exactly this state.
   asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(r.pc), "=r"(r.sp), "=r"(r.fp));
@@ -449,7 +449,7 @@ __attribute__((noinline)) int unwind_here(uint64_t* out, int max, WalkStatus* st
     status->end = WalkEnd::OffStack;
     return 0;
   }
-  return walk(r, b.hi, out, max, status);
+  return walk(r, b.hi, out, max, status, incremental);
 }
 
 }  // namespace aiflame::unwind

@@ -41,7 +41,7 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
 
 // The caller's stack, like glibc's backtrace() called from the same place: out[0] is the return
 // address of unwind_here into its caller, then that caller's return address, and so on.
-int unwind_here(uint64_t* out, int max, WalkStatus* status);
+int unwind_here(uint64_t* out, int max, WalkStatus* status, bool incremental = true);
 
 // Prefetches the lines the previous walk on this thread read (its cache sets and stack words): call
 // at the start of a capture, before other work, so that the walk's dependent loads hit (issue 22).

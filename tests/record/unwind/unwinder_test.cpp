@@ -497,6 +497,26 @@ TEST_F(Unwinder, ADifferentCallerAtTheSameDepthIsWalkedNotTakenFromThePreviousWa
   EXPECT_GE(a3.status.reused + 2u, a3.ours.size());
 }
 
+// unwind_here(..., incremental = false) (AIFLAME_FULL_UNWIND=1): every frame walked, the same frames.
+__attribute__((noinline)) int walk_twice(void* arg) {
+  auto* w = static_cast<Both*>(arg);  // [0]: incremental, [1]: every frame walked
+  uint64_t frames[2][256];
+  int n[2];
+  for (int i = 0; i < 2; i++) n[i] = unwind_here(frames[i], 256, &w[i].status, i == 0);
+  for (int i = 0; i < 2; i++) w[i].ours.assign(frames[i] + 1, frames[i] + n[i]);
+  asm volatile("" ::: "memory");
+  return 0;
+}
+
+TEST_F(Unwinder, TheFullWalkIsTheIncrementalWalksFrames) {
+  Both w[2];
+  for (int round = 0; round < 3; round++) chain_nofp(4, walk_twice, w);
+  EXPECT_GT(w[0].ours.size(), 10u);
+  EXPECT_EQ(w[0].ours, w[1].ours);
+  EXPECT_GT(w[0].status.reused, 10);
+  EXPECT_EQ(w[1].status.reused, 0);
+}
+
 // Stacks made by hand: a frame pointer chain through chain_nocfi's object (no CFI: each frame is
 // stepped by its saved rbp at rbp and its return address above it), in a buffer.
 // The page after the buffer is inaccessible: a read past the stack's top faults.
