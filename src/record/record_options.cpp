@@ -123,6 +123,9 @@ constexpr RecordOptionSpec kSchema[] = {
      "Windows mode: never open a window (what sampling costs while stopped)", FLAG_OPTION(measure.win_never)},
     {"capture_stats", "AIFLAME_CAPTURE_STATS", nullptr, nullptr, "0 or 1",
      "Time each part of the launch path; print the breakdown at the end", FLAG_OPTION(measure.capture_stats)},
+    {"full_unwind", "AIFLAME_FULL_UNWIND", nullptr, nullptr, "0 or 1",
+     "Walk every native frame at every launch (no frames checked against the thread's previous walk)",
+     FLAG_OPTION(measure.full_unwind)},
 };
 
 #undef UINT_OPTION
@@ -132,7 +135,7 @@ constexpr const char* kOtherVariables[] = {
     "AIFLAME_LIB",          "AIFLAME_EXPERIMENTAL",    "AIFLAME_DEBUG",     "AIFLAME_REPORT_THREADS",
     "AIFLAME_BIN",          "AIFLAME_UPDATE_GOLDEN",   "AIFLAME_RESOLVE",   "AIFLAME_REQUIRE_INTEROP",
     "AIFLAME_BENCH_SECONDS", "AIFLAME_BENCH_PROFILES", "AIFLAME_SERIALIZED", "AIFLAME_SKIP_SANITIZERS",
-    "AIFLAME_SKIP_FUZZ",    "AIFLAME_FUZZ_SECONDS",
+    "AIFLAME_SKIP_FUZZ",    "AIFLAME_FUZZ_SECONDS",    "AIFLAME_BENCH_EVICT_MIB", "AIFLAME_NO_INSTALL",
 };
 
 }  // namespace

@@ -66,6 +66,9 @@ struct MeasurementSwitches {
   bool win_never = false;
   // Time each part of the launch path and print the breakdown when recording ends (capture_stats.h).
   bool capture_stats = false;
+  // Walk every native frame at every launch: no frames taken from the thread's previous walk (the
+  // incremental walk's A/B on the GPU machine, issue 22).
+  bool full_unwind = false;
 };
 
 struct RecordOptions {

@@ -20,6 +20,7 @@ bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std
   if (!writer_.open(path, /*overwrite=*/true, error)) return false;
   writer_.add(process);
   if (opt.measure.capture_stats) CaptureStats::enable();
+  stacks_.set_incremental_unwind(!opt.measure.full_unwind);
   started_ = true;
   return true;
 }

@@ -124,12 +124,13 @@ int StackCapture::unwind(uint64_t* out, int max) {
   PhaseScope phase(Phase::Unwind);
   uint64_t frames[kMaxNative];
   unwind::WalkStatus status;
-  int n = unwind::unwind_here(frames, std::min(max, kMaxNative), &status);
+  int n = unwind::unwind_here(frames, std::min(max, kMaxNative), &status, incremental_);
   if (CaptureStats::on()) {
     CaptureStats& cs = CaptureStats::instance();
     cs.ends[static_cast<int>(status.end)].fetch_add(1, std::memory_order_relaxed);
     cs.cache_misses.fetch_add(status.cache_misses, std::memory_order_relaxed);
     cs.fp_frames.fetch_add(status.fp_frames, std::memory_order_relaxed);
+    cs.reused_frames.fetch_add(status.reused, std::memory_order_relaxed);
   }
   if (status.needs_fallback()) {
     // An object on this stack has no rows yet (they are being built) or was loaded after the

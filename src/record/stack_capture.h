@@ -9,7 +9,9 @@
 // across threads and writes each stack once.
 //
 // With caches cold (a training loop between two launches), the capture first prefetches the lines
-// the previous walk on its thread read (unwind::prefetch_walk), so that the walk's dependent loads hit.
+// the previous walk on its thread read (unwind::prefetch_walk), so that the walk's dependent loads hit;
+// the walk takes the outer frames it shares with that previous walk from its record, after re-reading
+// their stack words (incremental unwinding, src/record/unwind/unwinder.cpp).
 //
 // While an object's rows are being built (the first walks through it, on a background thread) or
 // just after a dlopen, a launch falls back to glibc's backtrace() (~17 us at 43 frames).
@@ -37,6 +39,8 @@ class StackCapture {
   // Address ranges whose frames are the profiler's own or the driver's, trimmed from the leaf end.
   // Call before the first capture.
   void add_skip_range(uint64_t lo, uint64_t hi) { skip_.push_back({lo, hi}); }
+  // false: every native frame walked at every launch (AIFLAME_FULL_UNWIND=1, for A/B measurements).
+  void set_incremental_unwind(bool on) { incremental_ = on; }
 
   struct Result {
     uint32_t stack_id = 0;
@@ -58,6 +62,7 @@ class StackCapture {
   StringTable& strings_;
   PythonFrames python_;
   bool use_python_ = true;
+  bool incremental_ = true;
   UnwindPolicy policy_ = UnwindPolicy::Always;
   std::vector<std::pair<uint64_t, uint64_t>> skip_;
   const uint64_t serial_;  // tells this capture's per-thread tables from another's (tests make several)

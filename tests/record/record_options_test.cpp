@@ -69,7 +69,8 @@ TEST(RecordOptions, EveryOptionFromItsVariable) {
                            {"AIFLAME_QUIET", "1"},
                            {"AIFLAME_CUPTI", "/opt/libcupti.so"},
                            {"AIFLAME_STALL_CONFIG", "1"},
-                           {"AIFLAME_FREE_NAMES", "1"}},
+                           {"AIFLAME_FREE_NAMES", "1"},
+                           {"AIFLAME_FULL_UNWIND", "1"}},
                           &warnings);
   EXPECT_TRUE(warnings.empty()) << warnings[0];
   EXPECT_EQ(o.output, "/tmp/x");
@@ -88,6 +89,7 @@ TEST(RecordOptions, EveryOptionFromItsVariable) {
   EXPECT_EQ(o.cupti_path, "/opt/libcupti.so");
   EXPECT_TRUE(o.measure.stall_config);
   EXPECT_TRUE(o.measure.free_names);
+  EXPECT_TRUE(o.measure.full_unwind);
 }
 
 // A bad value used to become the default without a word (record_options.cpp:71 before #21).

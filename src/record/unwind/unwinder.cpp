@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <cstring>
 #include <memory>
 
 #include "record/unwind/object_table.h"
@@ -28,16 +29,63 @@ constexpr int kWays = 4;
 struct alignas(64) CacheSet {
   CacheEntry e[kWays];
 };
-constexpr int kPrefetch = 128;  // frames of the previous walk whose lines the next capture prefetches
+// Incremental unwinding (issue 22). Consecutive launches of a training loop share most of their
+// stack: the interpreter, main, the training step... On the H100 those 34-47 frames cost 0.9-1.5 us a
+// walk with caches cold, each frame a chain of dependent misses (stack word -> pc -> cache set -> rule
+// -> stack word). So each thread keeps the states of its previous walk; when the walk reaches a state
+// of that record, the frames above it are checked instead of walked.
+//
+// Why the reuse gives exactly the frames of a full walk. The walk's state is (pc, exact, sp, rbp); a
+// step looks up the row of (pc, exact), which is fixed within a snapshot generation (the per-thread
+// state is reset when it changes), computes the CFA from the row and sp, or rbp for the rules that
+// use it (rbp plus an offset, a dereference of rbp, the frame pointer chain), reads the return address
+// at CFA - 8 and, where the row says rbp was saved, the caller's rbp, and bounds every read by sp and
+// the stack's top (the record is kept for one stack top). The record holds, per state, pc, exact, sp,
+// the row looked up, and rbp. When the walk reaches a state whose pc and exact equal a recorded
+// state's, with the same sp (or, at the first state, any sp: then everything below is shifted by
+// d = sp - recorded sp), the full walk would look up the recorded row (same pc, same generation),
+// and, if the row does not use rbp or the actual rbp equals the recorded one (+ d), compute a CFA
+// from the recorded sp or rbp (+ d): same_step() computes it and requires it to be the next recorded
+// sp (+ d), then re-reads the words the step reads (the return address, a dereferenced CFA, a signal
+// frame's rsp and rip, at the recorded addresses + d, bounded by the stack's top as walk() bounds
+// them) and requires the values of the next recorded state (pc; sp + d). If they match, the full
+// walk's next pc and sp are the recorded ones (+ d), its bounds checks pass as they passed then (the
+// same offsets from sp; the top is checked again when shifted), and the caller's rbp, where the row
+// says it was saved, is read as the walk reads it, so the actual rbp is always known; by induction
+// the walk goes through the recorded states. The first step that reads another word (a different
+// caller at the same depth) or whose row uses an rbp that differs (another caller's frame pointer) is
+// walked normally from its state, which is the walk's true state; its row is the recorded one (same
+// pc), so even that lookup is saved. The one thing taken on trust is that each recorded row is the
+// row of its recorded pc, which holds as the record is written from the walk's own lookups.
+// Matching on rbp too would be sound but miss: code without frame pointers keeps any value in rbp,
+// saved by the first callee that uses it. Matching on pc alone (below the first state) would waste
+// checks: the same return address at another depth has other slots. Other callee-saved registers play
+// no part: the walk tracks only pc, sp and rbp (rows with rules on other registers are walked by frame
+// pointer: state as above). Every word re-read lies in [sp of the matched state, stack top): inside
+// the current stack, since the matched state is on the current walk and stack pointers only grow.
+// The record then becomes this walk's (reused runs moved to their new index, shifted by d; a reused
+// state's rbp is the actual one wherever its row uses rbp, since it was checked equal).
+struct WalkState {
+  uint64_t key;  // pc, with bit 63 set when exact (the instruction itself, not a return address)
+  uint64_t sp, fp;
+  int32_t cfa;     // the row's CFA rule as looked up; kRuleUnknown where the walk ended before a lookup
+  int32_t fp_off;  // the row's rbp rule as looked up
+};
+constexpr int32_t kRuleUnknown = 0;  // no CfaRule has a low byte of 0
+constexpr uint64_t kExactBit = uint64_t{1} << 63;  // user addresses never have the top bit
+constexpr int kRecord = 260;  // states kept: a walk of up to 259 frames (StackCapture asks for 256)
+constexpr int kMaxRuns = 16;  // runs of reused states per walk (the driver's, the framework's, the interpreter's...)
+
 struct PcCache {
   uint32_t generation = 0;
-  // What the previous walk on this thread read: the cache set and the stack line of each frame. The
-  // next launch mostly climbs the same outer frames through the same lines; with caches cold, the
-  // walk is a chain of dependent misses (stack word -> pc -> set -> rule -> stack word). Prefetched
-  // together at the start of the capture (prefetch_walk), the chain then hits.
-  uint16_t prev_n = 0;
-  uint16_t prev_set[kPrefetch];
-  uint64_t prev_line[kPrefetch];
+  // The previous walk on this thread, top down: rec[0] is its last state (the outermost frame),
+  // rec[rec_n - 1] its first. Top down, the frames that two walks share keep their indices when only
+  // the leaf part differs, so a reuse moves nothing. rec_n = 0: none (or for another generation).
+  uint32_t rec_n = 0;
+  uint64_t rec_looked_up[(kRecord + 63) / 64] = {};  // by record index: rows looked up, not reused (sets prefetched)
+  uint64_t rec_hi = 0;         // the stack top it was bounded by
+  WalkState rec[kRecord];
+  WalkState fresh[kRecord];  // the current walk's states by index from the leaf (scratch)
   CacheSet sets[1u << kSetBits];
 };
 thread_local std::unique_ptr<PcCache> t_cache;
@@ -48,6 +96,7 @@ PcCache* cache_for(uint32_t generation) {
   if (c->generation != generation) {
     for (auto& set : c->sets)
       for (auto& e : set.e) e.pc = 0;
+    c->rec_n = 0;
     c->generation = generation;
   }
   return c;
@@ -59,6 +108,55 @@ inline unsigned set_of(uint64_t pc) { return static_cast<unsigned>((pc * 0x9e377
 // would report as stack overflows. The caller bounds the address to this thread's stack.
 __attribute__((no_sanitize("address"))) inline uint64_t stack_word(uint64_t at) {
   return *reinterpret_cast<const volatile uint64_t*>(at);
+}
+
+// One step of the previous walk checked instead of walked: from recorded state s (whose pc the walk
+// is at, d bytes above s.sp, with rbp = *fp, the actual value, which may differ from s.fp) to the
+// recorded next state nx. True if walk()'s step for s's row lands at nx's pc and sp (+ d), reading the
+// words it read then (at their addresses + d, the values that point into the stack + d); *fp is then
+// the actual rbp at nx. The words' addresses come from the record, so the checks of consecutive steps
+// do not wait for each other's loads. The CFA as walk() computes it is compared with nx.sp too (the
+// record's invariant says they are equal; checked all the same, it costs no load), so only the
+// recorded rows are taken on trust. Shifted (d != 0: the same frames at another depth, the launch
+// path's leaf frames under a deeper or shallower caller), each word is bounded by the stack's top as
+// walk() bounds it; the shift keeps it above sp and 8-aligned (d is a multiple of 8).
+template <bool kShifted>
+inline bool same_step(const WalkState& s, const WalkState& nx, uint64_t* fp, uint64_t d, uint64_t stack_hi) {
+  auto in = [&](uint64_t at) { return !kShifted || at + d <= stack_hi - 8; };
+  auto word = [&](uint64_t at) { return stack_word(kShifted ? at + d : at); };
+  if (kShifted && nx.sp + d > stack_hi) return false;
+  const uint64_t off = static_cast<uint64_t>(static_cast<int64_t>(s.cfa >> 8));
+  switch (static_cast<CfaRule>(s.cfa & 0xff)) {
+    case kCfaSp:
+      if (nx.sp != s.sp + off) return false;
+      break;
+    case kCfaPlt:
+      if (nx.sp != s.sp + 8 + ((s.key & 15) >= off ? 8 : 0)) return false;
+      break;
+    case kCfaFp:  // rbp plus an offset: the recorded rbp's if the actual one is the same
+      if (*fp != s.fp + d || nx.sp != s.fp + off) return false;
+      break;
+    case kCfaDerefFp:
+      if (*fp != s.fp + d || !in(s.fp + off) || word(s.fp + off) != nx.sp + d) return false;
+      break;
+    case kCfaSignal:  // the ucontext_t's rsp, rip and rbp (walk()'s offsets)
+      if (!in(s.sp + 168) || word(s.sp + 160) != nx.sp + d || word(s.sp + 168) != (nx.key & ~kExactBit)) return false;
+      *fp = word(s.sp + 120);
+      return true;
+    case kCfaEnd:
+      return false;  // the outermost frame has no next state
+    default:  // the frame pointer chain: the caller's rbp at rbp, the return address above it
+      if (*fp != s.fp + d || nx.sp != s.fp + 16 || !in(s.fp + 8) || word(s.fp + 8) != nx.key) return false;
+      *fp = word(s.fp);
+      return true;
+  }
+  if (!in(nx.sp - 8) || word(nx.sp - 8) != nx.key) return false;
+  if (s.fp_off != kFpSame) {
+    const uint64_t at = nx.sp + static_cast<uint64_t>(static_cast<int64_t>(s.fp_off));
+    if (!in(at)) return false;
+    *fp = word(at);
+  }
+  return true;
 }
 
 using FindObject = int (*)(void*, dl_find_object*);
@@ -114,59 +212,115 @@ StackBounds thread_stack() {
 
 uint64_t thread_stack_top() { return thread_stack().hi; }
 
-int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatus* status) {
+int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatus* status, bool incremental) {
   ObjectTable& table = ObjectTable::instance();
   const Snapshot* snap = table.snapshot();
   PcCache* cache = cache_for(snap->generation);
+  WalkState* const rec = cache->rec;
+  WalkState* const fresh = cache->fresh;
   WalkStatus st;
+  max = std::min(max, kRecord - 1);  // every state fits the record
   uint64_t pc = start.pc, sp = start.sp, fp = start.fp;
   bool exact = true;  // pc is the instruction itself (first frame, after a signal frame), not a return address
   int n = 0;
+  // The recorded state to compare with (its sp the lowest not below the walk's): -1 when there is no
+  // record for this stack.
+  int cand = incremental && cache->rec_n && cache->rec_hi == stack_hi ? static_cast<int>(cache->rec_n) - 1 : -1;
+  // Runs of reused states: the leaf index and record index of each run's first state, its length,
+  // and its shift (the first run's states may lie at another depth: d = actual sp - recorded sp).
+  struct Run {
+    int from, top, len;
+    uint64_t d;
+  } runs[kMaxRuns];
+  int nruns = 0;
   auto readable = [&](uint64_t at) { return at >= sp && at <= stack_hi - 8 && !(at & 7); };
   for (;;) {
-    int32_t cfa_rule, fp_off;
-    uint64_t key = exact ? pc | (uint64_t{1} << 63) : pc;  // user addresses never have the top bit
-    const unsigned set_index = set_of(key);
-    CacheSet& set = cache->sets[set_index];
-    int way = 0;
-    while (way < kWays && set.e[way].pc != key) way++;
-    if (way < kWays) {
-      cfa_rule = set.e[way].cfa;
-      fp_off = set.e[way].fp_off;
-    } else {
-      st.cache_misses++;
-      const TextRange* r = snap->find(pc - (exact ? 0 : 1));
-      if (!r) {
-        // Not a return address into loaded code: the last frame was not one (it is dropped).
-        st.end = stale_object(*snap, pc) ? WalkEnd::Stale : WalkEnd::BadFrame;
-        if (st.end == WalkEnd::Stale) table.request_refresh();
-        if (n) n--;
-        break;
+    int32_t cfa_rule = kRuleUnknown, fp_off = kFpSame;
+    uint64_t key = exact ? pc | kExactBit : pc;
+    if (cand >= 0) {
+      // A state of the previous walk: at the start, the recorded first state at any depth (the
+      // launch path's leaf frames are the same at every launch, at the depth of its caller); later,
+      // a recorded state at the same sp. Its rbp may differ.
+      uint64_t d = 0;
+      bool met = false;
+      if (n == 0 && cand == static_cast<int>(cache->rec_n) - 1 && rec[cand].key == key && !((sp - rec[cand].sp) & 7)) {
+        d = sp - rec[cand].sp;
+        met = true;
+      } else {
+        while (cand >= 0 && rec[cand].sp < sp) cand--;  // stack pointers grow along both walks
+        met = cand >= 0 && rec[cand].sp == sp && rec[cand].key == key;
       }
-      Object* o = r->object;
-      const std::vector<FrameRow>* rows = o->rows.load(std::memory_order_acquire);
-      if (!rows) {
-        if (!o->hdr_addr) {
-          cfa_rule = kCfaNoInfo;  // no CFI at all: frame pointers
-          fp_off = kFpSame;
-        } else {
-          table.request_build(o);
-          st.end = WalkEnd::NotReady;
+      if (met && nruns < kMaxRuns) {
+        // Its steps are checked, not walked, for as long as they read what they read then
+        // (same_step; the argument is above PcCache), and no further than max.
+        int t = cand;
+        const int room = max - n;
+        while (t > 0 && cand - t < room &&
+               (d ? same_step<true>(rec[t], rec[t - 1], &fp, d, stack_hi) : same_step<false>(rec[t], rec[t - 1], &fp, 0, 0))) {
+          const int rule = rec[t].cfa & 0xff;
+          st.fp_frames += rule != kCfaSp && rule != kCfaFp && rule != kCfaDerefFp && rule != kCfaPlt && rule != kCfaSignal;
+          t--;
+        }
+        if (cand > t) runs[nruns++] = Run{n, cand, cand - t, d};
+        for (int u = cand - 1; u >= t; u--) out[n++] = rec[u].key & ~kExactBit;
+        st.reused = static_cast<uint16_t>(st.reused + cand - t);
+        // Walked on from rec[t] (the last state, or the first whose step differs) with the actual rbp,
+        // and the recorded row.
+        key = rec[t].key;
+        pc = key & ~kExactBit;
+        exact = key & kExactBit;
+        sp = rec[t].sp + d;
+        cfa_rule = rec[t].cfa;
+        fp_off = rec[t].fp_off;
+        // A later state may meet the record again (the frames above a middle part that differs),
+        // beyond this run (runs stay disjoint and in order).
+        cand = t - 1;
+      }
+    }
+    if (cfa_rule == kRuleUnknown) {
+      fresh[n] = WalkState{key, sp, fp, kRuleUnknown, kFpSame};  // if the walk ends at this lookup
+      const unsigned set_index = set_of(key);
+      CacheSet& set = cache->sets[set_index];
+      int way = 0;
+      while (way < kWays && set.e[way].pc != key) way++;
+      if (way < kWays) {
+        cfa_rule = set.e[way].cfa;
+        fp_off = set.e[way].fp_off;
+      } else {
+        st.cache_misses++;
+        const TextRange* r = snap->find(pc - (exact ? 0 : 1));
+        if (!r) {
+          // Not a return address into loaded code: the last frame was not one (it is dropped).
+          st.end = stale_object(*snap, pc) ? WalkEnd::Stale : WalkEnd::BadFrame;
+          if (st.end == WalkEnd::Stale) table.request_refresh();
+          if (n) n--;  // its state, with its row, is the last one recorded
           break;
         }
-      } else {
-        uint64_t loc = pc - (exact ? 0 : 1) - o->bias;
-        const FrameRow* row = loc <= UINT32_MAX ? find_row_paged(rows->data(), rows->size(), o->pages->data(),
-                                                                 o->pages->size(), static_cast<uint32_t>(loc))
-                                                : nullptr;
-        cfa_rule = row ? row->cfa : kCfaNoInfo;
-        fp_off = row ? row->fp_off : kFpSame;
+        Object* o = r->object;
+        const std::vector<FrameRow>* rows = o->rows.load(std::memory_order_acquire);
+        if (!rows) {
+          if (!o->hdr_addr) {
+            cfa_rule = kCfaNoInfo;  // no CFI at all: frame pointers
+            fp_off = kFpSame;
+          } else {
+            table.request_build(o);
+            st.end = WalkEnd::NotReady;
+            break;
+          }
+        } else {
+          uint64_t loc = pc - (exact ? 0 : 1) - o->bias;
+          const FrameRow* row = loc <= UINT32_MAX ? find_row_paged(rows->data(), rows->size(), o->pages->data(),
+                                                                   o->pages->size(), static_cast<uint32_t>(loc))
+                                                  : nullptr;
+          cfa_rule = row ? row->cfa : kCfaNoInfo;
+          fp_off = row ? row->fp_off : kFpSame;
+        }
+        // The newest entry first; the oldest of the set goes.
+        for (int w = kWays - 1; w > 0; w--) set.e[w] = set.e[w - 1];
+        set.e[0] = CacheEntry{key, cfa_rule, fp_off};
       }
-      // The newest entry first; the oldest of the set goes.
-      for (int w = kWays - 1; w > 0; w--) set.e[w] = set.e[w - 1];
-      set.e[0] = CacheEntry{key, cfa_rule, fp_off};
     }
-    if (n < kPrefetch) cache->prev_set[n] = static_cast<uint16_t>(set_index);
+    fresh[n] = WalkState{key, sp, fp, cfa_rule, fp_off};
 
     // One step: the caller's pc, sp and fp.
     uint64_t cfa, next_pc, next_fp = fp;
@@ -194,9 +348,10 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
       default:  // no information here, or a rule not modelled: the frame pointer chain
         if (!readable(fp) || !readable(fp + 8)) goto bad;
         cfa = fp + 16;
-        fp_off = -16;
         st.fp_frames++;
-        break;
+        next_pc = stack_word(cfa - 8);
+        next_fp = stack_word(fp);
+        goto stepped;
     }
     if (!readable(cfa - 8)) goto bad;
     next_pc = stack_word(cfa - 8);
@@ -214,7 +369,6 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
       st.end = WalkEnd::Limit;
       goto done;
     }
-    if (n < kPrefetch) cache->prev_line[n] = cfa - 8;  // the line of the return address just read
     out[n++] = next_pc;
     pc = next_pc;
     sp = cfa;
@@ -226,8 +380,42 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
     goto done;
   }
 done:
-  // The sets of the n + 1 lookups (the last one's stack line is an older walk's: a wasted prefetch).
-  cache->prev_n = static_cast<uint16_t>(std::min(n + 1, kPrefetch));
+  // This walk's n + 1 states become the record, top down: the reused runs, moved where the depth of
+  // the parts between them changed, and the states walked anew from `fresh`.
+  if (!incremental) {
+    // The record stays that of the last incremental walk.
+  } else if (n + 1 > kRecord) {
+    cache->rec_n = 0;
+  } else {
+    // A run moves by shift = its new index - its old one. Runs are disjoint and keep their order, so
+    // moving up (shift > 0) the highest run first and then down the lowest first never overwrites a
+    // run not yet moved: a run moving up ends below the next higher run's new place, below its old
+    // one; likewise down.
+    auto move = [&](const Run& r) {
+      const int shift = (n - r.from) - r.top;
+      if (shift) std::memmove(&rec[r.top - r.len + 1 + shift], &rec[r.top - r.len + 1], sizeof(WalkState) * static_cast<size_t>(r.len));
+    };
+    for (int i = 0; i < nruns; i++)  // runs[0] is the deepest: the highest record indices
+      if ((n - runs[i].from) - runs[i].top > 0) move(runs[i]);
+    for (int i = nruns - 1; i >= 0; i--)
+      if ((n - runs[i].from) - runs[i].top < 0) move(runs[i]);
+    for (int i = 0; i < nruns; i++)  // a shifted run's states as this walk met them
+      if (runs[i].d)
+        for (int u = n - runs[i].from; u > n - runs[i].from - runs[i].len; u--) {
+          rec[u].sp += runs[i].d;
+          rec[u].fp += runs[i].d;  // the actual rbp wherever a row uses it (checked equal)
+        }
+    std::memset(cache->rec_looked_up, 0, sizeof cache->rec_looked_up);
+    for (int i = 0, r = 0; i <= n; i++) {
+      if (r < nruns && i == runs[r].from) i += runs[r++].len;
+      if (i > n) break;
+      rec[n - i] = fresh[i];
+      cache->rec_looked_up[(n - i) / 64] |= uint64_t{1} << ((n - i) % 64);
+    }
+    cache->rec_n = static_cast<uint32_t>(n + 1);
+    cache->rec_hi = stack_hi;
+  }
+  st.reuse_runs = static_cast<uint8_t>(nruns);
   *status = st;
   return n;
 }
@@ -235,14 +423,21 @@ done:
 void prefetch_walk() {
   const PcCache* c = t_cache.get();
   if (!c) return;
-  // Prefetches never fault: a stale line of a stack or a set is only a wasted load.
-  for (int i = 0; i < c->prev_n; i++) {
-    __builtin_prefetch(&c->sets[c->prev_set[i]]);
-    __builtin_prefetch(reinterpret_cast<const void*>(c->prev_line[i]));
-  }
+  // Prefetches never fault: a stale line of a stack or a set is only a wasted load. The record's
+  // lines, the stack lines of its return addresses (the words the reuse re-reads), and the cache sets
+  // of the leaf frames that the previous walk looked up (the next walk likely looks them up again).
+  const int n = static_cast<int>(c->rec_n);
+  for (int t = 0; t < n; t += 2) __builtin_prefetch(&c->rec[t]);
+  for (int t = 0; t < n; t++) __builtin_prefetch(reinterpret_cast<const void*>(c->rec[t].sp - 8));
+  for (int t = 0; t < n; t++)
+    if (c->rec_looked_up[t / 64] >> (t % 64) & 1) __builtin_prefetch(&c->sets[set_of(c->rec[t].key)]);
 }
 
-__attribute__((noinline)) int unwind_here(uint64_t* out, int max, WalkStatus* status) {
+void forget_walk() {
+  if (PcCache* c = t_cache.get()) c->rec_n = 0;
+}
+
+__attribute__((noinline)) int unwind_here(uint64_t* out, int max, WalkStatus* status, bool incremental) {
   Regs r;
   // pc, sp and fp of one instruction of this function: its CFI row describes exactly this state.
   asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(r.pc), "=r"(r.sp), "=r"(r.fp));
@@ -254,7 +449,7 @@ __attribute__((noinline)) int unwind_here(uint64_t* out, int max, WalkStatus* st
     status->end = WalkEnd::OffStack;
     return 0;
   }
-  return walk(r, b.hi, out, max, status);
+  return walk(r, b.hi, out, max, status, incremental);
 }
 
 }  // namespace aiflame::unwind

@@ -3,7 +3,9 @@
 // Every stack read is bounded to [sp, top of the thread's stack) and the stack pointer only grows;
 // every return address must lie in an executable segment of a loaded object; so a corrupt stack or
 // a bad CFI row ends the walk instead of faulting. Lock-free once the rows of the objects on the
-// stack are built; a per-thread cache of resolved return addresses makes a frame a few loads.
+// stack are built; a per-thread cache of resolved return addresses makes a frame a few loads, and the
+// frames that a walk shares with the previous walk on its thread are checked, not walked (issue 22:
+// incremental unwinding; the argument that this gives the full walk's frames is in unwinder.cpp).
 #pragma once
 #include <cstdint>
 
@@ -26,20 +28,28 @@ struct WalkStatus {
   WalkEnd end = WalkEnd::Outermost;
   uint16_t fp_frames = 0;  // frames stepped by frame pointer
   uint16_t cache_misses = 0;  // frames not in the per-thread cache (binary searches)
+  uint16_t reused = 0;        // frames taken from the previous walk on this thread (their words re-read)
+  uint8_t reuse_runs = 0;     // runs of such frames (separated by frames that differ)
   bool needs_fallback() const { return end == WalkEnd::NotReady || end == WalkEnd::Stale || end == WalkEnd::OffStack; }
 };
 
 // Walks from `start` (pc: the exact instruction, as in a signal context) with stack reads bounded to
-// [start.sp, stack_hi). Writes the return addresses of the frames above `start` (not start.pc).
-int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatus* status);
+// [start.sp, stack_hi). Writes the return addresses of the frames above `start` (not start.pc), at
+// most min(max, 259). incremental = false: every frame walked, the thread's record of its previous
+// walk neither used nor replaced (the reference that tests compare the incremental walk with).
+int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatus* status, bool incremental = true);
 
 // The caller's stack, like glibc's backtrace() called from the same place: out[0] is the return
 // address of unwind_here into its caller, then that caller's return address, and so on.
-int unwind_here(uint64_t* out, int max, WalkStatus* status);
+int unwind_here(uint64_t* out, int max, WalkStatus* status, bool incremental = true);
 
 // Prefetches the lines the previous walk on this thread read (its cache sets and stack words): call
 // at the start of a capture, before other work, so that the walk's dependent loads hit (issue 22).
 void prefetch_walk();
+
+// Forgets the previous walk on this thread, so that the next one walks every frame (tests compare the
+// two; benchmarks time the full walk).
+void forget_walk();
 
 // Top (highest address) of the calling thread's stack, 0 if unknown.
 uint64_t thread_stack_top();

@@ -12,12 +12,14 @@
 #include <link.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <random>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,6 +30,7 @@
 extern "C" {
 typedef int (*chain_cb)(void*);
 int chain_nofp(int depth, chain_cb cb, void* arg);
+int chain_nocfi(int depth, chain_cb cb, void* arg);
 int chain_spin(void* flag);
 }
 
@@ -446,6 +449,323 @@ TEST_F(Unwinder, InsideAPltStubEqualsLibunwind) {
     EXPECT_EQ(out[0], ip) << "pc at PLT entry + " << at;
     EXPECT_EQ(out[0], at < 11 ? stack[0] : stack[1]) << "pc at PLT entry + " << at;
   }
+}
+
+// Incremental unwinding (issue 22): a walk takes the frames it shares with the previous walk on its
+// thread from that walk's record after re-reading their stack words. Each test below changes the
+// stack between two walks where a reuse that checked too little would return the previous frames.
+
+// Two callers of the chain with the same frame size, called from one place: between two captures
+// only the caller differs, at the same depth, under the same leaf frames.
+__attribute__((noinline)) int outer_a(void* b) {
+  volatile int pad = 1;
+  int r = chain_nofp(5, bottom, b);
+  return r + pad;
+}
+__attribute__((noinline)) int outer_b(void* b) {
+  volatile int pad = 2;
+  int r = chain_nofp(5, bottom, b);
+  return r + pad;
+}
+__attribute__((noinline)) int call_outer(int (*fn)(void*), void* b) {
+  int r = fn(b);
+  asm volatile("" ::: "memory");
+  return r + 1;
+}
+
+TEST_F(Unwinder, ADifferentCallerAtTheSameDepthIsWalkedNotTakenFromThePreviousWalk) {
+  Both walks[4];
+  int (*const callers[4])(void*) = {outer_a, outer_b, outer_a, outer_a};
+  // From one call site: b1 walks into a1's record (the frames below outer_b are checked, then the
+  // caller differs), a2 into b1's, and a3 into a2's, the same stack (taken from the record).
+  for (int i = 0; i < 4; i++) call_outer(callers[i], &walks[i]);
+  const Both &a1 = walks[0], &b1 = walks[1], &a2 = walks[2], &a3 = walks[3];
+  for (const Both* b : {&a1, &b1, &a2, &a3}) {
+    EXPECT_FALSE(b->status.needs_fallback());
+    EXPECT_GT(b->ours.size(), 15u);
+    EXPECT_EQ(b->ours, b->ref) << "ours:" << show(b->ours) << "\nref: " << show(b->ref);
+  }
+  ASSERT_EQ(a1.ours.size(), b1.ours.size());
+  EXPECT_NE(a1.ours, b1.ours);  // the return address into outer_a or outer_b
+  EXPECT_EQ(a1.ours, a2.ours);
+  // The reuse was tried: the leaf frames up to the chain's outermost link came from the record (and
+  // stopped at the caller that differed), and a3's whole stack did.
+  EXPECT_GE(b1.status.reused, 6);
+  EXPECT_EQ(b1.status.reuse_runs, 2);  // again above outer_b: call_outer's frame and its callers'
+  EXPECT_EQ(a3.status.reuse_runs, 1);
+  EXPECT_LT(b1.status.reused, a3.status.reused);
+  EXPECT_GE(a3.status.reused + 2u, a3.ours.size());
+}
+
+// unwind_here(..., incremental = false) (AIFLAME_FULL_UNWIND=1): every frame walked, the same frames.
+__attribute__((noinline)) int walk_twice(void* arg) {
+  auto* w = static_cast<Both*>(arg);  // [0]: incremental, [1]: every frame walked
+  uint64_t frames[2][256];
+  int n[2];
+  for (int i = 0; i < 2; i++) n[i] = unwind_here(frames[i], 256, &w[i].status, i == 0);
+  for (int i = 0; i < 2; i++) w[i].ours.assign(frames[i] + 1, frames[i] + n[i]);
+  asm volatile("" ::: "memory");
+  return 0;
+}
+
+TEST_F(Unwinder, TheFullWalkIsTheIncrementalWalksFrames) {
+  Both w[2];
+  for (int round = 0; round < 3; round++) chain_nofp(4, walk_twice, w);
+  EXPECT_GT(w[0].ours.size(), 10u);
+  EXPECT_EQ(w[0].ours, w[1].ours);
+  EXPECT_GT(w[0].status.reused, 10);
+  EXPECT_EQ(w[1].status.reused, 0);
+}
+
+// Stacks made by hand: a frame pointer chain through chain_nocfi's object (no CFI: each frame is
+// stepped by its saved rbp at rbp and its return address above it), in a buffer.
+// The page after the buffer is inaccessible: a read past the stack's top faults.
+struct HandStack {
+  static constexpr size_t kPage = 4096;
+  void* map = mmap(nullptr, 2 * kPage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  std::span<uint64_t> w{static_cast<uint64_t*>(map), kPage / 8};
+  HandStack() { mprotect(static_cast<char*>(map) + kPage, kPage, PROT_NONE); }
+  ~HandStack() { munmap(map, 2 * kPage); }
+  HandStack(const HandStack&) = delete;
+  HandStack& operator=(const HandStack&) = delete;
+  uint64_t lo() const { return reinterpret_cast<uint64_t>(w.data()); }
+  uint64_t hi() const { return lo() + w.size() * 8; }
+  uint64_t at(size_t i) const { return lo() + i * 8; }
+  // Frames at these word indices (increasing), each returning to the given address; the last one's
+  // caller is the outermost (return address 0).
+  void chain(const std::vector<size_t>& f, const std::vector<uint64_t>& ra) {
+    for (size_t i = 0; i < f.size(); i++) {
+      w[f[i]] = i + 1 < f.size() ? at(f[i + 1]) : 0;
+      w[f[i] + 1] = i + 1 < f.size() ? ra[i] : 0;
+    }
+  }
+};
+
+struct Walked {
+  std::vector<uint64_t> frames;
+  WalkStatus status;
+  bool operator==(const Walked& o) const {
+    return frames == o.frames && status.end == o.status.end && status.fp_frames == o.status.fp_frames;
+  }
+};
+Walked walk_of(const Regs& r, uint64_t hi, int max = 64, bool incremental = true) {
+  Walked out;
+  uint64_t frames[300];
+  out.frames.assign(frames, frames + walk(r, hi, frames, max, &out.status, incremental));
+  return out;
+}
+// The walk with every frame walked (the thread's record untouched): the reference for the incremental walk.
+Walked full_walk_of(const Regs& r, uint64_t hi, int max = 64) { return walk_of(r, hi, max, false); }
+
+const TextRange* nocfi_text() {
+  const TextRange* r = ObjectTable::instance().snapshot()->find(reinterpret_cast<uint64_t>(&chain_nocfi));
+  return r && !r->object->hdr_addr ? r : nullptr;
+}
+
+// Only a saved rbp changes between the walks, not a return address: the frame above it is another
+// one (found through the new rbp), which a reuse that compared return addresses alone would miss.
+TEST_F(Unwinder, ASavedFramePointerChangedBetweenTwoWalksIsFollowed) {
+  const TextRange* text = nocfi_text();
+  ASSERT_NE(text, nullptr) << "chain_nocfi's object has CFI";
+  HandStack s;
+  std::vector<size_t> f = {2, 10, 20, 30, 40, 50, 60, 70};
+  std::vector<uint64_t> ra;
+  for (size_t i = 0; i < f.size(); i++) ra.push_back(text->lo + 16 + i * 4);
+  s.chain(f, ra);
+  // Another chain higher up, with other return addresses.
+  std::vector<size_t> g = {100, 110, 120};
+  std::vector<uint64_t> rb = {text->lo + 200, text->lo + 204, text->lo + 208};
+  s.chain(g, rb);
+  Regs r;
+  r.pc = text->lo + 8;
+  r.sp = s.lo();
+  r.fp = s.at(f[0]);
+  forget_walk();
+  const Walked first = walk_of(r, s.hi());
+  ASSERT_EQ(first, full_walk_of(r, s.hi()));
+  ASSERT_EQ(first.status.end, WalkEnd::Outermost);
+  ASSERT_EQ(first.frames.size(), f.size() - 1);
+  const Walked again = walk_of(r, s.hi());
+  EXPECT_EQ(again, first);
+  EXPECT_EQ(again.status.reused, first.frames.size());  // all of it from the record
+  s.w[f[3]] = s.at(g[0]);  // frame 3's saved rbp: the chain above it is g's
+  const Walked changed = walk_of(r, s.hi());
+  const Walked ref = full_walk_of(r, s.hi());
+  EXPECT_EQ(changed, ref) << "incremental:" << show(changed.frames) << "\nfull:       " << show(ref.frames);
+  EXPECT_NE(ref, first);
+  EXPECT_EQ(ref.frames.size(), 4u + g.size() - 1);
+  // Back: the steps up to frame 3's were taken from the record (its return address is the same; the
+  // rbp it restores is read as it is now), the next one, whose CFA is that rbp plus 16, was walked.
+  walk_of(r, s.hi());  // the record of the changed stack
+  s.w[f[3]] = s.at(f[4]);
+  const Walked back = walk_of(r, s.hi());
+  EXPECT_EQ(back, first);
+  EXPECT_EQ(back.status.reused, 4);
+}
+
+// The same leaf frames at another depth (the launch path under a deeper caller): the first frames
+// are checked at their new place (every address and every saved rbp shifted), up to the frame whose
+// caller is not shifted; that one is walked, and the frames above it are again the record's.
+TEST_F(Unwinder, TheSameLeafFramesAtAnotherDepthAreCheckedThere) {
+  const TextRange* text = nocfi_text();
+  ASSERT_NE(text, nullptr) << "chain_nocfi's object has CFI";
+  HandStack s;
+  std::vector<size_t> f = {20, 30, 40, 50, 80, 90, 100, 110};
+  std::vector<uint64_t> ra;
+  for (size_t i = 0; i < f.size(); i++) ra.push_back(text->lo + 16 + i * 4);
+  s.chain(f, ra);
+  Regs r;
+  r.pc = text->lo + 8;
+  r.sp = s.at(18);
+  r.fp = s.at(f[0]);
+  forget_walk();
+  const Walked first = walk_of(r, s.hi());
+  ASSERT_EQ(first.frames.size(), f.size() - 1);
+  for (int k : {-6, 8, -14, 20}) {  // words; f[3] + k + 2 <= f[4]
+    std::vector<size_t> g = f;
+    for (size_t i = 0; i < 4; i++) g[i] = f[i] + static_cast<size_t>(k);
+    for (size_t i = 0; i < 40; i++) s.w[i] = 0;
+    s.chain(g, ra);  // frames 0-3 moved by k words, the rest in place
+    Regs moved = r;
+    moved.sp = r.sp + static_cast<uint64_t>(k * 8);
+    moved.fp = s.at(g[0]);
+    const Walked ref = full_walk_of(moved, s.hi());
+    EXPECT_EQ(ref.frames, first.frames) << k;  // the same return addresses
+    s.chain(f, ra);
+    walk_of(r, s.hi());  // the record: the frames in place
+    s.chain(g, ra);
+    const Walked again = walk_of(moved, s.hi());
+    EXPECT_EQ(again, ref) << k;
+    // Frames 0-3 were checked shifted (frame 3 restores an rbp that is not shifted), frame 4's step
+    // (CFA = that rbp + 16) was walked, the rest checked in place.
+    EXPECT_EQ(again.status.reuse_runs, 2) << k;
+    EXPECT_EQ(again.status.reused, 4 + 2) << k;  // steps 0-3, then 5 and 6 (7's caller is the outermost)
+    // Again on the same stack: the record of the moved frames has their moved rbps: all checked.
+    const Walked same = walk_of(moved, s.hi());
+    EXPECT_EQ(same, ref) << k;
+    EXPECT_EQ(same.status.reuse_runs, 1) << k;
+    EXPECT_EQ(same.status.reused, f.size() - 1) << k;
+  }
+}
+
+// Moved up, the record's frames near the stack's top would lie past it: the check stops where the
+// walk would (the next stack pointer past the top), without reading there (the page above faults).
+TEST_F(Unwinder, TheSameLeafFramesMovedUpAreNotReadPastTheStacksTop) {
+  const TextRange* text = nocfi_text();
+  ASSERT_NE(text, nullptr) << "chain_nocfi's object has CFI";
+  HandStack s;
+  ASSERT_EQ(s.w.size(), 512u);
+  const std::vector<size_t> f = {400, 420, 440, 460, 480, 500, 506, 510};
+  std::vector<uint64_t> ra;
+  for (size_t i = 0; i < f.size(); i++) ra.push_back(text->lo + 16 + i * 4);
+  s.chain(f, ra);
+  Regs r;
+  r.pc = text->lo + 8;
+  r.sp = s.at(398);
+  r.fp = s.at(f[0]);
+  forget_walk();
+  ASSERT_EQ(walk_of(r, s.hi()).frames.size(), f.size() - 1);
+  // The same frames 10 words up, as far as they fit: the frame at 510 holds the moved frame's rbp
+  // (past the top: 516) and its return address.
+  for (size_t i = 380; i < 512; i++) s.w[i] = 0;
+  s.chain({410, 430, 450, 470, 490, 510}, ra);
+  s.w[510] = s.at(516);
+  s.w[511] = ra[5];
+  Regs moved = r;
+  moved.sp = r.sp + 80;
+  moved.fp = s.at(410);
+  const Walked ref = full_walk_of(moved, s.hi());
+  EXPECT_EQ(ref.status.end, WalkEnd::BadFrame);
+  EXPECT_EQ(ref.frames.size(), 6u);
+  const Walked again = walk_of(moved, s.hi());
+  EXPECT_EQ(again, ref);
+  EXPECT_EQ(again.status.reused, 6);
+}
+
+// Property: whatever changes between two walks on one stack (return addresses, saved rbps, other
+// words, the starting registers, the frame limit), the second walk, which starts from the first's
+// record, equals the walk of every frame. Hand-made frame pointer chains with random words around
+// them, some of those words return addresses into objects with CFI (walked by their rows).
+TEST_F(Unwinder, IncrementalWalkEqualsTheFullWalkWhateverChangedOnTheStack) {
+  const TextRange* text = nocfi_text();
+  ASSERT_NE(text, nullptr) << "chain_nocfi's object has CFI";
+  const Snapshot* snap = ObjectTable::instance().snapshot();
+  std::vector<uint64_t> text_pcs;
+  for (const auto& r : snap->ranges)
+    for (uint64_t a = r.lo; a < r.hi && text_pcs.size() < 4096; a += (r.hi - r.lo) / 64 + 1) text_pcs.push_back(a);
+  std::mt19937_64 rng(7);
+  HandStack s;
+  auto nocfi_pc = [&] { return text->lo + 1 + rng() % (text->hi - text->lo - 1); };
+  int trials = 0, reused_all = 0, reused_part = 0, two_runs = 0, shifted = 0, deep = 0;
+  for (int trial = 0; trial < 20000; trial++) {
+    for (auto& w : s.w) {
+      switch (rng() % 4) {
+        case 0: w = text_pcs[rng() % text_pcs.size()] + rng() % 64; break;
+        case 1: w = s.at(rng() % s.w.size()); break;
+        case 2: w = 0; break;
+        default: w = rng(); break;
+      }
+    }
+    std::vector<size_t> f;
+    for (size_t at = 2 + rng() % 8; at + 2 < s.w.size() && f.size() < 40; at += 2 + rng() % 16) f.push_back(at);
+    std::vector<uint64_t> ra;
+    for (size_t i = 0; i < f.size(); i++) ra.push_back(rng() % 8 ? nocfi_pc() : text_pcs[rng() % text_pcs.size()]);
+    s.chain(f, ra);
+    Regs r;
+    r.pc = nocfi_pc();
+    r.sp = s.lo();
+    r.fp = s.at(f[0]);
+    const int max1 = rng() % 4 ? 64 : 1 + static_cast<int>(rng() % 40);
+    forget_walk();
+    const Walked first = walk_of(r, s.hi(), max1);
+    uint64_t last_sp = r.sp;
+    ASSERT_EQ(first, full_walk_of(r, s.hi(), max1));
+    deep += first.frames.size() >= 20;
+    // Three rounds of 1-3 changes, each followed by the incremental walk (from the record that the
+    // previous incremental walk left) and the full one: a return address, a saved rbp (to another
+    // frame of the chain or anywhere), any word; or the starting registers (another frame to start
+    // from, another pc), the frame limit.
+    for (int round = 0; round < 3; round++) {
+      for (int c = 1 + static_cast<int>(rng() % 3); c > 0; c--) {
+        const size_t i = rng() % f.size();
+        switch (rng() % 7) {
+          case 0: s.w[f[i] + 1] = nocfi_pc(); break;
+          case 1: s.w[f[i]] = s.at(f[rng() % f.size()]); break;
+          case 2: s.w[f[i]] = s.at(rng() % s.w.size()); break;
+          case 3: s.w[rng() % s.w.size()] = rng() % 2 ? nocfi_pc() : rng(); break;
+          case 4: r.fp = s.at(f[i]); r.sp = s.at(f[i] > 8 ? f[i] - 1 - rng() % 8 : 0); break;
+          case 5: {  // the frames below frame i moved by k words (the chain's leaf part at another depth)
+            const int k = static_cast<int>(rng() % 17) - 8;
+            if (static_cast<int>(f[0]) + k < 1 || static_cast<int>((r.sp - s.lo()) / 8) + k < 0 || f[i] + 2 + static_cast<size_t>(std::max(k, 0)) > (i + 1 < f.size() ? f[i + 1] : s.w.size())) break;
+            for (size_t j = 0; j <= i; j++) f[j] += static_cast<size_t>(k);
+            s.chain(f, ra);
+            r.sp += static_cast<uint64_t>(k * 8);
+            r.fp = s.at(f[0]);
+            break;
+          }
+          default: r.pc = rng() % 2 ? nocfi_pc() : text_pcs[rng() % text_pcs.size()]; break;
+        }
+      }
+      const int max2 = rng() % 4 ? 64 : 1 + static_cast<int>(rng() % 40);
+      const Walked incremental = walk_of(r, s.hi(), max2);
+      const Walked ref = full_walk_of(r, s.hi(), max2);
+      ASSERT_EQ(incremental, ref) << "trial " << trial << " round " << round << "\nincremental:" << show(incremental.frames)
+                                  << "\nfull:       " << show(ref.frames);
+      trials++;
+      if (incremental.status.reused && incremental.status.reused + 1u >= incremental.frames.size()) reused_all++;
+      else if (incremental.status.reused) reused_part++;
+      two_runs += incremental.status.reuse_runs >= 2;
+      shifted += incremental.status.reused && r.sp != s.lo() && r.sp != last_sp;
+      last_sp = r.sp;
+    }
+  }
+  EXPECT_EQ(trials, 60000);
+  // The cases the property is about did occur: deep chains, reuses cut short by a change, whole reuses.
+  EXPECT_GT(deep, 3000);
+  EXPECT_GT(reused_part, 2000);
+  EXPECT_GT(reused_all, 2000);
+  EXPECT_GT(two_runs, 1000);  // frames reused again above a part that differed
+  EXPECT_GT(shifted, 1000);   // frames reused from a walk that started at another sp
 }
 
 }  // namespace
