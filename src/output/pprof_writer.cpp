@@ -202,7 +202,9 @@ std::string pprof_profile_bytes(const FlameData& data) {
         const auto& [t, n] = kernel_time[st.frames[k].name];
         if (n) ns = t * static_cast<double>(part.count) / static_cast<double>(n);
       }
-      s->add_value(static_cast<int64_t>(ns + 0.5));
+      // Saturated: kernel records of a damaged profile can sum past int64 (a fuzzed profile: 9.2e18 ns).
+      constexpr double kMax = 9.2e18;
+      s->add_value(ns >= kMax ? static_cast<int64_t>(kMax) : ns > 0 ? static_cast<int64_t>(ns + 0.5) : 0);
     }
     auto label = [&](int64_t key, std::string_view str) {
       pb::Label* l = s->add_label();

@@ -388,7 +388,8 @@ void CuptiBackend::disable(Context& c) {
 
 
 void CuptiBackend::close_window_locked(Context& c, uint64_t now) {
-  auto t0 = std::chrono::steady_clock::now();
+  uint64_t t0 = 0;
+  api_.cuptiGetTimestamp(&t0);  // CUPTI's clock, as the controller's (a fake one in tests)
   synchronize(c);  // the window's last kernels end before Stop (NVIDIA's sample does the same)
   CUpti_PCSamplingStopParams sp = {CUpti_PCSamplingStopParamsSize};
   sp.ctx = c.ctx;
@@ -420,8 +421,9 @@ void CuptiBackend::close_window_locked(Context& c, uint64_t now) {
     check(api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable(CONCURRENT_KERNEL)");
   // Closing (the wait for the window's last kernel, Stop, fetching) is the window's cost too; it
   // spaces the next window (the gap of this one was set when it closed).
-  c.windows->charge(static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count()));
+  uint64_t t1 = 0;
+  api_.cuptiGetTimestamp(&t1);
+  c.windows->charge(t1 > t0 ? t1 - t0 : 0);
 }
 
 // cuCtxSynchronize on this thread with c's context current (the launching thread has it already;
