@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Windows mode on the GPU machine (issue #24): does kernel-serialized sampling in short windows give
 # samples with launch ids, how exact is the 3:1 split, and what does each way of leaving CUPTI idle
-# between windows cost? Variants run round-robin, so drifts of the machine hit all of them.
+# between windows cost? Variants run round-robin, so drifts of the machine hit all of them: plain,
+# default (today's continuous mode), windows (its defaults: sampling enabled only inside windows),
+# keep* (sampling kept enabled between windows), win-never (enabled, no window: the floor).
 # Usage: bench/windows_eval.sh [ROUNDS=2] [WORKLOAD...]   (workloads: gpt hf resnet storm threads graph triton)
 # Env:   AIFLAME_BIN (default .dist), OUT (default /tmp/win), WIN (window options),
 #        PERIOD (windows' sampling period, default CUPTI's), SKIP_ACCURACY=1, VARIANTS (names to run).
@@ -47,17 +49,17 @@ command_of() {
   esac
 }
 # name|environment|record options ("-": plain)
+# (Since 65ff36e the windows mode's defaults switch launch callbacks, kernel records and PC sampling
+# off between windows; before it no AIFLAME_WIN_* switch reached the backend: bench/RESULTS.md.)
 variants=(
   "plain|-|-"
   "default||"
-  "windows||--pc-mode windows"
+  "windows||--pc-mode windows $popt"
   "win||$win $popt"
-  "win-toggle|AIFLAME_WIN_TOGGLE_CB=1 AIFLAME_WIN_TOGGLE_ACT=1|$win $popt"
-  "win-disable|AIFLAME_WIN_TOGGLE_CB=1 AIFLAME_WIN_TOGGLE_ACT=1 AIFLAME_WIN_DISABLE_BETWEEN=1|$win $popt"
-  "keep|AIFLAME_WIN_TOGGLE_CB=1 AIFLAME_WIN_TOGGLE_ACT=1 AIFLAME_WINDOW_BUDGET_PERMILLE=10|--pc-mode windows $popt"
-  "cycle|AIFLAME_WIN_TOGGLE_CB=1 AIFLAME_WIN_TOGGLE_ACT=1 AIFLAME_WIN_DISABLE_BETWEEN=1 AIFLAME_WINDOW_BUDGET_PERMILLE=20|--pc-mode windows --window-launches 30 --window-us 200000 $popt"
-  "win-never|AIFLAME_WIN_TOGGLE_CB=1 AIFLAME_WIN_TOGGLE_ACT=1 AIFLAME_WIN_NEVER=1|$win $popt"
-  "win-noprime|AIFLAME_WIN_TOGGLE_CB=1 AIFLAME_WIN_TOGGLE_ACT=1 AIFLAME_WIN_PRIME=0|$win $popt"
+  "keep|AIFLAME_WIN_DISABLE_BETWEEN=0 AIFLAME_WIN_TOGGLE_ACT=0 AIFLAME_WINDOW_LAUNCHES=1 AIFLAME_WINDOW_US=1000 AIFLAME_WINDOW_BUDGET_PERMILLE=10|--pc-mode windows $popt"
+  "keep-callbacks-on|AIFLAME_WIN_DISABLE_BETWEEN=0 AIFLAME_WIN_TOGGLE_ACT=0 AIFLAME_WIN_TOGGLE_CB=0|$win $popt"
+  "win-never|AIFLAME_WIN_DISABLE_BETWEEN=0 AIFLAME_WIN_TOGGLE_ACT=0 AIFLAME_WIN_NEVER=1|$win $popt"
+  "win-noprime|AIFLAME_WIN_DISABLE_BETWEEN=0 AIFLAME_WIN_TOGGLE_ACT=0 AIFLAME_WIN_PRIME=0|$win $popt"
 )
 for w in $workloads; do
   read -r -a prog <<<"$(command_of "$w")"

@@ -150,7 +150,6 @@ bool CuptiBackend::start() {
     for (CUpti_CallbackId id : kCaptureEnd) check(api_.cuptiEnableCallback(1, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id), "cuptiEnableCallback(capture)");
   // On from the start in every mode: in windows mode the first window is due at once and opens at
   // the program's first launch (its start-up, not the loop it times); it switches them off.
-  (void)windows;
   set_launch_callbacks(true);
   if (o.kernel_activity) {
     tune_activity_buffers();
