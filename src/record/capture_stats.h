@@ -22,6 +22,7 @@ struct CaptureStats {
   std::atomic<uint64_t> ticks[kParts] = {};
   std::atomic<uint64_t> launches{0}, backward_launches{0}, native_frames{0}, python_frames{0}, cache_misses{0}, fp_frames{0};
   std::atomic<uint64_t> reused_frames{0};  // native frames checked against the thread's previous walk, not walked
+  std::atomic<uint64_t> memo_held{0};      // launches whose call path's memo held (no walk, no lookup)
   std::atomic<uint64_t> thread_new{0};   // stacks new to their thread (took the shared table's mutex)
   std::atomic<uint64_t> process_new{0};  // of those, stacks new to the process (named and written)
   std::atomic<uint64_t> ends[6] = {};   // unwind::WalkEnd counts

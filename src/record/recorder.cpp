@@ -46,6 +46,7 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
   auto t0 = std::chrono::steady_clock::now();
   const bool stats = CaptureStats::on();
   uint64_t c0 = stats ? CaptureStats::now() : 0;
+  writer_.prefetch_buffered();
   AutogradTracker::Pending pending = autograd_.before_capture();  // prefetches what it will write
   uint64_t c0b = stats ? CaptureStats::now() : 0;
   StackCapture::Result st = stacks_.capture(site ^ (static_cast<uint64_t>(api) << 48));

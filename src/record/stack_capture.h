@@ -25,6 +25,7 @@
 #include "profile/profile_writer.h"
 #include "record/python_frames.h"
 #include "record/string_table.h"
+#include "record/unwind/unwinder.h"
 
 namespace aiflame {
 
@@ -54,7 +55,9 @@ class StackCapture {
   uint64_t fallbacks() const { return fallbacks_.load(std::memory_order_relaxed); }
 
  private:
-  int unwind(uint64_t* out, int max);
+  // check: the memo of this call path (its frames are the caller's if it holds: returns
+  // unwind::kMemoHeld); memo: filled with this walk's, if not null.
+  int unwind(uint64_t* out, int max, const unwind::WalkMemo* check = nullptr, unwind::WalkMemo* memo = nullptr);
   uint32_t intern_shared(const uint64_t* content, size_t len, uint64_t hash, int nn, const RawPyFrame* py, int np);
   PyFrame name_python(const RawPyFrame& f);
 

@@ -120,10 +120,11 @@ __attribute__((no_sanitize("address"))) inline uint64_t stack_word(uint64_t at) 
 // recorded rows are taken on trust. Shifted (d != 0: the same frames at another depth, the launch
 // path's leaf frames under a deeper or shallower caller), each word is bounded by the stack's top as
 // walk() bounds it; the shift keeps it above sp and 8-aligned (d is a multiple of 8).
-template <bool kShifted>
-inline bool same_step(const WalkState& s, const WalkState& nx, uint64_t* fp, uint64_t d, uint64_t stack_hi) {
+template <bool kShifted, class Log>
+inline bool same_step(const WalkState& s, const WalkState& nx, uint64_t* fp, uint64_t d, uint64_t stack_hi, Log& log) {
   auto in = [&](uint64_t at) { return !kShifted || at + d <= stack_hi - 8; };
-  auto word = [&](uint64_t at) { return stack_word(kShifted ? at + d : at); };
+  auto word = [&](uint64_t at) { return log.word(kShifted ? at + d : at); };
+  auto fp_word = [&](uint64_t at) { return log.fp_word(kShifted ? at + d : at); };
   if (kShifted && nx.sp + d > stack_hi) return false;
   const uint64_t off = static_cast<uint64_t>(static_cast<int64_t>(s.cfa >> 8));
   switch (static_cast<CfaRule>(s.cfa & 0xff)) {
@@ -134,30 +135,79 @@ inline bool same_step(const WalkState& s, const WalkState& nx, uint64_t* fp, uin
       if (nx.sp != s.sp + 8 + ((s.key & 15) >= off ? 8 : 0)) return false;
       break;
     case kCfaFp:  // rbp plus an offset: the recorded rbp's if the actual one is the same
+      log.use_fp();
       if (*fp != s.fp + d || nx.sp != s.fp + off) return false;
       break;
     case kCfaDerefFp:
+      log.use_fp();
       if (*fp != s.fp + d || !in(s.fp + off) || word(s.fp + off) != nx.sp + d) return false;
       break;
     case kCfaSignal:  // the ucontext_t's rsp, rip and rbp (walk()'s offsets)
       if (!in(s.sp + 168) || word(s.sp + 160) != nx.sp + d || word(s.sp + 168) != (nx.key & ~kExactBit)) return false;
-      *fp = word(s.sp + 120);
+      *fp = fp_word(s.sp + 120);
       return true;
     case kCfaEnd:
       return false;  // the outermost frame has no next state
     default:  // the frame pointer chain: the caller's rbp at rbp, the return address above it
+      log.use_fp();
       if (*fp != s.fp + d || nx.sp != s.fp + 16 || !in(s.fp + 8) || word(s.fp + 8) != nx.key) return false;
-      *fp = word(s.fp);
+      *fp = fp_word(s.fp);
       return true;
   }
   if (!in(nx.sp - 8) || word(nx.sp - 8) != nx.key) return false;
   if (s.fp_off != kFpSame) {
     const uint64_t at = nx.sp + static_cast<uint64_t>(static_cast<int64_t>(s.fp_off));
     if (!in(at)) return false;
-    *fp = word(at);
+    *fp = fp_word(at);
   }
   return true;
 }
+
+// The stack words a walk reads, through one of these: NoLog reads them; MemoLog also writes them to
+// a WalkMemo. A saved rbp that the walk loads (fp_word) counts only once a rule uses it (use_fp):
+// code without frame pointers keeps any value in rbp (a loop counter, a pointer), which its callees
+// save, and the walk loads each such slot though only frame-pointer and rbp-based rules read rbp; a
+// value loaded and replaced unused changes nothing the walk does (memos of the capture benchmark held
+// on 0% of launches with every loaded rbp logged: its loop's counter was in one).
+struct NoLog {
+  static uint64_t word(uint64_t at) { return stack_word(at); }
+  static uint64_t fp_word(uint64_t at) { return stack_word(at); }
+  static void use_fp() {}
+};
+struct MemoLog {
+  WalkMemo* m;
+  int n = 0;
+  bool fp_start = true;    // rbp still holds the starting register's value
+  bool fp_logged = false;  // rbp's value was loaded from fp_at and is logged (or is the start's)
+  uint64_t fp_at = 0, fp_value = 0;
+  void add(uint64_t at, uint64_t v) {
+    if (n < WalkMemo::kMaxWords) {
+      m->word[2 * n] = at;
+      m->word[2 * n + 1] = v;
+    }
+    n++;
+  }
+  uint64_t word(uint64_t at) {
+    const uint64_t v = stack_word(at);
+    add(at, v);
+    return v;
+  }
+  uint64_t fp_word(uint64_t at) {
+    fp_value = stack_word(at);
+    fp_at = at;
+    fp_start = false;
+    fp_logged = false;
+    return fp_value;
+  }
+  void use_fp() {
+    if (fp_start) {
+      m->fp_used = true;
+    } else if (!fp_logged) {
+      add(fp_at, fp_value);
+      fp_logged = true;
+    }
+  }
+};
 
 using FindObject = int (*)(void*, dl_find_object*);
 // glibc 2.35's lock-free _dl_find_object, looked up at run time (the library must load on older ones).
@@ -212,7 +262,9 @@ StackBounds thread_stack() {
 
 uint64_t thread_stack_top() { return thread_stack().hi; }
 
-int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatus* status, bool incremental) {
+namespace {
+template <class Log>
+int walk_impl(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatus* status, bool incremental, Log& log) {
   ObjectTable& table = ObjectTable::instance();
   const Snapshot* snap = table.snapshot();
   PcCache* cache = cache_for(snap->generation);
@@ -256,7 +308,7 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
         int t = cand;
         const int room = max - n;
         while (t > 0 && cand - t < room &&
-               (d ? same_step<true>(rec[t], rec[t - 1], &fp, d, stack_hi) : same_step<false>(rec[t], rec[t - 1], &fp, 0, 0))) {
+               (d ? same_step<true>(rec[t], rec[t - 1], &fp, d, stack_hi, log) : same_step<false>(rec[t], rec[t - 1], &fp, 0, 0, log))) {
           const int rule = rec[t].cfa & 0xff;
           st.fp_frames += rule != kCfaSp && rule != kCfaFp && rule != kCfaDerefFp && rule != kCfaPlt && rule != kCfaSignal;
           t--;
@@ -328,36 +380,41 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
     int32_t off = cfa_rule >> 8;
     switch (static_cast<CfaRule>(cfa_rule & 0xff)) {
       case kCfaSp: cfa = sp + static_cast<int64_t>(off); break;
-      case kCfaFp: cfa = fp + static_cast<int64_t>(off); break;
+      case kCfaFp:
+        log.use_fp();
+        cfa = fp + static_cast<int64_t>(off);
+        break;
       case kCfaDerefFp:
+        log.use_fp();
         if (!readable(fp + static_cast<int64_t>(off))) goto bad;
-        cfa = stack_word(fp + static_cast<int64_t>(off));
+        cfa = log.word(fp + static_cast<int64_t>(off));
         break;
       case kCfaPlt: cfa = sp + 8 + ((pc & 15) >= static_cast<uint64_t>(off) ? 8 : 0); break;
       case kCfaSignal: {
         // glibc's __restore_rt: the kernel's ucontext_t is at sp; its mcontext's rbp, rsp and rip.
         constexpr uint64_t kRbp = 120, kRsp = 160, kRip = 168;
         if (!readable(sp + kRip)) goto bad;
-        next_fp = stack_word(sp + kRbp);
-        cfa = stack_word(sp + kRsp);
-        next_pc = stack_word(sp + kRip);
+        next_fp = log.fp_word(sp + kRbp);
+        cfa = log.word(sp + kRsp);
+        next_pc = log.word(sp + kRip);
         next_exact = true;
         goto stepped;
       }
       case kCfaEnd: st.end = WalkEnd::Outermost; goto done;
       default:  // no information here, or a rule not modelled: the frame pointer chain
+        log.use_fp();
         if (!readable(fp) || !readable(fp + 8)) goto bad;
         cfa = fp + 16;
         st.fp_frames++;
-        next_pc = stack_word(cfa - 8);
-        next_fp = stack_word(fp);
+        next_pc = log.word(cfa - 8);
+        next_fp = log.fp_word(fp);
         goto stepped;
     }
     if (!readable(cfa - 8)) goto bad;
-    next_pc = stack_word(cfa - 8);
+    next_pc = log.word(cfa - 8);
     if (fp_off != kFpSame) {
       if (!readable(cfa + static_cast<int64_t>(fp_off))) goto bad;
-      next_fp = stack_word(cfa + static_cast<int64_t>(fp_off));
+      next_fp = log.fp_word(cfa + static_cast<int64_t>(fp_off));
     }
   stepped:
     if (cfa <= sp || cfa > stack_hi) goto bad;  // the stack pointer must grow, within the stack
@@ -419,6 +476,50 @@ done:
   *status = st;
   return n;
 }
+}  // namespace
+
+int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatus* status, bool incremental, WalkMemo* memo) {
+  if (!memo) {
+    NoLog log;
+    return walk_impl(start, stack_hi, out, max, status, incremental, log);
+  }
+  memo->words = 0;
+  memo->fp_used = false;
+  MemoLog log{memo};
+  const int n = walk_impl(start, stack_hi, out, max, status, incremental, log);
+  if ((status->end == WalkEnd::Outermost || status->end == WalkEnd::Limit) && log.n > 0 && log.n <= WalkMemo::kMaxWords &&
+      max >= 0 && max <= UINT16_MAX) {
+    memo->pc = start.pc;
+    memo->sp = start.sp;
+    memo->fp = start.fp;
+    memo->hi = stack_hi;
+    memo->generation = ObjectTable::instance().snapshot()->generation;
+    memo->max = static_cast<uint16_t>(max);
+    uint64_t lowest = UINT64_MAX, highest = 0, misaligned = 0;
+    for (int i = 0; i < log.n; i++) {
+      lowest = std::min(lowest, memo->word[2 * i]);
+      highest = std::max(highest, memo->word[2 * i]);
+      misaligned |= memo->word[2 * i] & 7;
+    }
+    memo->lowest = lowest;
+    memo->highest = highest;
+    if (!misaligned) memo->words = static_cast<uint16_t>(log.n);
+  }
+  return n;
+}
+
+bool memo_holds(const WalkMemo& m, const Regs& start, uint64_t stack_hi, int max) {
+  if (!m.words || m.pc != start.pc || m.sp != start.sp || m.hi != stack_hi || m.max != max || (m.fp_used && m.fp != start.fp))
+    return false;
+  if (m.generation != ObjectTable::instance().snapshot()->generation) return false;
+  // Every address on the current stack before any load (the memo's walk bounded them to the same
+  // [sp, top), so this only guards against a memo of another stack); then one load per word, none
+  // waiting for another.
+  if (m.lowest < start.sp || m.highest > stack_hi - 8) return false;
+  uint64_t diff = 0;
+  for (int i = 0; i < m.words; i++) diff |= stack_word(m.word[2 * i]) ^ m.word[2 * i + 1];
+  return diff == 0;
+}
 
 void prefetch_walk() {
   const PcCache* c = t_cache.get();
@@ -437,7 +538,8 @@ void forget_walk() {
   if (PcCache* c = t_cache.get()) c->rec_n = 0;
 }
 
-__attribute__((noinline)) int unwind_here(uint64_t* out, int max, WalkStatus* status, bool incremental) {
+__attribute__((noinline)) int unwind_here(uint64_t* out, int max, WalkStatus* status, bool incremental,
+                                         const WalkMemo* check, WalkMemo* memo) {
   Regs r;
   // pc, sp and fp of one instruction of this function: its CFI row describes exactly this state.
   asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(r.pc), "=r"(r.sp), "=r"(r.fp));
@@ -449,7 +551,8 @@ __attribute__((noinline)) int unwind_here(uint64_t* out, int max, WalkStatus* st
     status->end = WalkEnd::OffStack;
     return 0;
   }
-  return walk(r, b.hi, out, max, status, incremental);
+  if (check && memo_holds(*check, r, b.hi, max)) return kMemoHeld;
+  return walk(r, b.hi, out, max, status, incremental, memo);
 }
 
 }  // namespace aiflame::unwind

@@ -33,15 +33,46 @@ struct WalkStatus {
   bool needs_fallback() const { return end == WalkEnd::NotReady || end == WalkEnd::Stale || end == WalkEnd::OffStack; }
 };
 
+// What a walk read: its start, and every stack word it loaded with the value it found. A walk is a
+// function of its start (pc, sp, rbp where it used the starting rbp), the stack's top, the frame
+// limit, the snapshot generation (the rows) and the values of the words it reads, whose addresses
+// come from the start and earlier values. So if a later walk starts from the same state and every
+// logged word still holds its value, it reads the same words and returns the same frames: checking
+// the memo is one independent load per word, where a walk is a chain of dependent ones (issue 22:
+// on the H100 a launch's 34-47 frames still cost 1.5-2.5 us walked, 33-43 of them reused).
+// Only walks that ended at the outermost frame or at the limit are memos (a bad frame may be an
+// object loaded later).
+struct WalkMemo {
+  static constexpr int kMaxWords = 160;
+  uint64_t pc = 0, sp = 0, fp = 0, hi = 0;
+  uint64_t lowest = 0, highest = 0;  // the lowest and highest word address it holds
+  uint32_t generation = 0;
+  uint16_t words = 0;    // 0: no memo
+  uint16_t max = 0;      // the frame limit it was walked with
+  bool fp_used = false;  // a rule used the starting rbp (before any saved rbp was loaded)
+  uint64_t word[2 * kMaxWords];  // address, value, address, value, ...
+};
+
 // Walks from `start` (pc: the exact instruction, as in a signal context) with stack reads bounded to
 // [start.sp, stack_hi). Writes the return addresses of the frames above `start` (not start.pc), at
 // most min(max, 259). incremental = false: every frame walked, the thread's record of its previous
 // walk neither used nor replaced (the reference that tests compare the incremental walk with).
-int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatus* status, bool incremental = true);
+// memo: filled with what this walk read (words = 0 when it is not a memo: too many words, or the
+// walk ended otherwise than at the outermost frame or the limit).
+int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatus* status, bool incremental = true,
+         WalkMemo* memo = nullptr);
+
+// True if a walk from `start` with these bounds would read exactly what `memo`'s walk read, and so
+// return its frames and end. Reads only the memo's words, each checked to lie in [start.sp, stack_hi).
+bool memo_holds(const WalkMemo& memo, const Regs& start, uint64_t stack_hi, int max);
 
 // The caller's stack, like glibc's backtrace() called from the same place: out[0] is the return
 // address of unwind_here into its caller, then that caller's return address, and so on.
-int unwind_here(uint64_t* out, int max, WalkStatus* status, bool incremental = true);
+// check: if it holds for this call (memo_holds), returns kMemoHeld without walking (the caller has
+// the frames of the walk that made it); otherwise walks, filling `memo` if not null (it may be check).
+constexpr int kMemoHeld = -1;
+int unwind_here(uint64_t* out, int max, WalkStatus* status, bool incremental = true, const WalkMemo* check = nullptr,
+                WalkMemo* memo = nullptr);
 
 // Prefetches the lines the previous walk on this thread read (its cache sets and stack words): call
 // at the start of a capture, before other work, so that the walk's dependent loads hit (issue 22).

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <span>
 #include <string>
@@ -766,6 +767,144 @@ TEST_F(Unwinder, IncrementalWalkEqualsTheFullWalkWhateverChangedOnTheStack) {
   EXPECT_GT(reused_all, 2000);
   EXPECT_GT(two_runs, 1000);  // frames reused again above a part that differed
   EXPECT_GT(shifted, 1000);   // frames reused from a walk that started at another sp
+}
+
+// The memo of a walk (WalkMemo): from the same place it holds and the walk is skipped; from another
+// caller whose frames have the same sizes (the same start sp, the same depth) the return address it
+// logged differs, so it does not hold, and the walk gives that caller's frames.
+__attribute__((noinline)) int walk_here(const WalkMemo* check, WalkMemo* memo, uint64_t* frames) {
+  WalkStatus st;
+  int n = unwind_here(frames, 256, &st, true, check, memo);
+  asm volatile("" ::: "memory");
+  return n;
+}
+__attribute__((noinline)) int from_a(const WalkMemo* c, WalkMemo* m, uint64_t* f) {
+  int n = walk_here(c, m, f);
+  asm volatile("");
+  return n;
+}
+__attribute__((noinline)) int from_b(const WalkMemo* c, WalkMemo* m, uint64_t* f) {
+  int n = walk_here(c, m, f);
+  asm volatile("");
+  return n;
+}
+using From = int (*)(const WalkMemo*, WalkMemo*, uint64_t*);
+__attribute__((noinline)) int via_from(From p, const WalkMemo* c, WalkMemo* m, uint64_t* f) {
+  int n = p(c, m, f);
+  asm volatile("");
+  return n;
+}
+
+TEST_F(Unwinder, AWalksMemoHoldsFromTheSamePlaceAndNotFromAnotherCallerAtTheSameDepth) {
+  auto memo = std::make_unique<WalkMemo>();
+  auto other = std::make_unique<WalkMemo>();
+  uint64_t a[256], again[256], b[256], b_again[256], a_other[256];
+  struct Step {
+    From from;
+    const WalkMemo* check;
+    WalkMemo* memo;
+    uint64_t* out;
+    int n = 0;
+  } steps[] = {
+      {from_a, nullptr, memo.get(), a},          // the memo of from_a's walk
+      {from_a, memo.get(), nullptr, again},      // holds
+      {from_b, memo.get(), other.get(), b},      // does not: walked, and from_b's memo
+      {from_b, other.get(), nullptr, b_again},   // holds
+      {from_a, other.get(), nullptr, a_other},   // does not
+  };
+  for (Step& st : steps) st.n = via_from(st.from, st.check, st.memo, st.out);  // one call site: the same stack above
+  const int na = steps[0].n, nb = steps[2].n;
+  ASSERT_GT(na, 3);
+  ASSERT_GT(memo->words, 0) << "a walk to the outermost frame is a memo";
+  EXPECT_EQ(steps[1].n, kMemoHeld);
+  ASSERT_NE(nb, kMemoHeld) << "from_b's return address is not from_a's";
+  ASSERT_EQ(other->sp, memo->sp) << "the two callers do not start at the same depth: the test proves nothing";
+  ASSERT_EQ(nb, na);
+  EXPECT_NE(b[1], a[1]);  // [0]: into walk_here's caller; [1]: into via_from, from from_a / from_b
+  EXPECT_TRUE(std::equal(a + 2, a + na, b + 2));
+  EXPECT_EQ(steps[3].n, kMemoHeld);
+  EXPECT_NE(steps[4].n, kMemoHeld);
+  EXPECT_TRUE(std::equal(a, a + na, a_other));
+}
+
+// Property: whenever a memo holds for a walk's start on a stack changed since the memo was made
+// (return addresses, saved rbps, other words, the start, the limit), the walk of every frame returns
+// the memo's frames and end. Hand-made frame pointer chains as in the incremental walk's property,
+// whose words the walk reads; a memo is remade after each check, as the capture does on a miss.
+TEST_F(Unwinder, AMemoHoldsOnlyWhereTheWalkReturnsItsFrames) {
+  const TextRange* text = nocfi_text();
+  ASSERT_NE(text, nullptr) << "chain_nocfi's object has CFI";
+  const Snapshot* snap = ObjectTable::instance().snapshot();
+  std::vector<uint64_t> text_pcs;
+  for (const auto& r : snap->ranges)
+    for (uint64_t a = r.lo; a < r.hi && text_pcs.size() < 4096; a += (r.hi - r.lo) / 64 + 1) text_pcs.push_back(a);
+  std::mt19937_64 rng(11);
+  HandStack s;
+  auto nocfi_pc = [&] { return text->lo + 1 + rng() % (text->hi - text->lo - 1); };
+  auto memo = std::make_unique<WalkMemo>();
+  int held = 0, held_changed = 0, not_held = 0, memos = 0;
+  for (int trial = 0; trial < 10000; trial++) {
+    for (auto& w : s.w) {
+      switch (rng() % 4) {
+        case 0: w = text_pcs[rng() % text_pcs.size()] + rng() % 64; break;
+        case 1: w = s.at(rng() % s.w.size()); break;
+        case 2: w = 0; break;
+        default: w = rng(); break;
+      }
+    }
+    std::vector<size_t> f;
+    for (size_t at = 2 + rng() % 8; at + 2 < s.w.size() && f.size() < 40; at += 2 + rng() % 16) f.push_back(at);
+    std::vector<uint64_t> ra;
+    for (size_t i = 0; i < f.size(); i++) ra.push_back(rng() % 8 ? nocfi_pc() : text_pcs[rng() % text_pcs.size()]);
+    s.chain(f, ra);
+    Regs r;
+    r.pc = nocfi_pc();
+    r.sp = s.lo();
+    r.fp = s.at(f[0]);
+    int max = rng() % 4 ? 64 : 1 + static_cast<int>(rng() % 40);
+    uint64_t frames[300];
+    WalkStatus st;
+    Walked made;
+    made.frames.assign(frames, frames + walk(r, s.hi(), frames, max, &made.status, rng() % 2, memo.get()));
+    for (int round = 0; round < 4; round++) {
+      const std::vector<uint64_t> before(s.w.begin(), s.w.end());
+      const Regs r0 = r;
+      for (int c = static_cast<int>(rng() % 3); c > 0; c--) {  // round with no change: the memo must hold
+        const size_t i = rng() % f.size();
+        switch (rng() % 7) {
+          case 0: s.w[f[i] + 1] = nocfi_pc(); break;
+          case 1: s.w[f[i]] = s.at(f[rng() % f.size()]); break;
+          case 2: s.w[f[i]] = s.at(rng() % s.w.size()); break;
+          case 3: s.w[rng() % s.w.size()] = rng() % 2 ? nocfi_pc() : rng(); break;
+          case 4: r.fp = s.at(f[i]); break;
+          case 5: r.sp = s.at(f[i] > 8 ? f[i] - 1 - rng() % 8 : 0); break;
+          default: max = rng() % 4 ? 64 : 1 + static_cast<int>(rng() % 40); break;
+        }
+      }
+      const bool holds = memo->words && memo_holds(*memo, r, s.hi(), max);
+      const Walked ref = full_walk_of(r, s.hi(), max);
+      if (holds) {
+        ASSERT_EQ(ref.frames, made.frames) << "trial " << trial << " round " << round << "\nmemo:" << show(made.frames)
+                                           << "\nfull:" << show(ref.frames);
+        ASSERT_EQ(ref.status.end, made.status.end) << "trial " << trial << " round " << round;
+        held++;
+        held_changed += !std::equal(s.w.begin(), s.w.end(), before.begin()) || r0.fp != r.fp;
+      } else {
+        not_held++;
+        if (std::equal(s.w.begin(), s.w.end(), before.begin()) && r0.sp == r.sp && r0.fp == r.fp && memo->words) {
+          EXPECT_NE(memo->max, max) << "an unchanged stack's memo did not hold, trial " << trial;
+        }
+      }
+      made.frames.assign(frames, frames + walk(r, s.hi(), frames, max, &made.status, rng() % 2, memo.get()));
+      memos += memo->words > 0;
+    }
+  }
+  // Both sides of the property occurred, and memos held across changes that the walk does not read
+  // (words off its path, saved rbps that no rule used).
+  EXPECT_GT(held, 5000);
+  EXPECT_GT(held_changed, 2000);
+  EXPECT_GT(not_held, 5000);
+  EXPECT_GT(memos, 8000);
 }
 
 }  // namespace
