@@ -106,10 +106,6 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
     // The thread that opened the open window (its kernel-serialized range belongs to that thread's
     // launches; the others wait at their launch entry until it closes).
     std::atomic<pid_t> window_owner{0};
-    // The owner's last launch entry or exit in the open window (steady clock, ns): another thread
-    // that finds it idle stops waiting for it (window_enter says why).
-    std::atomic<int64_t> owner_active_ns{0};
-    std::atomic<uint64_t> window_serial{0};  // windows opened so far (tells one window from the next)
     uint32_t window_count = 0;  // the owner's launches in the open window
     bool configured = false;  // PC sampling enabled and configured (win_disable_between re-enables per window)
   };

@@ -488,12 +488,6 @@ pid_t this_thread_id() {
   static thread_local pid_t id = static_cast<pid_t>(gettid());
   return id;
 }
-int64_t steady_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-// The window (Context::window_serial) into which this thread launches without waiting: its owner was
-// found idle there.
-thread_local uint64_t t_window_joined = 0;
 }  // namespace
 
 // A window belongs to the thread that opened it: its launches are the window's, and only it fetches
@@ -501,41 +495,30 @@ thread_local uint64_t t_window_joined = 0;
 // it closes (at most kWindowWaitLimit): with eight threads launching on eight streams into one
 // kernel-serialized window, the program hung on the H100 within two windows (bench/RESULTS.md),
 // while one thread's windows never did. Its wait is the window's cost to it, about one launch's
-// ~1 ms in a window.
-//
-// The owner may not launch again soon: its work is done, or it is blocked on this thread (backward()
-// waits for autograd's engine thread, which launches the whole backward pass). Then this thread
-// launches into the window without taking it over, once the owner has been idle for kOwnerIdle (or
-// after kWindowWaitLimit), and for the rest of that window without waiting again: its kernels are
-// sampled with their own launch ids, and the owner closes the window at its next launch. (Waiting
-// 50 ms at every launch, a 28-s gpt_train.py run had its engine thread wait 5.3 s in two windows:
-// bench/RESULTS.md.) A thread other than the opener that closed the window (Stop, Disable) while the
-// others launched hung eight threads on eight streams on the H100, as a Stop from another thread hung
-// bench/probes/serialized_where.cu; launching into it did not. Threads whose owner keeps launching
-// (eight threads on eight streams) still wait for the close.
+// ~1 ms in a window. Tried and reverted: once the owner had been idle 5 ms (blocked on this thread, as
+// backward() on autograd's engine), launching into the window for the rest of it without waiting:
+// a 28-s gpt_train.py run then kept 14 GPU samples of 60 window launches (the other thread's kernels
+// ran in the kernel-serialized range with nobody fetching after them) and eight threads on eight
+// streams hung, 2 of 2 (bench/RESULTS.md, "Recorder v2: the fourth session").
 void CuptiBackend::window_enter(Context& c, uint64_t now) {
   if (c.window_open.load(std::memory_order_acquire)) {
     if (c.window_owner.load(std::memory_order_relaxed) == this_thread_id()) {
-      c.owner_active_ns.store(steady_ns(), std::memory_order_relaxed);
       window_launches_++;
       return;
     }
-    const uint64_t serial = c.window_serial.load(std::memory_order_acquire);
-    if (t_window_joined == serial) return;
-    constexpr int64_t kOwnerIdle = 5'000'000, kWindowWaitLimit = 50'000'000;
-    const int64_t t0 = steady_ns();
-    int64_t t = t0;
-    while (c.window_open.load(std::memory_order_acquire) && c.window_serial.load(std::memory_order_acquire) == serial &&
-           t - t0 < kWindowWaitLimit) {
-      if (t - c.owner_active_ns.load(std::memory_order_relaxed) >= kOwnerIdle) {
-        t_window_joined = serial;
-        break;
-      }
+    // The owner may not launch again soon (its work done, or blocked on this thread: backward()
+    // waits for autograd's engine thread): after 50 ms this thread launches into the window without
+    // taking it over. A thread other than the opener that closed the window (Stop, Disable) while the
+    // others launched hung eight threads on eight streams on the H100 (bench/RESULTS.md), as a Stop
+    // from another thread hung bench/probes/serialized_where.cu; launching into it did not.
+    const auto limit = std::chrono::milliseconds(50);
+    auto t0 = std::chrono::steady_clock::now(), t = t0;
+    while (c.window_open.load(std::memory_order_acquire) && t - t0 < limit) {
       std::this_thread::sleep_for(std::chrono::microseconds(20));
-      t = steady_ns();
+      t = std::chrono::steady_clock::now();
     }
     window_waits_++;
-    window_wait_ns_ += static_cast<uint64_t>(t - t0);
+    window_wait_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t - t0).count());
     return;
   }
   if (!c.windows->due(now) || measure_.win_never) return;
@@ -546,8 +529,6 @@ void CuptiBackend::window_enter(Context& c, uint64_t now) {
   if (!c.enabled || c.window_open.load()) return;
   if (c.windows->decide(now) != SamplingWindows::Action::Open) return;
   c.window_owner.store(this_thread_id(), std::memory_order_relaxed);
-  c.owner_active_ns.store(steady_ns(), std::memory_order_relaxed);
-  c.window_serial.fetch_add(1, std::memory_order_acq_rel);
   c.window_count = 0;
   if (open_window_locked(c, now)) window_launches_++;
 }
@@ -558,7 +539,6 @@ void CuptiBackend::window_exit(CUcontext ctx) {
   if (c->window_owner.load(std::memory_order_relaxed) != this_thread_id()) return;  // window_enter says why
   std::unique_lock<std::mutex> lock(c->mu, std::try_to_lock);  // never waits in a callback
   if (!lock.owns_lock() || !c->enabled || !c->window_open.load()) return;
-  c->owner_active_ns.store(steady_ns(), std::memory_order_relaxed);
   drain_locked(*c);  // serialized sampling wants its data fetched after every kernel
   uint64_t now = 0;
   api_.cuptiGetTimestamp(&now);
