@@ -220,24 +220,33 @@ double clock_cost_ns() {
 
 std::vector<double> g_cold_ns;  // BM_CaptureCold's launches, each timed alone
 
-// The capture alone (as BM_CaptureEveryLaunch), caches and TLB evicted before every launch.
-void BM_CaptureCold(benchmark::State& state) {
-  Capturer c(UnwindPolicy::Always);
-  warm_up(c);
+// Each iteration i of the benchmark: untimed(i), caches and TLB evicted, then timed(i) timed alone;
+// ns per iteration, the clock's own cost taken off.
+template <class Untimed, class Timed>
+std::vector<double> time_cold(benchmark::State& state, Untimed untimed, Timed timed) {
   Evictor ev;
   const double clock = clock_cost_ns();
   std::vector<double> ns;
   uint64_t i = 0;
   for (auto _ : state) {
     state.PauseTiming();
+    untimed(i);
     ev.run();
     state.ResumeTiming();
     auto t0 = std::chrono::steady_clock::now();
-    launch(c, i++);
+    timed(i++);
     auto t1 = std::chrono::steady_clock::now();
     ns.push_back(static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()) - clock);
   }
-  g_cold_ns = std::move(ns);
+  return ns;
+}
+constexpr auto kNothing = [](uint64_t) {};
+
+// The capture alone (as BM_CaptureEveryLaunch), caches and TLB evicted before every launch.
+void BM_CaptureCold(benchmark::State& state) {
+  Capturer c(UnwindPolicy::Always);
+  warm_up(c);
+  g_cold_ns = time_cold(state, kNothing, [&](uint64_t i) { launch(c, i); });
   report_shape(state);
 }
 BENCHMARK(BM_CaptureCold)->Iterations(3000);
@@ -259,20 +268,7 @@ void BM_CaptureColdMixed(benchmark::State& state) {
   Capturer c(UnwindPolicy::Always);
   warm_up(c);
   for (uint64_t i = 0; i < 1000; i++) launch_mixed(c, i);
-  Evictor ev;
-  const double clock = clock_cost_ns();
-  std::vector<double> ns;
-  uint64_t i = 0;
-  for (auto _ : state) {
-    state.PauseTiming();
-    ev.run();
-    state.ResumeTiming();
-    auto t0 = std::chrono::steady_clock::now();
-    launch_mixed(c, i++);
-    auto t1 = std::chrono::steady_clock::now();
-    ns.push_back(static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()) - clock);
-  }
-  g_cold_mixed_ns = std::move(ns);
+  g_cold_mixed_ns = time_cold(state, kNothing, [&](uint64_t i) { launch_mixed(c, i); });
   report_shape(state);
 }
 BENCHMARK(BM_CaptureColdMixed)->Iterations(3000);
@@ -592,20 +588,8 @@ void on_launch_cold(benchmark::State& state, bool stats, Pass pass = Pass::Forwa
     launch_cb(i);
   }
   if (stats) CaptureStats::instance().reset();  // the timed launches only
-  Evictor ev;
-  const double clock = clock_cost_ns();
-  std::vector<double> ns;
-  uint64_t i = 0;
-  for (auto _ : state) {
-    state.PauseTiming();
-    set_node(i);  // the engine's doing (NodeGuard), not the launch path's
-    ev.run();
-    state.ResumeTiming();
-    auto t0 = std::chrono::steady_clock::now();
-    launch_cb(i++);
-    auto t1 = std::chrono::steady_clock::now();
-    ns.push_back(static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()) - clock);
-  }
+  // set_node: the engine's doing (NodeGuard), not the launch path's.
+  std::vector<double> ns = time_cold(state, set_node, launch_cb);
   rec.stop_collector();
   fake_torch::graph_task = -1;
   fake_torch::current.reset();

@@ -122,10 +122,7 @@ thread_local std::unique_ptr<MemoTable> t_memo;
 
 MemoTable& memo_table(uint64_t owner) {
   MemoTable* t = t_memo.get();
-  if (!t) {
-    t_memo.reset(t = new MemoTable);
-    for (auto& e : t->e) e.key = 0;
-  }
+  if (!t) t_memo.reset(t = new MemoTable);  // owner 0: cleared below (serials start at 1)
   if (t->owner != owner) {
     for (auto& e : t->e) e.key = 0;
     t->owner = owner;
@@ -133,12 +130,21 @@ MemoTable& memo_table(uint64_t owner) {
   return *t;
 }
 
-bool same_python(const MemoEntry& e, const RawPyFrame* py, int np) {
-  if (e.np != np) return false;
-  for (int i = 0; i < np; i++)
-    if (e.py[2 * i] != reinterpret_cast<uint64_t>(py[i].code) || e.py[2 * i + 1] != static_cast<uint32_t>(py[i].lasti))
-      return false;
-  return true;
+// The Python frames as a stack's content holds them (and a memo's key and entry): code, lasti.
+size_t put_python(uint64_t* out, const RawPyFrame* py, int np) {
+  for (int i = 0; i < np; i++) {
+    out[2 * i] = reinterpret_cast<uint64_t>(py[i].code);
+    out[2 * i + 1] = static_cast<uint32_t>(py[i].lasti);
+  }
+  return 2 * static_cast<size_t>(np);
+}
+
+// The parts of a capture's breakdown that a launch from its memo and a walked launch share.
+void add_walk_stats(CaptureStats& cs, uint64_t t0, uint64_t t1, uint64_t t2, int nn, int np) {
+  cs.add(CaptureStats::Python, t0, t1);
+  cs.add(CaptureStats::Unwind, t1, t2);
+  cs.native_frames.fetch_add(static_cast<uint64_t>(nn), std::memory_order_relaxed);
+  cs.python_frames.fetch_add(static_cast<uint64_t>(np), std::memory_order_relaxed);
 }
 
 }  // namespace
@@ -275,19 +281,17 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
   MemoEntry* memo = nullptr;
   MemoEntry* slot = nullptr;
   uint64_t key = 0;
+  uint64_t k[2 * kMemoPython + 2];  // the key's words: site, depth, Python frames (put_python)
+  const uint64_t* const k_python = k + 2;
+  const size_t py_bytes = 2 * sizeof(uint64_t) * static_cast<size_t>(np);
   if (policy_ != UnwindPolicy::Off && incremental_ && np <= kMemoPython) {
     MemoTable& table = memo_table(serial_);
-    uint64_t k[2 * kMemoPython + 2];
     k[0] = site;
     k[1] = reinterpret_cast<uint64_t>(__builtin_frame_address(0));  // the launch's depth on its stack
-    for (int i = 0; i < np; i++) {
-      k[2 + 2 * i] = reinterpret_cast<uint64_t>(py[i].code);
-      k[3 + 2 * i] = static_cast<uint32_t>(py[i].lasti);
-    }
-    key = hash_words(k, 2 + 2 * static_cast<size_t>(np)) | 1;
+    key = hash_words(k, 2 + put_python(k + 2, py, np)) | 1;
     MemoEntry* set = &table.e[2 * (key >> (64 - kMemoSetBits))];
     for (int way = 0; way < 2 && !memo; way++)
-      if (set[way].key == key && same_python(set[way], py, np)) memo = &set[way];
+      if (set[way].key == key && set[way].np == np && std::memcmp(set[way].py, k_python, py_bytes) == 0) memo = &set[way];
     if (memo) {
       const char* line = reinterpret_cast<const char*>(&memo->walk);
       for (int l = 0; l < 20; l++) __builtin_prefetch(line + 64 * l);  // ~75 words: a 45-frame walk
@@ -311,11 +315,7 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
     memo->key = key;
     if (stats) {
       CaptureStats& cs = CaptureStats::instance();
-      uint64_t t2 = CaptureStats::now();
-      cs.add(CaptureStats::Python, t0, t1);
-      cs.add(CaptureStats::Unwind, t1, t2);
-      cs.native_frames.fetch_add(static_cast<uint64_t>(memo->nn), std::memory_order_relaxed);
-      cs.python_frames.fetch_add(static_cast<uint64_t>(np), std::memory_order_relaxed);
+      add_walk_stats(cs, t0, t1, CaptureStats::now(), memo->nn, np);
       cs.memo_held.fetch_add(1, std::memory_order_relaxed);
     }
     return {memo->id, true};
@@ -324,10 +324,7 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
   w[0] = static_cast<uint64_t>(nn);
   size_t len = 1 + static_cast<size_t>(nn);
   w[len++] = static_cast<uint64_t>(np);
-  for (int i = 0; i < np; i++) {
-    w[len++] = reinterpret_cast<uint64_t>(py[i].code);
-    w[len++] = static_cast<uint32_t>(py[i].lasti);
-  }
+  len += put_python(w + len, py, np);
   uint64_t h = hash_words(w, len);
 
   LocalStacks& local = t_stacks;
@@ -343,21 +340,14 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
     slot->id = id;
     slot->nn = nn;
     slot->np = np;
-    for (int i = 0; i < np; i++) {
-      slot->py[2 * i] = reinterpret_cast<uint64_t>(py[i].code);
-      slot->py[2 * i + 1] = static_cast<uint32_t>(py[i].lasti);
-    }
+    std::memcpy(slot->py, k_python, py_bytes);
     slot->key = key;
   }
   if (stats) {
     CaptureStats& cs = CaptureStats::instance();
-    uint64_t t4 = CaptureStats::now();
-    cs.add(CaptureStats::Python, t0, t1);
-    cs.add(CaptureStats::Unwind, t1, t2);
+    add_walk_stats(cs, t0, t1, t2, nn, np);
     cs.add(CaptureStats::Hash, t2, t3);
-    cs.add(CaptureStats::Intern, t3, t4);
-    cs.native_frames.fetch_add(static_cast<uint64_t>(nn), std::memory_order_relaxed);
-    cs.python_frames.fetch_add(static_cast<uint64_t>(np), std::memory_order_relaxed);
+    cs.add(CaptureStats::Intern, t3, CaptureStats::now());
     if (thread_new) cs.thread_new.fetch_add(1, std::memory_order_relaxed);
   }
   return {id, policy_ != UnwindPolicy::Off};

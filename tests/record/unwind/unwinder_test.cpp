@@ -683,22 +683,21 @@ TEST_F(Unwinder, TheSameLeafFramesMovedUpAreNotReadPastTheStacksTop) {
   EXPECT_EQ(again.status.reused, 6);
 }
 
-// Property: whatever changes between two walks on one stack (return addresses, saved rbps, other
-// words, the starting registers, the frame limit), the second walk, which starts from the first's
-// record, equals the walk of every frame. Hand-made frame pointer chains with random words around
-// them, some of those words return addresses into objects with CFI (walked by their rows).
-TEST_F(Unwinder, IncrementalWalkEqualsTheFullWalkWhateverChangedOnTheStack) {
-  const TextRange* text = nocfi_text();
-  ASSERT_NE(text, nullptr) << "chain_nocfi's object has CFI";
-  const Snapshot* snap = ObjectTable::instance().snapshot();
-  std::vector<uint64_t> text_pcs;
-  for (const auto& r : snap->ranges)
-    for (uint64_t a = r.lo; a < r.hi && text_pcs.size() < 4096; a += (r.hi - r.lo) / 64 + 1) text_pcs.push_back(a);
-  std::mt19937_64 rng(7);
-  HandStack s;
-  auto nocfi_pc = [&] { return text->lo + 1 + rng() % (text->hi - text->lo - 1); };
-  int trials = 0, reused_all = 0, reused_part = 0, two_runs = 0, shifted = 0, deep = 0;
-  for (int trial = 0; trial < 20000; trial++) {
+// Random hand-made stacks for the property tests: every word random (a return address into some
+// object, an address on the stack, zero or anything), then a frame pointer chain of up to 40 frames
+// returning mostly into chain_nocfi's object (no CFI: stepped by frame pointer), sometimes into
+// objects with CFI (walked by their rows), and a start in chain_nocfi's code at its first frame.
+struct RandomChains {
+  const TextRange* text;
+  std::vector<uint64_t> text_pcs;  // addresses across every loaded object's code
+  std::mt19937_64 rng;
+  RandomChains(const TextRange* t, uint64_t seed) : text(t), rng(seed) {
+    for (const auto& r : ObjectTable::instance().snapshot()->ranges)
+      for (uint64_t a = r.lo; a < r.hi && text_pcs.size() < 4096; a += (r.hi - r.lo) / 64 + 1) text_pcs.push_back(a);
+  }
+  uint64_t nocfi_pc() { return text->lo + 1 + rng() % (text->hi - text->lo - 1); }
+  // Fills s; f: the chain's frames (word indices), ra: their return addresses. Returns the start.
+  Regs fill(HandStack& s, std::vector<size_t>& f, std::vector<uint64_t>& ra) {
     for (auto& w : s.w) {
       switch (rng() % 4) {
         case 0: w = text_pcs[rng() % text_pcs.size()] + rng() % 64; break;
@@ -707,15 +706,34 @@ TEST_F(Unwinder, IncrementalWalkEqualsTheFullWalkWhateverChangedOnTheStack) {
         default: w = rng(); break;
       }
     }
-    std::vector<size_t> f;
     for (size_t at = 2 + rng() % 8; at + 2 < s.w.size() && f.size() < 40; at += 2 + rng() % 16) f.push_back(at);
-    std::vector<uint64_t> ra;
     for (size_t i = 0; i < f.size(); i++) ra.push_back(rng() % 8 ? nocfi_pc() : text_pcs[rng() % text_pcs.size()]);
     s.chain(f, ra);
     Regs r;
     r.pc = nocfi_pc();
     r.sp = s.lo();
     r.fp = s.at(f[0]);
+    return r;
+  }
+};
+
+// Property: whatever changes between two walks on one stack (return addresses, saved rbps, other
+// words, the starting registers, the frame limit), the second walk, which starts from the first's
+// record, equals the walk of every frame. Hand-made frame pointer chains with random words around
+// them, some of those words return addresses into objects with CFI (walked by their rows).
+TEST_F(Unwinder, IncrementalWalkEqualsTheFullWalkWhateverChangedOnTheStack) {
+  const TextRange* text = nocfi_text();
+  ASSERT_NE(text, nullptr) << "chain_nocfi's object has CFI";
+  RandomChains gen(text, 7);
+  auto& rng = gen.rng;
+  auto nocfi_pc = [&] { return gen.nocfi_pc(); };
+  auto& text_pcs = gen.text_pcs;
+  HandStack s;
+  int trials = 0, reused_all = 0, reused_part = 0, two_runs = 0, shifted = 0, deep = 0;
+  for (int trial = 0; trial < 20000; trial++) {
+    std::vector<size_t> f;
+    std::vector<uint64_t> ra;
+    Regs r = gen.fill(s, f, ra);
     const int max1 = rng() % 4 ? 64 : 1 + static_cast<int>(rng() % 40);
     forget_walk();
     const Walked first = walk_of(r, s.hi(), max1);
@@ -834,36 +852,18 @@ TEST_F(Unwinder, AWalksMemoHoldsFromTheSamePlaceAndNotFromAnotherCallerAtTheSame
 TEST_F(Unwinder, AMemoHoldsOnlyWhereTheWalkReturnsItsFrames) {
   const TextRange* text = nocfi_text();
   ASSERT_NE(text, nullptr) << "chain_nocfi's object has CFI";
-  const Snapshot* snap = ObjectTable::instance().snapshot();
-  std::vector<uint64_t> text_pcs;
-  for (const auto& r : snap->ranges)
-    for (uint64_t a = r.lo; a < r.hi && text_pcs.size() < 4096; a += (r.hi - r.lo) / 64 + 1) text_pcs.push_back(a);
-  std::mt19937_64 rng(11);
+  RandomChains gen(text, 11);
+  auto& rng = gen.rng;
+  auto nocfi_pc = [&] { return gen.nocfi_pc(); };
   HandStack s;
-  auto nocfi_pc = [&] { return text->lo + 1 + rng() % (text->hi - text->lo - 1); };
   auto memo = std::make_unique<WalkMemo>();
   int held = 0, held_changed = 0, not_held = 0, memos = 0;
   for (int trial = 0; trial < 10000; trial++) {
-    for (auto& w : s.w) {
-      switch (rng() % 4) {
-        case 0: w = text_pcs[rng() % text_pcs.size()] + rng() % 64; break;
-        case 1: w = s.at(rng() % s.w.size()); break;
-        case 2: w = 0; break;
-        default: w = rng(); break;
-      }
-    }
     std::vector<size_t> f;
-    for (size_t at = 2 + rng() % 8; at + 2 < s.w.size() && f.size() < 40; at += 2 + rng() % 16) f.push_back(at);
     std::vector<uint64_t> ra;
-    for (size_t i = 0; i < f.size(); i++) ra.push_back(rng() % 8 ? nocfi_pc() : text_pcs[rng() % text_pcs.size()]);
-    s.chain(f, ra);
-    Regs r;
-    r.pc = nocfi_pc();
-    r.sp = s.lo();
-    r.fp = s.at(f[0]);
+    Regs r = gen.fill(s, f, ra);
     int max = rng() % 4 ? 64 : 1 + static_cast<int>(rng() % 40);
     uint64_t frames[300];
-    WalkStatus st;
     Walked made;
     made.frames.assign(frames, frames + walk(r, s.hi(), frames, max, &made.status, rng() % 2, memo.get()));
     for (int round = 0; round < 4; round++) {
