@@ -3,7 +3,8 @@
 # samples with launch ids, how exact is the 3:1 split, and what does each way of leaving CUPTI idle
 # between windows cost? Variants run round-robin, so drifts of the machine hit all of them: plain,
 # default (today's continuous mode), windows (its defaults: sampling enabled only inside windows),
-# keep* (sampling kept enabled between windows), win-never (enabled, no window: the floor).
+# keep* (sampling kept enabled between windows), win-never (enabled, no window: the floor, with kernel
+# records on all the time), win-never-norec (the same without kernel records: sampling enabled alone).
 # Usage: bench/windows_eval.sh [ROUNDS=2] [WORKLOAD...]   (workloads: gpt hf resnet storm threads graph triton)
 # Env:   AIFLAME_BIN (default .dist), OUT (default /tmp/win), WIN (window options),
 #        PERIOD (windows' sampling period, default CUPTI's), SKIP_ACCURACY=1, VARIANTS (names to run).
@@ -59,6 +60,7 @@ variants=(
   "keep|AIFLAME_WIN_DISABLE_BETWEEN=0 AIFLAME_WIN_TOGGLE_ACT=0 AIFLAME_WINDOW_LAUNCHES=1 AIFLAME_WINDOW_US=1000 AIFLAME_WINDOW_BUDGET_PERMILLE=10|--pc-mode windows $popt"
   "keep-callbacks-on|AIFLAME_WIN_DISABLE_BETWEEN=0 AIFLAME_WIN_TOGGLE_ACT=0 AIFLAME_WIN_TOGGLE_CB=0|$win $popt"
   "win-never|AIFLAME_WIN_DISABLE_BETWEEN=0 AIFLAME_WIN_TOGGLE_ACT=0 AIFLAME_WIN_NEVER=1|$win $popt"
+  "win-never-norec|AIFLAME_WIN_DISABLE_BETWEEN=0 AIFLAME_WIN_TOGGLE_ACT=1 AIFLAME_WIN_NEVER=1|$win $popt"
   "win-noprime|AIFLAME_WIN_DISABLE_BETWEEN=0 AIFLAME_WIN_TOGGLE_ACT=0 AIFLAME_WIN_PRIME=0|$win $popt"
 )
 for w in $workloads; do

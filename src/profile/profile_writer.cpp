@@ -122,23 +122,7 @@ ProfileWriter::ThreadBuffer* ProfileWriter::thread_buffer() {
   return raw;
 }
 
-void ProfileWriter::add_framed(RecordType type, const std::string& payload) {
-  // The bytes add_encoded appends: the type, the payload's length (varint), the payload.
-  char frame[256];
-  size_t n = 0;
-  frame[n++] = static_cast<char>(type);
-  uint64_t len = payload.size();
-  while (len >= 0x80) {
-    frame[n++] = static_cast<char>((len & 0x7f) | 0x80);
-    len >>= 7;
-  }
-  frame[n++] = static_cast<char>(len);
-  if (n + payload.size() > sizeof frame) {  // no such record on this path today: the locked way
-    add_encoded(type, payload);
-    return;
-  }
-  std::memcpy(frame + n, payload.data(), payload.size());
-  n += payload.size();
+void ProfileWriter::add_framed(const char* frame, size_t n) {
   ThreadBuffer& b = *thread_buffer();
   uint64_t head = b.head.load(std::memory_order_relaxed);
   if (ThreadBuffer::kBytes - (head - b.tail.load(std::memory_order_acquire)) < n) {

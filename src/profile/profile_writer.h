@@ -52,13 +52,17 @@ class ProfileWriter {
   // of one thread keep their order; against other records and threads the order in the file is not
   // kept (the reader keys launches by correlation id). Issue 22: the launch record's add, under
   // add_mu_ against the collector's sample batches, cost 0.46-0.54 us per launch on the H100.
-  template <class R>
-  void add_buffered(const R& rec) {
+  void add_buffered(const LaunchRecord& rec) {
     if (!accepting_.load(std::memory_order_relaxed)) return;
-    thread_local ByteWriter* scratch = keep(new ByteWriter);  // see add()
-    scratch->clear();
-    encode(*scratch, rec);
-    add_framed(record_type_of<R>(), scratch->data());
+    // The framed record (type, payload length, payload) built in place: a launch record's payload is
+    // under 128 bytes, so its length is one varint byte.
+    static_assert(kMaxLaunchPayload < 0x80);
+    FixedBytes<2 + kMaxLaunchPayload> f;
+    f.u8(static_cast<uint8_t>(RecordType::Launch));
+    f.u8(0);
+    encode_launch(f, rec);
+    f.set(1, static_cast<uint8_t>(f.size() - 2));
+    add_framed(f.data(), f.size());
   }
   // Prefetches, for writing, the line of this thread's buffer that the next add_buffered writes and
   // the line of the buffer's consumer position it reads: the launch path calls it first, so that the
@@ -96,11 +100,15 @@ class ProfileWriter {
     alignas(64) std::atomic<uint64_t> tail{0};  // bytes taken, under add_mu_
     alignas(64) char data[kBytes];
   };
-  void add_framed(RecordType type, const std::string& payload);
+  void add_framed(const char* frame, size_t n);  // a framed record into this thread's buffer
   ThreadBuffer* thread_buffer();
   void take_buffer(ThreadBuffer& b);  // under add_mu_: appends its records to pending_
-  const uint64_t serial_;             // tells this writer's thread buffers from another's
-  std::vector<std::unique_ptr<ThreadBuffer>> buffers_;  // under add_mu_
+  // Read at every launch (add_buffered, prefetch_buffered): on a line of their own. Beside add_mu_
+  // and pending_, which every add() of another thread writes, each launch after such an add took a
+  // coherence miss for them.
+  alignas(64) const uint64_t serial_;  // tells this writer's thread buffers from another's
+  std::atomic<bool> accepting_{false};  // between open and close
+  alignas(64) std::vector<std::unique_ptr<ThreadBuffer>> buffers_;  // under add_mu_
   std::mutex add_mu_;
   std::mutex write_mu_;
   // What was added and not yet flushed, in order: sealed_ (whole segments, big records moved in),
@@ -111,7 +119,6 @@ class ProfileWriter {
   size_t pending_bytes_sealed_ = 0;
   ByteWriter pending_;
   int fd_ = -1;
-  std::atomic<bool> accepting_{false};  // between open and close
   // zstd level 1: on recorded chunks 14% smaller than zlib level 1 and faster (bench/RESULTS.md).
   Compression compression_ = Compression::Zstd;
   int level_ = 1;

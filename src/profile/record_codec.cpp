@@ -76,11 +76,6 @@ bool decode(ByteReader& r, StackRecord& o) {
   return r.ok();
 }
 
-void encode(ByteWriter& w, const LaunchRecord& r) {
-  w.varint(r.correlation_id); w.varint(r.tid); w.varint(r.timestamp); w.varint(r.stack_id);
-  w.varint(r.api); w.u8(r.native_unwound ? 1 : 0);
-  w.varint(r.device == kNoDevice ? 0 : uint64_t{r.device} + 1);
-}
 bool decode(ByteReader& r, LaunchRecord& o) {
   o.correlation_id = r.varint32(); o.tid = r.varint32(); o.timestamp = r.varint(); o.stack_id = r.varint32();
   o.api = r.varint32(); o.native_unwound = r.u8() != 0;

@@ -18,11 +18,15 @@ struct CaptureStats {
               // adding its stack record to the writer.
               InternLock, InternNames, InternWrite,
               // Inside Autograd: the part spent on launches by autograd's engine threads (backward).
-              AutogradBackward, kParts };
+              AutogradBackward,
+              // Inside Unwind: the part spent on launches that walked (took no memo).
+              UnwindWalked, kParts };
   std::atomic<uint64_t> ticks[kParts] = {};
   std::atomic<uint64_t> launches{0}, backward_launches{0}, native_frames{0}, python_frames{0}, cache_misses{0}, fp_frames{0};
   std::atomic<uint64_t> reused_frames{0};  // native frames checked against the thread's previous walk, not walked
   std::atomic<uint64_t> memo_held{0};      // launches whose call path's memo held (no walk, no lookup)
+  std::atomic<uint64_t> memo_missing{0};   // launches whose call path had no memo (new, or evicted from the table)
+  std::atomic<uint64_t> memo_failed{0};    // launches whose call path's memo did not hold (a word the walk reads changed)
   std::atomic<uint64_t> thread_new{0};   // stacks new to their thread (took the shared table's mutex)
   std::atomic<uint64_t> process_new{0};  // of those, stacks new to the process (named and written)
   std::atomic<uint64_t> ends[6] = {};   // unwind::WalkEnd counts

@@ -52,7 +52,7 @@ void at_exit() {
   static std::atomic<bool> done{false};
   if (done.exchange(true)) return;
   const Recorder::Counters& n = g_recorder->counters();
-  debug("at exit: %llu launches, %llu samples so far", (unsigned long long)n.launches.load(),
+  debug("at exit: %llu launches, %llu samples so far", (unsigned long long)g_recorder->launch_totals().launches,
         (unsigned long long)n.samples.load());
   g_recorder->stop_collector();
   if (g_backend_started) g_backend->stop();

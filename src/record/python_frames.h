@@ -26,6 +26,9 @@ class PythonFrames {
   bool raw_walk_enabled() const { return layout_ok_ && validated_; }
   // Fills up to max frames, leaf first. Returns 0 when the thread runs no Python.
   int capture(RawPyFrame* out, int max);
+  // Prefetches the frames the last capture on this thread walked: a walk is a chain of dependent
+  // loads, and a training loop's next launch walks mostly the same frames (issue 22).
+  void prefetch() const;
   // Names a frame captured on this same thread, while the launch callback still runs (its frames are alive).
   void describe(const RawPyFrame& f, std::string* file, std::string* function, uint32_t* line) const;
   std::string version() const { return version_; }

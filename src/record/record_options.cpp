@@ -126,6 +126,9 @@ constexpr RecordOptionSpec kSchema[] = {
     {"full_unwind", "AIFLAME_FULL_UNWIND", nullptr, nullptr, "0 or 1",
      "Walk every native frame at every launch (no frames checked against the thread's previous walk)",
      FLAG_OPTION(measure.full_unwind)},
+    {"verify_memos", "AIFLAME_VERIFY_MEMOS", nullptr, nullptr, "0 or 1",
+     "Walk every frame again at each launch that took its memo and count launches whose stacks differ",
+     FLAG_OPTION(measure.verify_memos)},
 };
 
 #undef UINT_OPTION

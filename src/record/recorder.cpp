@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -14,28 +15,71 @@
 
 namespace aiflame {
 
+namespace {
+std::atomic<uint64_t> g_recorder_serial{1};
+}  // namespace
+
+Recorder::Recorder()
+    : serial_(g_recorder_serial.fetch_add(1)),
+      tallies_(new LaunchTally[kTallies + 1]),
+      strings_(writer_),
+      stacks_(writer_, strings_),
+      autograd_(writer_, strings_) {}
+
 bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std::string* error) {
   opt_ = opt;
+  clock_ = TscClock();
   std::string path = opt.output + "." + std::to_string(getpid());
   if (!writer_.open(path, /*overwrite=*/true, error)) return false;
   writer_.add(process);
   if (opt.measure.capture_stats) CaptureStats::enable();
   stacks_.set_incremental_unwind(!opt.measure.full_unwind);
+  stacks_.set_verify_memos(opt.measure.verify_memos);
   started_ = true;
   return true;
 }
 
 namespace {
-// The launch API call this thread is inside, if any (graph nodes created during stream capture
-// belong to it).
-thread_local bool t_in_launch = false;
-thread_local uint32_t t_launch_stack = 0;
+// What the launch path keeps per thread, in one thread-local (one TLS lookup per launch in the
+// injection library, whose thread-locals are reached through __tls_get_addr): the launch API call
+// this thread is inside, if any (graph nodes created during stream capture belong to it), its thread
+// id, and its launch tally.
+struct LaunchThread {
+  bool in_launch = false;
+  uint32_t launch_stack = 0;
+  uint32_t tid = 0;
+  uint64_t recorder = 0;  // the serial of the recorder whose tally this is
+  Recorder::LaunchTally* tally = nullptr;
+};
+thread_local LaunchThread t_launch;
 }  // namespace
 
-void Recorder::on_launch_exit() { t_in_launch = false; }
+void Recorder::on_launch_exit() { t_launch.in_launch = false; }
+
+Recorder::LaunchTally& Recorder::tally() {
+  LaunchThread& t = t_launch;
+  if (t.recorder != serial_) {
+    uint32_t k = tally_count_.fetch_add(1, std::memory_order_relaxed);
+    t.tally = &tallies_[std::min<size_t>(k, kTallies)];
+    t.recorder = serial_;
+  }
+  return *t.tally;
+}
+
+Recorder::LaunchTotals Recorder::launch_totals() const {
+  LaunchTotals s;
+  uint64_t ticks = 0;
+  for (size_t i = 0; i <= kTallies; i++) {
+    s.launches += tallies_[i].launches.load(std::memory_order_relaxed);
+    s.unwound += tallies_[i].unwound.load(std::memory_order_relaxed);
+    ticks += tallies_[i].ticks.load(std::memory_order_relaxed);
+  }
+  s.capture_ns = static_cast<uint64_t>(static_cast<double>(ticks) * clock_.ns_per_tick());
+  return s;
+}
 
 uint32_t Recorder::graph_node_stack(uint64_t) {
-  if (t_in_launch) return t_launch_stack;
+  if (t_launch.in_launch) return t_launch.launch_stack;
   // An explicit cuGraphAddKernelNode: a site of its own, told apart by its Python stack and depth.
   constexpr uint64_t kAddNodeSite = 0x67726170686e6f64ull;  // "graphnod"
   return stacks_.capture(kAddNodeSite).stack_id;
@@ -43,7 +87,7 @@ uint32_t Recorder::graph_node_stack(uint64_t) {
 
 void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, uint64_t timestamp, uint32_t device) {
   PhaseScope phase(Phase::LaunchCallback);
-  auto t0 = std::chrono::steady_clock::now();
+  const uint64_t t0 = clock_.now();
   const bool stats = CaptureStats::on();
   uint64_t c0 = stats ? CaptureStats::now() : 0;
   writer_.prefetch_buffered();
@@ -53,13 +97,14 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
   uint64_t c1 = stats ? CaptureStats::now() : 0;
   LaunchRecord rec;
   rec.correlation_id = correlation_id;
-  static thread_local uint32_t tid = static_cast<uint32_t>(gettid());
-  rec.tid = tid;
+  LaunchThread& thread = t_launch;
+  if (!thread.tid) thread.tid = static_cast<uint32_t>(gettid());
+  rec.tid = thread.tid;
   rec.timestamp = timestamp;
   rec.stack_id = autograd_.on_launch(st.stack_id, pending);
   uint64_t c2 = stats ? CaptureStats::now() : 0;
-  t_in_launch = true;
-  t_launch_stack = rec.stack_id;
+  thread.in_launch = true;
+  thread.launch_stack = rec.stack_id;
   rec.api = api;
   rec.native_unwound = st.unwound;
   rec.device = device;
@@ -78,10 +123,17 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
     cs.add(CaptureStats::Total, c0, c3);
     cs.launches.fetch_add(1, std::memory_order_relaxed);
   }
-  counters_.launches++;
-  if (st.unwound) counters_.launches_unwound++;
-  counters_.capture_ns += static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+  LaunchTally& tally = thread.recorder == serial_ ? *thread.tally : this->tally();
+  const uint64_t dt = clock_.now() - t0;
+  if (&tally != &tallies_[kTallies]) {  // this thread's alone: plain stores
+    tally.launches.store(tally.launches.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    if (st.unwound) tally.unwound.store(tally.unwound.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    tally.ticks.store(tally.ticks.load(std::memory_order_relaxed) + dt, std::memory_order_relaxed);
+  } else {
+    tally.launches.fetch_add(1, std::memory_order_relaxed);
+    if (st.unwound) tally.unwound.fetch_add(1, std::memory_order_relaxed);
+    tally.ticks.fetch_add(dt, std::memory_order_relaxed);
+  }
 }
 
 void Recorder::add_code_object(const CodeObjectRecord& r) {
@@ -158,8 +210,9 @@ void Recorder::finish(uint64_t end_timestamp) {
   autograd_.finish();
   EndRecord end;
   end.timestamp = end_timestamp;
-  end.launches = counters_.launches;
-  end.launches_unwound = counters_.launches_unwound;
+  const LaunchTotals totals = launch_totals();
+  end.launches = totals.launches;
+  end.launches_unwound = totals.unwound;
   end.stacks = stacks_.stacks();
   end.pc_records = counters_.pc_records;
   end.samples = counters_.samples;
@@ -167,12 +220,17 @@ void Recorder::finish(uint64_t end_timestamp) {
   end.kernels = counters_.kernels;
   end.cubins = counters_.cubins;
   end.dropped_records = counters_.dropped_records;
-  end.capture_ns = counters_.capture_ns;
+  end.capture_ns = totals.capture_ns;
   end.collector_cpu_ns = counters_.collector_cpu_ns;
   end.windows = counters_.windows;
   end.window_ns = counters_.window_ns;
   writer_.add(end);
   if (CaptureStats::on()) std::fprintf(stderr, "aiflame: %s\n", CaptureStats::instance().line().c_str());
+  if (opt_.measure.verify_memos) {
+    const StackCapture::MemoCheck c = stacks_.memo_check();
+    std::fprintf(stderr, "aiflame: memo check: %llu launches took their memo, each walked again in full: %llu got another stack\n",
+                 static_cast<unsigned long long>(c.checked), static_cast<unsigned long long>(c.differed));
+  }
   if (!writer_.close()) std::fprintf(stderr, "aiflame: writing the profile failed: %s\n", writer_.error().c_str());
   started_ = false;
 }

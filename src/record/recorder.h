@@ -5,6 +5,7 @@
 #pragma once
 #include <atomic>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -15,12 +16,13 @@
 #include "record/record_options.h"
 #include "record/stack_capture.h"
 #include "record/string_table.h"
+#include "util/tsc_clock.h"
 
 namespace aiflame {
 
 class Recorder {
  public:
-  Recorder() : strings_(writer_), stacks_(writer_, strings_), autograd_(writer_, strings_) {}
+  Recorder();
 
   // Opens OUTPUT.<pid> and writes the process record. False (with *error) when the file cannot be made.
   bool start(const RecordOptions& opt, const ProcessRecord& process, std::string* error);
@@ -73,9 +75,6 @@ class Recorder {
   void finish(uint64_t end_timestamp);
 
   struct Counters {
-    // Written at every launch, on a line of their own: the collector thread writes the others at every
-    // kernel record and batch, which made each launch's increments miss (false sharing).
-    alignas(64) std::atomic<uint64_t> launches{0}, launches_unwound{0}, capture_ns{0};
     alignas(64) std::atomic<uint64_t> collector_cpu_ns{0};
     std::atomic<uint64_t> kernels{0}, pc_records{0}, samples{0}, dropped_samples{0}, cubins{0}, dropped_records{0};
     std::atomic<bool> sampling_declined{false};  // a GPU was left unsampled because another process samples it
@@ -83,7 +82,25 @@ class Recorder {
   };
   const Counters& counters() const { return counters_; }
 
+  // Launches, launches whose native stack was walked, and clock ticks spent in on_launch, per
+  // launching thread: written by that thread alone with plain stores and summed at the end. Issue 22:
+  // shared atomics took a locked increment each and their line moved between the threads that launch
+  // (the forward thread and autograd's engine thread, or eight threads on eight streams).
+  struct alignas(64) LaunchTally {
+    std::atomic<uint64_t> launches{0}, unwound{0}, ticks{0};
+  };
+  struct LaunchTotals {
+    uint64_t launches = 0, unwound = 0, capture_ns = 0;
+  };
+  LaunchTotals launch_totals() const;
+
  private:
+  LaunchTally& tally();  // this thread's (the shared overflow tally past kTallies threads)
+  static constexpr size_t kTallies = 256;
+  const uint64_t serial_;  // tells this recorder's per-thread state from another's (tests make several)
+  std::unique_ptr<LaunchTally[]> tallies_;  // [kTallies] is the overflow tally, updated atomically
+  std::atomic<uint32_t> tally_count_{0};
+  TscClock clock_;
   Counters counters_;
   ProfileWriter writer_;
   StringTable strings_;

@@ -5,6 +5,7 @@
 #include "record/debug_log.h"
 #include "record/unwind/object_table.h"
 #include "record/unwind/unwinder.h"
+#include "util/hot_pages.h"
 
 #include <execinfo.h>
 
@@ -106,25 +107,35 @@ thread_local LocalStacks t_stacks;
 // walk, each reused frame still a switch on its rule and its dependent checks (bench/RESULTS.md). The
 // key only picks the memo to check; the check alone decides (a key shared by two paths costs a walk).
 constexpr int kMemoPython = 32;   // Python frames a memo keeps (deeper stacks are walked every time)
-constexpr unsigned kMemoSetBits = 7;  // 128 sets of 2: ~0.8 MB per launching thread
+// 256 sets of 4 ways: 1,024 memos (~3.2 MB per launching thread, in its hot pages). The H100's
+// hf_gpt2.py loop had ~190 call paths on its main thread; with 128 sets of 2 a third of its launches
+// found no memo (sets shared by three paths or more evicted each other's).
+constexpr unsigned kMemoSetBits = 8;
+constexpr int kMemoWays = 4;
 struct MemoEntry {
-  uint64_t key;  // 0: empty
   uint32_t id;
   int32_t nn, np;
   uint64_t py[2 * kMemoPython];  // code, lasti
   unwind::WalkMemo walk;
 };
+// A set's keys on one line (a lookup reads one line, then only the entry whose key matches).
+struct alignas(64) MemoSet {
+  uint64_t key[kMemoWays];  // 0: empty
+  uint8_t next;             // the way replaced next when none is empty (round robin)
+};
 struct MemoTable {
   uint64_t owner = 0;
-  MemoEntry e[2u << kMemoSetBits];
+  bool walked = true;  // the thread's last capture walked (took no memo): prefetch a walk's tables early
+  MemoSet sets[1u << kMemoSetBits];
+  MemoEntry e[kMemoWays << kMemoSetBits];
 };
-thread_local std::unique_ptr<MemoTable> t_memo;
+thread_local MemoTable* t_memo = nullptr;  // in the thread's hot pages, never freed (util/hot_pages.h)
 
 MemoTable& memo_table(uint64_t owner) {
-  MemoTable* t = t_memo.get();
-  if (!t) t_memo.reset(t = new MemoTable);  // owner 0: cleared below (serials start at 1)
+  MemoTable* t = t_memo;
+  if (!t) t_memo = t = hot_new<MemoTable>();  // owner 0: cleared below (serials start at 1)
   if (t->owner != owner) {
-    for (auto& e : t->e) e.key = 0;
+    for (auto& set : t->sets) set = MemoSet{};
     t->owner = owner;
   }
   return *t;
@@ -171,11 +182,11 @@ void StackCapture::init(UnwindPolicy policy, bool python, uint32_t) {
   }
 }
 
-int StackCapture::unwind(uint64_t* out, int max, const unwind::WalkMemo* check, unwind::WalkMemo* memo) {
+int StackCapture::unwind(uint64_t* out, int max, const unwind::WalkMemo* check, unwind::WalkMemo* memo, bool full) {
   PhaseScope phase(Phase::Unwind);
   uint64_t frames[kMaxNative];
   unwind::WalkStatus status;
-  int n = unwind::unwind_here(frames, std::min(max, kMaxNative), &status, incremental_, check, memo);
+  int n = unwind::unwind_here(frames, std::min(max, kMaxNative), &status, incremental_ && !full, check, memo);
   if (n == unwind::kMemoHeld) return n;
   if (CaptureStats::on()) {
     CaptureStats& cs = CaptureStats::instance();
@@ -255,6 +266,27 @@ uint32_t StackCapture::intern_shared(const uint64_t* content, size_t len, uint64
   return id;
 }
 
+// The id of the stack whose native frames are content[1..nn] and whose Python frames are py: the
+// content completed in place (counts, Python words), then this thread's table, else the shared one.
+uint32_t StackCapture::stack_id_of(uint64_t* w, int nn, const RawPyFrame* py, int np, bool* thread_new,
+                                   uint64_t* t_looked_up) {
+  w[0] = static_cast<uint64_t>(nn);
+  size_t len = 1 + static_cast<size_t>(nn);
+  w[len++] = static_cast<uint64_t>(np);
+  len += put_python(w + len, py, np);
+  uint64_t h = hash_words(w, len);
+  LocalStacks& local = t_stacks;
+  if (local.owner != serial_) local.reset(serial_);
+  uint32_t id = local.find(h, w, len);
+  if (t_looked_up) *t_looked_up = CaptureStats::now();
+  *thread_new = !id;
+  if (!id) {
+    id = intern_shared(w, len, h, nn, py, np);
+    local.insert(h, w, len, id);
+  }
+  return id;
+}
+
 StackCapture::Result StackCapture::capture(uint64_t site) {
   // Left uninitialised: clearing 256 frames (4 KB) was a quarter of the cost of a cached launch.
   union Frames {
@@ -267,8 +299,19 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
   } content;
   RawPyFrame* py = frames.at;
   int np = 0;
-  // The native walk's lines load while the Python frames are walked.
-  if (policy_ != UnwindPolicy::Off) unwind::prefetch_walk();
+  // The Python frames' lines load in parallel, the native stack's while the Python frames are walked;
+  // a walk's tables too if the thread's last launch walked (the next likely does as well), else only
+  // once this launch turns out to have no memo.
+  if (use_python_) python_.prefetch();
+  bool tables = false;
+  if (policy_ != UnwindPolicy::Off) {
+    unwind::prefetch_stack();
+    const MemoTable* mt = t_memo;
+    if (!mt || mt->walked) {
+      unwind::prefetch_tables();
+      tables = true;
+    }
+  }
   const bool stats = CaptureStats::on();
   uint64_t t0 = stats ? CaptureStats::now() : 0;
   if (use_python_) {
@@ -280,39 +323,70 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
   // entry this launch's walk will be the memo of otherwise.
   MemoEntry* memo = nullptr;
   MemoEntry* slot = nullptr;
+  uint64_t* slot_key = nullptr;  // slot's key in its set (memo's too: a memo is its own slot)
   uint64_t key = 0;
   uint64_t k[2 * kMemoPython + 2];  // the key's words: site, depth, Python frames (put_python)
   const uint64_t* const k_python = k + 2;
   const size_t py_bytes = 2 * sizeof(uint64_t) * static_cast<size_t>(np);
-  if (policy_ != UnwindPolicy::Off && incremental_ && np <= kMemoPython) {
-    MemoTable& table = memo_table(serial_);
+  const bool memos = policy_ != UnwindPolicy::Off && incremental_ && np <= kMemoPython;
+  if (!memos && policy_ != UnwindPolicy::Off && !tables) unwind::prefetch_tables();
+  MemoTable* table = nullptr;
+  if (memos) {
+    table = &memo_table(serial_);
     k[0] = site;
     k[1] = reinterpret_cast<uint64_t>(__builtin_frame_address(0));  // the launch's depth on its stack
     key = hash_words(k, 2 + put_python(k + 2, py, np)) | 1;
-    MemoEntry* set = &table.e[2 * (key >> (64 - kMemoSetBits))];
-    for (int way = 0; way < 2 && !memo; way++)
-      if (set[way].key == key && set[way].np == np && std::memcmp(set[way].py, k_python, py_bytes) == 0) memo = &set[way];
-    if (memo) {
+    const size_t set_index = key >> (64 - kMemoSetBits);
+    MemoSet& set = table->sets[set_index];
+    MemoEntry* ways = &table->e[kMemoWays * set_index];
+    int way = -1;
+    for (int w = 0; w < kMemoWays && way < 0; w++)
+      if (set.key[w] == key && ways[w].np == np && std::memcmp(ways[w].py, k_python, py_bytes) == 0) way = w;
+    if (way >= 0) {
+      memo = &ways[way];
       const char* line = reinterpret_cast<const char*>(&memo->walk);
-      for (int l = 0; l < 20; l++) __builtin_prefetch(line + 64 * l);  // ~75 words: a 45-frame walk
+      const char* end = reinterpret_cast<const char*>(&memo->walk.word[2 * memo->walk.words]);
+      for (; line < end; line += 64) __builtin_prefetch(line);
+    } else if (!tables) {
+      unwind::prefetch_tables();  // a walk follows
     }
-    // Replaced: this path's own memo (it no longer holds), else an empty way, else the older way
-    // (way 0 is the newer: it moves to way 1).
-    slot = memo ? memo : !set[0].key ? &set[0] : !set[1].key ? &set[1] : nullptr;
-    if (!slot) {
-      set[1] = set[0];
-      slot = &set[0];
-    }
+    // Replaced: this path's own memo (it no longer holds), else an empty way, else the set's next.
+    for (int w = 0; w < kMemoWays && way < 0; w++)
+      if (!set.key[w]) way = w;
+    if (way < 0) way = set.next++ % kMemoWays;
+    slot = &ways[way];
+    slot_key = &set.key[way];
   }
   // The content of the stack, as interned: native frame count, frames, Python frame count, frames.
   uint64_t* w = content.words;
   int nn = 0;
+  uint32_t checking = 0;  // AIFLAME_VERIFY_MEMOS: the stack id of a memo that held, walked again in full
   if (policy_ != UnwindPolicy::Off) {
-    if (slot) slot->key = 0;  // until it holds this launch's walk
-    nn = unwind(w + 1, kMaxNative, memo ? &memo->walk : nullptr, slot ? &slot->walk : nullptr);
+    if (slot_key) *slot_key = 0;  // until the slot holds this launch's walk
+    for (bool full = false;; full = true) {
+      // One call for both walks of a checked memo: the same return address, the same frames.
+      nn = unwind(w + 1, kMaxNative, full || !memo ? nullptr : &memo->walk, full || !slot ? nullptr : &slot->walk, full);
+      if (full || nn != unwind::kMemoHeld || !verify_memos_) break;
+      checking = memo->id;
+    }
   }
+  if (checking) {
+    *slot_key = key;
+    bool thread_new = false;
+    uint32_t id = nn < 0 ? 0 : stack_id_of(w, nn, py, np, &thread_new, nullptr);
+    memo_checked_.fetch_add(1, std::memory_order_relaxed);
+    if (id != checking && memo_differed_.fetch_add(1, std::memory_order_relaxed) < 8)
+      debug("memo check: a launch took stack %u from its memo, a full walk gives stack %u", checking, id);
+    if (stats) {  // counted as the launch from its memo that it is (the check's walk included in its time)
+      CaptureStats& cs = CaptureStats::instance();
+      add_walk_stats(cs, t0, t1, CaptureStats::now(), memo->nn, np);
+      cs.memo_held.fetch_add(1, std::memory_order_relaxed);
+    }
+    return {checking, true};
+  }
+  if (table) table->walked = nn != unwind::kMemoHeld;
   if (nn == unwind::kMemoHeld) {
-    memo->key = key;
+    *slot_key = key;
     if (stats) {
       CaptureStats& cs = CaptureStats::instance();
       add_walk_stats(cs, t0, t1, CaptureStats::now(), memo->nn, np);
@@ -321,31 +395,21 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
     return {memo->id, true};
   }
   uint64_t t2 = stats ? CaptureStats::now() : 0;
-  w[0] = static_cast<uint64_t>(nn);
-  size_t len = 1 + static_cast<size_t>(nn);
-  w[len++] = static_cast<uint64_t>(np);
-  len += put_python(w + len, py, np);
-  uint64_t h = hash_words(w, len);
-
-  LocalStacks& local = t_stacks;
-  if (local.owner != serial_) local.reset(serial_);
-  uint32_t id = local.find(h, w, len);
-  uint64_t t3 = stats ? CaptureStats::now() : 0;
-  const bool thread_new = !id;
-  if (!id) {
-    id = intern_shared(w, len, h, nn, py, np);
-    local.insert(h, w, len, id);
-  }
+  bool thread_new = false;
+  uint64_t t3 = 0;
+  uint32_t id = stack_id_of(w, nn, py, np, &thread_new, stats ? &t3 : nullptr);
   if (slot && slot->walk.words) {
     slot->id = id;
     slot->nn = nn;
     slot->np = np;
     std::memcpy(slot->py, k_python, py_bytes);
-    slot->key = key;
+    *slot_key = key;
   }
   if (stats) {
     CaptureStats& cs = CaptureStats::instance();
     add_walk_stats(cs, t0, t1, t2, nn, np);
+    cs.add(CaptureStats::UnwindWalked, t1, t2);
+    if (memos) (memo ? cs.memo_failed : cs.memo_missing).fetch_add(1, std::memory_order_relaxed);
     cs.add(CaptureStats::Hash, t2, t3);
     cs.add(CaptureStats::Intern, t3, CaptureStats::now());
     if (thread_new) cs.thread_new.fetch_add(1, std::memory_order_relaxed);

@@ -8,9 +8,10 @@
 // stack new to the thread takes the mutex, where the process-wide table keeps ids unique per content
 // across threads and writes each stack once.
 //
-// With caches cold (a training loop between two launches), the capture first prefetches the lines
-// the previous walk on its thread read (unwind::prefetch_walk), so that the walk's dependent loads hit;
-// the walk takes the outer frames it shares with that previous walk from its record, after re-reading
+// With caches cold (a training loop between two launches), the capture first prefetches the stack
+// lines the previous walk on its thread read (unwind::prefetch_stack), then either the memo of its
+// call path or, when there is none, the walk's record and cache sets (unwind::prefetch_tables), so
+// that the check's or the walk's dependent loads hit; the walk takes the outer frames it shares with that previous walk from its record, after re-reading
 // their stack words (incremental unwinding, src/record/unwind/unwinder.cpp).
 //
 // While an object's rows are being built (the first walks through it, on a background thread) or
@@ -42,6 +43,13 @@ class StackCapture {
   void add_skip_range(uint64_t lo, uint64_t hi) { skip_.push_back({lo, hi}); }
   // false: every native frame walked at every launch (AIFLAME_FULL_UNWIND=1, for A/B measurements).
   void set_incremental_unwind(bool on) { incremental_ = on; }
+  // true: each launch that takes its memo is walked again in full, every frame (no memo, no frame
+  // reused), and the two stacks compared (AIFLAME_VERIFY_MEMOS=1, a check on real programs; slow).
+  void set_verify_memos(bool on) { verify_memos_ = on; }
+  struct MemoCheck {
+    uint64_t checked = 0, differed = 0;
+  };
+  MemoCheck memo_check() const { return {memo_checked_.load(), memo_differed_.load()}; }
 
   struct Result {
     uint32_t stack_id = 0;
@@ -57,7 +65,11 @@ class StackCapture {
  private:
   // check: the memo of this call path (its frames are the caller's if it holds: returns
   // unwind::kMemoHeld); memo: filled with this walk's, if not null.
-  int unwind(uint64_t* out, int max, const unwind::WalkMemo* check = nullptr, unwind::WalkMemo* memo = nullptr);
+  // full: every frame walked (no frame reused from the thread's previous walk).
+  int unwind(uint64_t* out, int max, const unwind::WalkMemo* check = nullptr, unwind::WalkMemo* memo = nullptr,
+             bool full = false);
+  // t_looked_up: set to the TSC after this thread's table was looked up (the breakdown), if not null.
+  uint32_t stack_id_of(uint64_t* content, int nn, const RawPyFrame* py, int np, bool* thread_new, uint64_t* t_looked_up);
   uint32_t intern_shared(const uint64_t* content, size_t len, uint64_t hash, int nn, const RawPyFrame* py, int np);
   PyFrame name_python(const RawPyFrame& f);
 
@@ -66,6 +78,8 @@ class StackCapture {
   PythonFrames python_;
   bool use_python_ = true;
   bool incremental_ = true;
+  bool verify_memos_ = false;
+  std::atomic<uint64_t> memo_checked_{0}, memo_differed_{0};
   UnwindPolicy policy_ = UnwindPolicy::Always;
   std::vector<std::pair<uint64_t, uint64_t>> skip_;
   const uint64_t serial_;  // tells this capture's per-thread tables from another's (tests make several)

@@ -7,6 +7,7 @@
 
 #include "profile/profile.h"
 #include "test_util.h"
+#include "record/unwind/object_table.h"
 
 namespace aiflame {
 namespace {
@@ -44,6 +45,12 @@ __attribute__((noinline)) StackCapture::Result via(Path p, StackCapture& c) {
   return r;
 }
 
+__attribute__((noinline)) StackCapture::Result via_site(StackCapture& c, uint64_t site) {
+  auto r = c.capture(site);
+  asm volatile("");
+  return r;
+}
+
 // Every launch is unwound: in the pattern A A A B ... every launch gets its own path's stack.
 TEST(StackCapture, EveryLaunchIsUnwoundAndGetsItsOwnPathsStack) {
   for (UnwindPolicy policy : {UnwindPolicy::Always, UnwindPolicy::Sampled}) {
@@ -60,6 +67,41 @@ TEST(StackCapture, EveryLaunchIsUnwoundAndGetsItsOwnPathsStack) {
     }
     EXPECT_EQ(f.capture.stacks(), 2u);
   }
+}
+
+// AIFLAME_VERIFY_MEMOS: launches that take their memo are walked again in full and compared; on
+// this test's two paths every memo's stack is the full walk's (and each launch keeps its own path's).
+TEST(StackCapture, VerifiedMemosMatchTheFullWalk) {
+  Fixture f(UnwindPolicy::Always);
+  unwind::ObjectTable::instance().build_all_now();  // every walk a fast one (no backtrace() while rows are built)
+  f.capture.set_verify_memos(true);
+  const Path paths[2] = {path_a, path_b};
+  std::vector<StackCapture::Result> r;
+  const int n = 2000;
+  for (int i = 0; i < n; i++) r.push_back(via(paths[i % 4 == 3 ? 1 : 0], f.capture));
+  for (int i = 0; i < n; i++) EXPECT_EQ(r[i].stack_id, r[i % 4 == 3 ? 3 : 0].stack_id) << i;
+  StackCapture::MemoCheck c = f.capture.memo_check();
+  // Both paths share a memo key (same site and depth) and replace each other's memo: in A A A B the
+  // second and third A take A's memo, half of all launches.
+  EXPECT_GE(c.checked, uint64_t{n} / 2 - 2);
+  EXPECT_EQ(c.differed, 0u);
+  EXPECT_EQ(f.capture.stacks(), 2u);
+}
+
+// A training loop's thread launches from a few hundred call paths (hf_gpt2.py's main thread ~190 on
+// the H100): each keeps its memo between its launches. Three rounds over 256 paths (kernels at one
+// call site): after the first round nearly every launch takes its memo (a set of 4 ways that five
+// paths or more hash to loses some: ~2% of 256 paths in 256 sets).
+TEST(StackCapture, AThreadKeepsTheMemosOfHundredsOfCallPaths) {
+  Fixture f(UnwindPolicy::Always);
+  unwind::ObjectTable::instance().build_all_now();
+  f.capture.set_verify_memos(true);  // counts the launches that took their memo
+  constexpr uint64_t kPaths = 256;
+  for (int round = 0; round < 3; round++)
+    for (uint64_t site = 0; site < kPaths; site++) via_site(f.capture, 0x5000 + site);
+  StackCapture::MemoCheck c = f.capture.memo_check();
+  EXPECT_GE(c.checked, 2 * kPaths * 95 / 100);
+  EXPECT_EQ(c.differed, 0u);
 }
 
 // Threads intern through their own tables and the shared one: one id per content across threads

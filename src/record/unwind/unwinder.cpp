@@ -9,6 +9,7 @@
 #include <memory>
 
 #include "record/unwind/object_table.h"
+#include "util/hot_pages.h"
 
 namespace aiflame::unwind {
 namespace {
@@ -88,11 +89,11 @@ struct PcCache {
   WalkState fresh[kRecord];  // the current walk's states by index from the leaf (scratch)
   CacheSet sets[1u << kSetBits];
 };
-thread_local std::unique_ptr<PcCache> t_cache;
+thread_local PcCache* t_cache = nullptr;  // in the thread's hot pages, never freed (util/hot_pages.h)
 
 PcCache* cache_for(uint32_t generation) {
-  PcCache* c = t_cache.get();
-  if (!c) t_cache.reset(c = new PcCache());
+  PcCache* c = t_cache;
+  if (!c) t_cache = c = hot_new<PcCache>();
   if (c->generation != generation) {
     for (auto& set : c->sets)
       for (auto& e : set.e) e.pc = 0;
@@ -521,21 +522,28 @@ bool memo_holds(const WalkMemo& m, const Regs& start, uint64_t stack_hi, int max
   return diff == 0;
 }
 
-void prefetch_walk() {
-  const PcCache* c = t_cache.get();
+void prefetch_stack() {
+  const PcCache* c = t_cache;
   if (!c) return;
-  // Prefetches never fault: a stale line of a stack or a set is only a wasted load. The record's
-  // lines, the stack lines of its return addresses (the words the reuse re-reads), and the cache sets
-  // of the leaf frames that the previous walk looked up (the next walk likely looks them up again).
+  // Prefetches never fault: a stale line of a stack or a set is only a wasted load. The stack lines of
+  // the previous walk's return addresses: a memo's check and a walk both read them.
+  const int n = static_cast<int>(c->rec_n);
+  for (int t = 0; t < n; t++) __builtin_prefetch(reinterpret_cast<const void*>(c->rec[t].sp - 8));
+}
+
+void prefetch_tables() {
+  const PcCache* c = t_cache;
+  if (!c) return;
+  // The record's lines (the words the reuse compares) and the cache sets of the frames that the
+  // previous walk looked up (the next walk likely looks them up again).
   const int n = static_cast<int>(c->rec_n);
   for (int t = 0; t < n; t += 2) __builtin_prefetch(&c->rec[t]);
-  for (int t = 0; t < n; t++) __builtin_prefetch(reinterpret_cast<const void*>(c->rec[t].sp - 8));
   for (int t = 0; t < n; t++)
     if (c->rec_looked_up[t / 64] >> (t % 64) & 1) __builtin_prefetch(&c->sets[set_of(c->rec[t].key)]);
 }
 
 void forget_walk() {
-  if (PcCache* c = t_cache.get()) c->rec_n = 0;
+  if (PcCache* c = t_cache) c->rec_n = 0;
 }
 
 __attribute__((noinline)) int unwind_here(uint64_t* out, int max, WalkStatus* status, bool incremental,
@@ -551,7 +559,10 @@ __attribute__((noinline)) int unwind_here(uint64_t* out, int max, WalkStatus* st
     status->end = WalkEnd::OffStack;
     return 0;
   }
-  if (check && memo_holds(*check, r, b.hi, max)) return kMemoHeld;
+  if (check) {
+    if (memo_holds(*check, r, b.hi, max)) return kMemoHeld;
+    prefetch_tables();  // not done before the check: a memo that holds needs none of it
+  }
   return walk(r, b.hi, out, max, status, incremental, memo);
 }
 

@@ -74,9 +74,14 @@ constexpr int kMemoHeld = -1;
 int unwind_here(uint64_t* out, int max, WalkStatus* status, bool incremental = true, const WalkMemo* check = nullptr,
                 WalkMemo* memo = nullptr);
 
-// Prefetches the lines the previous walk on this thread read (its cache sets and stack words): call
-// at the start of a capture, before other work, so that the walk's dependent loads hit (issue 22).
-void prefetch_walk();
+// Prefetches of what the previous walk on this thread read, so that the next walk's dependent loads
+// hit (issue 22). prefetch_stack: its stack lines, which a memo's check reads as well; call at the
+// start of a capture, before other work. prefetch_tables: its record and cache sets, which only a
+// walk reads; call when the launch has no memo (unwind_here calls it when a memo does not hold). On a
+// launch that takes its memo they were ~70 prefetches of lines it never read, competing with the
+// memo's own for the core's fill buffers.
+void prefetch_stack();
+void prefetch_tables();
 
 // Forgets the previous walk on this thread, so that the next one walks every frame (tests compare the
 // two; benchmarks time the full walk).

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# The recorder on real programs outside the three training loops (issue 22/23 "budgets hold on
+# workloads you do not have"): per workload, a plain run, a recorded run with AIFLAME_VERIFY_MEMOS=1
+# (every launch that took its walk memo walked again in full and compared: "memo check" line), and
+# a recorded run with the defaults (the summary as a user sees it). Prints the loop times and the
+# record's summary lines.
+#
+# Usage: bench/real_programs_check.sh [WORKLOAD...]
+#   (default: timm_train compile_train jax_train cupy_loop graph_threads triton_loop hooks_train)
+# Env:   AIFLAME_BIN (default .dist), RUN_TIMEOUT (seconds per run, default 150).
+set -u
+bin=${AIFLAME_BIN:-.dist}
+limit=${RUN_TIMEOUT:-150}
+workloads=${*:-timm_train compile_train jax_train cupy_loop graph_threads triton_loop hooks_train}
+out=$(mktemp -d)
+steps_of() {
+  case $1 in
+    triton_loop) echo 3000 ;;
+    *) echo "" ;;
+  esac
+}
+for w in $workloads; do
+  s=$(steps_of "$w")
+  envs=(); [[ -n $s ]] && envs=(STEPS="$s")
+  echo "== $w"
+  plain=$(timeout "$limit" env "${envs[@]}" python3 "bench/workloads/$w.py" 2>&1)
+  echo "plain: $(grep -o 'loop_s [0-9.]*' <<<"$plain" || echo "(no loop_s; exit or output: $(tail -c 300 <<<"$plain"))")"
+  for mode in verify default; do
+    extra=(); [[ $mode == verify ]] && extra=(AIFLAME_VERIFY_MEMOS=1 AIFLAME_CAPTURE_STATS=1)
+    log=$(timeout "$limit" env "${extra[@]}" "$bin/aiflame" record -f --sass-timeout 0 -o "$out/$w.aiflame" -- \
+            env "${envs[@]}" python3 "bench/workloads/$w.py" 2>&1)
+    rc=$?
+    echo "$mode (exit $rc): $(grep -o 'loop_s [0-9.]*' <<<"$log")"
+    grep -E "memo check|capture stats|stack capture cost|attributed|autograd|GPU samples/s|warn|error|Traceback" <<<"$log" |
+      grep -v "^aiflame: writing" | cut -c1-600 | sed 's/^/  /'
+  done
+done
+rm -rf "$out"

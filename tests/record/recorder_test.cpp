@@ -1,0 +1,83 @@
+// Recorder's launch counts: per-thread tallies summed into the End record (issue 22), and the capture
+// time measured with the TSC clock.
+#include "record/recorder.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <thread>
+#include <vector>
+
+#include "profile/profile.h"
+#include "test_util.h"
+
+namespace aiflame {
+namespace {
+
+struct Recording {
+  std::string path = test::temp_path("recorder");
+  Recorder rec;
+  Recording() {
+    RecordOptions o;
+    o.output = path;
+    o.quiet = true;
+    std::string err;
+    EXPECT_TRUE(rec.start(o, ProcessRecord{}, &err)) << err;
+    rec.stacks().init(UnwindPolicy::Off, /*python=*/false);
+  }
+  EndRecord finish() {
+    rec.finish(1);
+    const std::string file = path + "." + std::to_string(getpid());
+    auto p = read_profile(file);
+    std::remove(file.c_str());
+    EXPECT_TRUE(p.ok()) << p.error();
+    return p.ok() && p->end ? *p->end : EndRecord{};
+  }
+};
+
+TEST(Recorder, LaunchesOfEveryThreadAreCountedOnce) {
+  Recording r;
+  constexpr int kThreads = 8, kEach = 5000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; t++)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kEach; i++) r.rec.on_launch(211, static_cast<uint32_t>(t * kEach + i + 1), 0x1000 + (i & 3), 1);
+    });
+  for (int i = 0; i < 100; i++) r.rec.on_launch(211, 1000000 + i, 0x2000, 1);  // and this thread
+  for (auto& t : threads) t.join();
+  EndRecord end = r.finish();
+  EXPECT_EQ(end.launches, uint64_t{kThreads} * kEach + 100);
+  EXPECT_EQ(end.launches_unwound, 0u);  // UnwindPolicy::Off
+  EXPECT_GT(end.capture_ns, 0u);
+}
+
+TEST(Recorder, ASecondRecorderOnTheSameThreadsCountsOnlyItsOwnLaunches) {
+  uint64_t first = 0;
+  {
+    Recording a;
+    for (int i = 0; i < 300; i++) a.rec.on_launch(211, i + 1, 0x1000, 1);
+    first = a.finish().launches;
+  }
+  Recording b;
+  for (int i = 0; i < 70; i++) b.rec.on_launch(211, i + 1, 0x1000, 1);
+  EXPECT_EQ(first, 300u);
+  EXPECT_EQ(b.finish().launches, 70u);
+}
+
+TEST(Recorder, CaptureTimeIsInNanoseconds) {
+  // on_launch's time is summed in clock ticks and converted at the end: the total cannot exceed the
+  // wall time of the launches, and no build runs a launch (a record encoded and appended) in 10 ns.
+  Recording r;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < 20000; i++) r.rec.on_launch(211, i + 1, 0x1000 + (i & 7), 1);
+  const auto wall = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count();
+  EndRecord end = r.finish();
+  EXPECT_GT(end.capture_ns, 20000u * 10);  // at least 10 ns a launch
+  EXPECT_LE(end.capture_ns, static_cast<uint64_t>(wall));
+}
+
+}  // namespace
+}  // namespace aiflame
