@@ -100,25 +100,47 @@ size_t ProfileWriter::pending_bytes() {
   return n;
 }
 
+namespace {
+struct Last {
+  uint64_t serial = 0;
+  void* buffer = nullptr;
+  uint64_t head = 0;  // the buffer's head as this thread (its only writer) last wrote it
+};
+thread_local Last t_last;  // trivially destructible: still usable during the process's exit
+}  // namespace
+
+void ProfileWriter::prefetch_buffered() {
+  if (!accepting_.load(std::memory_order_relaxed)) return;
+  // From this thread's copy of the head: loading the buffer's own head line here (cold in a training
+  // loop) was a miss on the launch path's critical path, before any walk.
+  const Last& l = t_last;
+  ThreadBuffer* b = l.serial == serial_ ? static_cast<ThreadBuffer*>(l.buffer) : thread_buffer();
+  const uint64_t head = l.serial == serial_ ? l.head : b->head.load(std::memory_order_relaxed);
+  __builtin_prefetch(&b->head, 1);
+  __builtin_prefetch(&b->tail);
+  __builtin_prefetch(b->data + head % ThreadBuffer::kBytes, 1);
+}
+
 ProfileWriter::ThreadBuffer* ProfileWriter::thread_buffer() {
   // One writer per thread in the recorder; a second one (tests) takes the lock when it alternates.
-  struct Last {
-    uint64_t serial = 0;
-    ThreadBuffer* buffer = nullptr;
-  };
-  thread_local Last last;  // trivially destructible: still usable during the process's exit
-  if (last.serial == serial_) return last.buffer;
+  Last& last = t_last;
+  if (last.serial == serial_) return static_cast<ThreadBuffer*>(last.buffer);
   thread_local std::vector<Last>* mine = keep(new std::vector<Last>);  // this thread's buffer per writer
   for (const Last& l : *mine)
-    if (l.serial == serial_) return (last = l).buffer;
+    if (l.serial == serial_) {
+      last = l;
+      auto* b = static_cast<ThreadBuffer*>(l.buffer);
+      last.head = b->head.load(std::memory_order_relaxed);
+      return b;
+    }
   auto b = std::make_unique<ThreadBuffer>();
   ThreadBuffer* raw = b.get();
   {
     std::lock_guard<std::mutex> lock(add_mu_);
     buffers_.push_back(std::move(b));
   }
-  mine->push_back({serial_, raw});
-  last = {serial_, raw};
+  mine->push_back({serial_, raw, 0});
+  last = {serial_, raw, 0};
   return raw;
 }
 
@@ -137,6 +159,7 @@ void ProfileWriter::add_framed(const char* frame, size_t n) {
   std::memcpy(b.data + at, frame, first);
   std::memcpy(b.data, frame + first, n - first);
   b.head.store(head + n, std::memory_order_release);
+  t_last.head = head + n;  // thread_buffer() above made t_last this writer's
 }
 
 void ProfileWriter::take_buffer(ThreadBuffer& b) {

@@ -129,6 +129,8 @@ constexpr RecordOptionSpec kSchema[] = {
     {"verify_memos", "AIFLAME_VERIFY_MEMOS", nullptr, nullptr, "0 or 1",
      "Walk every frame again at each launch that took its memo and count launches whose stacks differ",
      FLAG_OPTION(measure.verify_memos)},
+    {"memo_key_kernel", "AIFLAME_MEMO_KEY_KERNEL", nullptr, nullptr, "0 or 1",
+     "Key a launch's walk memo by its kernel too (0: by depth and Python frames alone)", FLAG_OPTION(measure.memo_key_kernel)},
 };
 
 #undef UINT_OPTION

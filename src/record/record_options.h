@@ -69,6 +69,7 @@ struct MeasurementSwitches {
   // Walk every native frame at every launch: no frames taken from the thread's previous walk (the
   // incremental walk's A/B on the GPU machine, issue 22).
   bool full_unwind = false;
+  bool memo_key_kernel = true;  // AIFLAME_MEMO_KEY_KERNEL: the walk memo's key includes the kernel (site)
   bool verify_memos = false;  // AIFLAME_VERIFY_MEMOS: a memo's stack against a full walk, at every launch
 };
 

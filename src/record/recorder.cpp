@@ -35,6 +35,7 @@ bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std
   if (opt.measure.capture_stats) CaptureStats::enable();
   stacks_.set_incremental_unwind(!opt.measure.full_unwind);
   stacks_.set_verify_memos(opt.measure.verify_memos);
+  stacks_.set_memo_key_site(opt.measure.memo_key_kernel);
   started_ = true;
   return true;
 }
@@ -89,8 +90,9 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
   PhaseScope phase(Phase::LaunchCallback);
   const uint64_t t0 = clock_.now();
   const bool stats = CaptureStats::on();
-  uint64_t c0 = stats ? CaptureStats::now() : 0;
+  uint64_t cw = stats ? CaptureStats::now() : 0;
   writer_.prefetch_buffered();
+  uint64_t c0 = stats ? CaptureStats::now() : 0;
   AutogradTracker::Pending pending = autograd_.before_capture();  // prefetches what it will write
   uint64_t c0b = stats ? CaptureStats::now() : 0;
   StackCapture::Result st = stacks_.capture(site ^ (static_cast<uint64_t>(api) << 48));
@@ -119,8 +121,9 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
       cs.add(CaptureStats::AutogradBackward, c1, c2);
       cs.backward_launches.fetch_add(1, std::memory_order_relaxed);
     }
+    cs.add(CaptureStats::Write, cw, c0);  // the record's prefetch
     cs.add(CaptureStats::Write, c2, c3);
-    cs.add(CaptureStats::Total, c0, c3);
+    cs.add(CaptureStats::Total, cw, c3);
     cs.launches.fetch_add(1, std::memory_order_relaxed);
   }
   LaunchTally& tally = thread.recorder == serial_ ? *thread.tally : this->tally();

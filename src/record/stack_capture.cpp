@@ -107,7 +107,7 @@ thread_local LocalStacks t_stacks;
 // walk, each reused frame still a switch on its rule and its dependent checks (bench/RESULTS.md). The
 // key only picks the memo to check; the check alone decides (a key shared by two paths costs a walk).
 constexpr int kMemoPython = 32;   // Python frames a memo keeps (deeper stacks are walked every time)
-// 256 sets of 4 ways: 1,024 memos (~3.2 MB per launching thread, in its hot pages). The H100's
+// 256 sets of 4 ways: 1,024 memos (~3.7 MB per launching thread, in its hot pages). The H100's
 // hf_gpt2.py loop had ~190 call paths on its main thread; with 128 sets of 2 a third of its launches
 // found no memo (sets shared by three paths or more evicted each other's).
 constexpr unsigned kMemoSetBits = 8;
@@ -131,6 +131,13 @@ struct MemoTable {
 };
 thread_local MemoTable* t_memo = nullptr;  // in the thread's hot pages, never freed (util/hot_pages.h)
 
+// A walk's memo before it replaces another path's (StackCapture::capture).
+unwind::WalkMemo& t_scratch_memo() {
+  thread_local unwind::WalkMemo* m = nullptr;
+  if (!m) m = hot_new<unwind::WalkMemo>();
+  return *m;
+}
+
 MemoTable& memo_table(uint64_t owner) {
   MemoTable* t = t_memo;
   if (!t) t_memo = t = hot_new<MemoTable>();  // owner 0: cleared below (serials start at 1)
@@ -139,6 +146,28 @@ MemoTable& memo_table(uint64_t owner) {
     t->owner = owner;
   }
   return *t;
+}
+
+// With AIFLAME_CAPTURE_STATS=1 and AIFLAME_DEBUG=1: for a launch that found no memo for its key, the
+// key's parts the last time its stack was walked on this thread, and one debug line when they differ
+// (the first 40 times): which part of the key varies between launches of one stack.
+struct KeyParts {
+  uint64_t site, depth, py_hash;
+  int np;
+};
+void diagnose_key(uint32_t id, const KeyParts& now) {
+  thread_local std::unordered_map<uint32_t, KeyParts>* seen = new std::unordered_map<uint32_t, KeyParts>;
+  static std::atomic<int> lines{0};
+  auto [it, fresh] = seen->try_emplace(id, now);
+  if (fresh) return;
+  const KeyParts was = it->second;
+  it->second = now;
+  if (was.site == now.site && was.depth == now.depth && was.py_hash == now.py_hash && was.np == now.np) return;
+  if (lines.fetch_add(1) >= 40) return;
+  debug("memo key of stack %u changed: site %#llx -> %#llx, depth %#llx -> %#llx (%+lld), Python frames %d -> %d%s", id,
+        (unsigned long long)was.site, (unsigned long long)now.site, (unsigned long long)was.depth,
+        (unsigned long long)now.depth, (long long)(now.depth - was.depth), was.np, now.np,
+        was.py_hash != now.py_hash ? " (their code or offsets differ)" : "");
 }
 
 // The Python frames as a stack's content holds them (and a memo's key and entry): code, lasti.
@@ -182,12 +211,14 @@ void StackCapture::init(UnwindPolicy policy, bool python, uint32_t) {
   }
 }
 
-int StackCapture::unwind(uint64_t* out, int max, const unwind::WalkMemo* check, unwind::WalkMemo* memo, bool full) {
+int StackCapture::unwind(uint64_t* out, int max, const unwind::WalkMemo* check, unwind::WalkMemo* memo, bool full,
+                         const unwind::WalkMemo* check2, bool check_only) {
   PhaseScope phase(Phase::Unwind);
   uint64_t frames[kMaxNative];
   unwind::WalkStatus status;
-  int n = unwind::unwind_here(frames, std::min(max, kMaxNative), &status, incremental_ && !full, check, memo);
-  if (n == unwind::kMemoHeld) return n;
+  int n = unwind::unwind_here(frames, std::min(max, kMaxNative), &status, incremental_ && !full, check, memo, check2,
+                              check_only);
+  if (n < 0) return n;  // a memo held, or none did (check_only)
   if (CaptureStats::on()) {
     CaptureStats& cs = CaptureStats::instance();
     cs.ends[static_cast<int>(status.end)].fetch_add(1, std::memory_order_relaxed);
@@ -319,11 +350,13 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
     np = python_.capture(py, kMaxPython);
   }
   uint64_t t1 = stats ? CaptureStats::now() : 0;
-  // The memo of this call path, if the thread has one (checked inside the walk's frame), and the
-  // entry this launch's walk will be the memo of otherwise.
+  // The memos of this call path, if the thread has any (up to two: two native paths may share a key,
+  // as one kernel launched from one Python line at one depth through two C++ paths; each checked
+  // inside the walk's frame), and the entry this launch's walk will be the memo of otherwise.
   MemoEntry* memo = nullptr;
+  MemoEntry* memo2 = nullptr;
   MemoEntry* slot = nullptr;
-  uint64_t* slot_key = nullptr;  // slot's key in its set (memo's too: a memo is its own slot)
+  uint64_t* slot_key = nullptr;  // slot's key in its set
   uint64_t key = 0;
   uint64_t k[2 * kMemoPython + 2];  // the key's words: site, depth, Python frames (put_python)
   const uint64_t* const k_python = k + 2;
@@ -333,45 +366,67 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
   MemoTable* table = nullptr;
   if (memos) {
     table = &memo_table(serial_);
-    k[0] = site;
+    k[0] = memo_key_site_ ? site : 0;
     k[1] = reinterpret_cast<uint64_t>(__builtin_frame_address(0));  // the launch's depth on its stack
     key = hash_words(k, 2 + put_python(k + 2, py, np)) | 1;
     const size_t set_index = key >> (64 - kMemoSetBits);
     MemoSet& set = table->sets[set_index];
     MemoEntry* ways = &table->e[kMemoWays * set_index];
-    int way = -1;
-    for (int w = 0; w < kMemoWays && way < 0; w++)
-      if (set.key[w] == key && ways[w].np == np && std::memcmp(ways[w].py, k_python, py_bytes) == 0) way = w;
-    if (way >= 0) {
-      memo = &ways[way];
-      const char* line = reinterpret_cast<const char*>(&memo->walk);
-      const char* end = reinterpret_cast<const char*>(&memo->walk.word[2 * memo->walk.words]);
-      for (; line < end; line += 64) __builtin_prefetch(line);
-    } else if (!tables) {
-      unwind::prefetch_tables();  // a walk follows
+    int found[2] = {-1, -1}, n_found = 0;
+    for (int w = 0; w < kMemoWays && n_found < 2; w++)
+      if (set.key[w] == key && ways[w].np == np && std::memcmp(ways[w].py, k_python, py_bytes) == 0) found[n_found++] = w;
+    for (int i = 0; i < n_found; i++) {
+      const unwind::WalkMemo& m = ways[found[i]].walk;
+      __builtin_prefetch(&m);
+      for (const char* l = reinterpret_cast<const char*>(m.offset); l < reinterpret_cast<const char*>(m.offset + m.words); l += 64)
+        __builtin_prefetch(l);
+      for (const char* l = reinterpret_cast<const char*>(m.value); l < reinterpret_cast<const char*>(m.value + m.words); l += 64)
+        __builtin_prefetch(l);
     }
-    // Replaced: this path's own memo (it no longer holds), else an empty way, else the set's next.
+    if (n_found > 0) memo = &ways[found[0]];
+    if (n_found > 1) memo2 = &ways[found[1]];
+    if (!n_found && !tables) unwind::prefetch_tables();  // a walk follows
+    // Replaced if no memo holds: with two memos of this key, the first (the second stays); else an
+    // empty way, else the set's next (possibly this key's one memo): a key keeps at most two.
+    int way = n_found == 2 ? found[0] : -1;
     for (int w = 0; w < kMemoWays && way < 0; w++)
       if (!set.key[w]) way = w;
     if (way < 0) way = set.next++ % kMemoWays;
     slot = &ways[way];
     slot_key = &set.key[way];
   }
+  // The walk's memo goes straight into the slot when the slot is free or one of this key's memos
+  // (checked first, then overwritten, in one call); over another path's memo only once the walk is
+  // done (a launch whose memo holds must not cost that path its memo), through the thread's scratch.
+  const bool slot_direct = slot && (!*slot_key || slot == memo || slot == memo2);
+  unwind::WalkMemo* record = !slot ? nullptr : slot_direct ? &slot->walk : &t_scratch_memo();
   // The content of the stack, as interned: native frame count, frames, Python frame count, frames.
   uint64_t* w = content.words;
   int nn = 0;
+  MemoEntry* held = nullptr;
   uint32_t checking = 0;  // AIFLAME_VERIFY_MEMOS: the stack id of a memo that held, walked again in full
   if (policy_ != UnwindPolicy::Off) {
-    if (slot_key) *slot_key = 0;  // until the slot holds this launch's walk
-    for (bool full = false;; full = true) {
-      // One call for both walks of a checked memo: the same return address, the same frames.
-      nn = unwind(w + 1, kMaxNative, full || !memo ? nullptr : &memo->walk, full || !slot ? nullptr : &slot->walk, full);
-      if (full || nn != unwind::kMemoHeld || !verify_memos_) break;
-      checking = memo->id;
+    if (slot_direct) *slot_key = 0;  // until the slot holds this launch's walk
+    const unwind::WalkMemo* check = memo ? &memo->walk : nullptr;
+    const unwind::WalkMemo* check2 = memo2 ? &memo2->walk : nullptr;
+    bool full = false;
+    for (;;) {
+      // One call instruction for every launch and for both walks of a checked memo: the same return
+      // address into this function, so the same frames and memos that hold. The empty asm hides the
+      // arguments' values from the compiler, which otherwise made a call per case (three, in GCC 12).
+      asm volatile("" : "+r"(check), "+r"(check2), "+r"(record), "+r"(full));
+      nn = unwind(w + 1, kMaxNative, check, record, full, check2);
+      if (full) break;
+      if (nn == unwind::kMemoHeld || nn == unwind::kMemoHeld2) held = nn == unwind::kMemoHeld ? memo : memo2;
+      if (!held || !verify_memos_) break;
+      checking = held->id;
+      check = check2 = nullptr;
+      record = nullptr;
+      full = true;
     }
   }
+  if (held && (slot == memo || slot == memo2)) *slot_key = key;  // not walked: the slot keeps its memo
   if (checking) {
-    *slot_key = key;
     bool thread_new = false;
     uint32_t id = nn < 0 ? 0 : stack_id_of(w, nn, py, np, &thread_new, nullptr);
     memo_checked_.fetch_add(1, std::memory_order_relaxed);
@@ -379,25 +434,28 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
       debug("memo check: a launch took stack %u from its memo, a full walk gives stack %u", checking, id);
     if (stats) {  // counted as the launch from its memo that it is (the check's walk included in its time)
       CaptureStats& cs = CaptureStats::instance();
-      add_walk_stats(cs, t0, t1, CaptureStats::now(), memo->nn, np);
+      add_walk_stats(cs, t0, t1, CaptureStats::now(), held->nn, np);
       cs.memo_held.fetch_add(1, std::memory_order_relaxed);
     }
     return {checking, true};
   }
-  if (table) table->walked = nn != unwind::kMemoHeld;
-  if (nn == unwind::kMemoHeld) {
-    *slot_key = key;
+  if (table) table->walked = !held;
+  if (held) {
     if (stats) {
       CaptureStats& cs = CaptureStats::instance();
-      add_walk_stats(cs, t0, t1, CaptureStats::now(), memo->nn, np);
+      add_walk_stats(cs, t0, t1, CaptureStats::now(), held->nn, np);
       cs.memo_held.fetch_add(1, std::memory_order_relaxed);
     }
-    return {memo->id, true};
+    return {held->id, true};
   }
   uint64_t t2 = stats ? CaptureStats::now() : 0;
   bool thread_new = false;
   uint64_t t3 = 0;
   uint32_t id = stack_id_of(w, nn, py, np, &thread_new, stats ? &t3 : nullptr);
+  if (slot && !slot_direct && record->words) {  // another path's memo replaced, now that the walk is done
+    *slot_key = 0;
+    std::memcpy(static_cast<void*>(&slot->walk), record, sizeof *record);
+  }
   if (slot && slot->walk.words) {
     slot->id = id;
     slot->nn = nn;
@@ -410,6 +468,8 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
     add_walk_stats(cs, t0, t1, t2, nn, np);
     cs.add(CaptureStats::UnwindWalked, t1, t2);
     if (memos) (memo ? cs.memo_failed : cs.memo_missing).fetch_add(1, std::memory_order_relaxed);
+    if (memos && !memo && debug_enabled())
+      diagnose_key(id, {k[0], k[1], hash_words(k_python, 2 * static_cast<size_t>(np)), np});
     cs.add(CaptureStats::Hash, t2, t3);
     cs.add(CaptureStats::Intern, t3, CaptureStats::now());
     if (thread_new) cs.thread_new.fetch_add(1, std::memory_order_relaxed);

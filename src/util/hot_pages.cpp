@@ -8,7 +8,7 @@
 namespace aiflame {
 namespace {
 
-constexpr size_t kRegion = size_t{4} << 20;  // two huge pages on x86-64: the walk memos' ~3.2 MB and the rest
+constexpr size_t kRegion = size_t{6} << 20;  // three huge pages on x86-64: the walk memos' ~3.7 MB and the rest
 constexpr size_t kHugePage = size_t{2} << 20;
 
 struct Region {

@@ -88,6 +88,25 @@ TEST(StackCapture, VerifiedMemosMatchTheFullWalk) {
   EXPECT_EQ(f.capture.stacks(), 2u);
 }
 
+// Two native paths under one key (one kernel at one depth, under the same Python frames, through
+// two C++ paths: here path_a and path_b at one call site): each keeps its own memo, so alternating
+// launches A B A B ... take their memos (one memo per key would make every launch a walk) and each
+// still gets its own path's stack.
+TEST(StackCapture, TwoPathsSharingAKeyKeepTheirMemos) {
+  Fixture f(UnwindPolicy::Always);
+  unwind::ObjectTable::instance().build_all_now();
+  f.capture.set_verify_memos(true);
+  const Path paths[2] = {path_a, path_b};
+  std::vector<StackCapture::Result> r;
+  const int n = 1000;
+  for (int i = 0; i < n; i++) r.push_back(via(paths[i % 2], f.capture));
+  EXPECT_NE(r[0].stack_id, r[1].stack_id);
+  for (int i = 0; i < n; i++) EXPECT_EQ(r[i].stack_id, r[i % 2].stack_id) << i;
+  StackCapture::MemoCheck c = f.capture.memo_check();
+  EXPECT_GE(c.checked, uint64_t{n} - 4);  // all but the first launch of each path
+  EXPECT_EQ(c.differed, 0u);
+}
+
 // A training loop's thread launches from a few hundred call paths (hf_gpt2.py's main thread ~190 on
 // the H100): each keeps its memo between its launches. Three rounds over 256 paths (kernels at one
 // call site): after the first round nearly every launch takes its memo (a set of 4 ways that five

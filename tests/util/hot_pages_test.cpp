@@ -52,8 +52,8 @@ TEST(HotPages, EachThreadHasItsOwnRegion) {
 TEST(HotPages, PastTheRegionAllocationsComeFromTheHeap) {
   std::thread([] {
     hot_alloc(64);
-    auto* big = static_cast<char*>(hot_alloc(5u << 20));  // larger than the region
-    EXPECT_TRUE(all_zero(big, 5u << 20));
+    auto* big = static_cast<char*>(hot_alloc(7u << 20));  // larger than the region
+    EXPECT_TRUE(all_zero(big, 7u << 20));
     EXPECT_EQ(reinterpret_cast<uintptr_t>(big) % 64, 0u);
     ::operator delete(big, std::align_val_t{64});  // heap memory (the test frees it: leak checks)
   }).join();

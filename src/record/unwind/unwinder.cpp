@@ -183,8 +183,10 @@ struct MemoLog {
   uint64_t fp_at = 0, fp_value = 0;
   void add(uint64_t at, uint64_t v) {
     if (n < WalkMemo::kMaxWords) {
-      m->word[2 * n] = at;
-      m->word[2 * n + 1] = v;
+      const uint64_t off = at - m->sp;  // reads lie in [sp, top): at >= sp
+      if (off > UINT32_MAX) n = WalkMemo::kMaxWords;  // not kept: no memo
+      m->offset[n] = static_cast<uint32_t>(off);
+      m->value[n] = v;
     }
     n++;
   }
@@ -486,6 +488,7 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
   }
   memo->words = 0;
   memo->fp_used = false;
+  memo->sp = start.sp;  // the base of the logged offsets
   MemoLog log{memo};
   const int n = walk_impl(start, stack_hi, out, max, status, incremental, log);
   if ((status->end == WalkEnd::Outermost || status->end == WalkEnd::Limit) && log.n > 0 && log.n <= WalkMemo::kMaxWords &&
@@ -496,11 +499,11 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
     memo->hi = stack_hi;
     memo->generation = ObjectTable::instance().snapshot()->generation;
     memo->max = static_cast<uint16_t>(max);
-    uint64_t lowest = UINT64_MAX, highest = 0, misaligned = 0;
+    uint32_t lowest = UINT32_MAX, highest = 0, misaligned = static_cast<uint32_t>(start.sp & 7);
     for (int i = 0; i < log.n; i++) {
-      lowest = std::min(lowest, memo->word[2 * i]);
-      highest = std::max(highest, memo->word[2 * i]);
-      misaligned |= memo->word[2 * i] & 7;
+      lowest = std::min(lowest, memo->offset[i]);
+      highest = std::max(highest, memo->offset[i]);
+      misaligned |= memo->offset[i] & 7;
     }
     memo->lowest = lowest;
     memo->highest = highest;
@@ -513,12 +516,12 @@ bool memo_holds(const WalkMemo& m, const Regs& start, uint64_t stack_hi, int max
   if (!m.words || m.pc != start.pc || m.sp != start.sp || m.hi != stack_hi || m.max != max || (m.fp_used && m.fp != start.fp))
     return false;
   if (m.generation != ObjectTable::instance().snapshot()->generation) return false;
-  // Every address on the current stack before any load (the memo's walk bounded them to the same
-  // [sp, top), so this only guards against a memo of another stack); then one load per word, none
-  // waiting for another.
-  if (m.lowest < start.sp || m.highest > stack_hi - 8) return false;
+  // Every address on the current stack before any load (offsets from sp, so at or above it; the
+  // memo's walk bounded them to the same [sp, top), so this only guards against a memo of another
+  // stack); then one load per word, none waiting for another.
+  if (stack_hi < 8 || start.sp + m.highest > stack_hi - 8) return false;
   uint64_t diff = 0;
-  for (int i = 0; i < m.words; i++) diff |= stack_word(m.word[2 * i]) ^ m.word[2 * i + 1];
+  for (int i = 0; i < m.words; i++) diff |= stack_word(start.sp + m.offset[i]) ^ m.value[i];
   return diff == 0;
 }
 
@@ -547,7 +550,8 @@ void forget_walk() {
 }
 
 __attribute__((noinline)) int unwind_here(uint64_t* out, int max, WalkStatus* status, bool incremental,
-                                         const WalkMemo* check, WalkMemo* memo) {
+                                         const WalkMemo* check, WalkMemo* memo, const WalkMemo* check2,
+                                         bool check_only) {
   Regs r;
   // pc, sp and fp of one instruction of this function: its CFI row describes exactly this state.
   asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(r.pc), "=r"(r.sp), "=r"(r.fp));
@@ -559,10 +563,10 @@ __attribute__((noinline)) int unwind_here(uint64_t* out, int max, WalkStatus* st
     status->end = WalkEnd::OffStack;
     return 0;
   }
-  if (check) {
-    if (memo_holds(*check, r, b.hi, max)) return kMemoHeld;
-    prefetch_tables();  // not done before the check: a memo that holds needs none of it
-  }
+  if (check && memo_holds(*check, r, b.hi, max)) return kMemoHeld;
+  if (check2 && memo_holds(*check2, r, b.hi, max)) return kMemoHeld2;
+  if (check_only) return kNoMemoHeld;
+  if (check || check2) prefetch_tables();  // not done before the checks: a memo that holds needs none of it
   return walk(r, b.hi, out, max, status, incremental, memo);
 }
 

@@ -42,15 +42,19 @@ struct WalkStatus {
 // on the H100 a launch's 34-47 frames still cost 1.5-2.5 us walked, 33-43 of them reused).
 // Only walks that ended at the outermost frame or at the limit are memos (a bad frame may be an
 // object loaded later).
+// A word's address is kept as its offset from the start's sp (the walk reads only [sp, top)): 12
+// bytes a word. 256 words: the H100's hf_gpt2.py launches through cuBLASLt read more than the 160 an
+// earlier memo kept, so 27% of its launches never had a memo.
 struct WalkMemo {
-  static constexpr int kMaxWords = 160;
+  static constexpr int kMaxWords = 256;
   uint64_t pc = 0, sp = 0, fp = 0, hi = 0;
-  uint64_t lowest = 0, highest = 0;  // the lowest and highest word address it holds
+  uint32_t lowest = 0, highest = 0;  // the lowest and highest word offset it holds
   uint32_t generation = 0;
   uint16_t words = 0;    // 0: no memo
   uint16_t max = 0;      // the frame limit it was walked with
   bool fp_used = false;  // a rule used the starting rbp (before any saved rbp was loaded)
-  uint64_t word[2 * kMaxWords];  // address, value, address, value, ...
+  uint32_t offset[kMaxWords];  // of each word read, from sp
+  uint64_t value[kMaxWords];   // the value it had
 };
 
 // Walks from `start` (pc: the exact instruction, as in a signal context) with stack reads bounded to
@@ -68,11 +72,12 @@ bool memo_holds(const WalkMemo& memo, const Regs& start, uint64_t stack_hi, int 
 
 // The caller's stack, like glibc's backtrace() called from the same place: out[0] is the return
 // address of unwind_here into its caller, then that caller's return address, and so on.
-// check: if it holds for this call (memo_holds), returns kMemoHeld without walking (the caller has
-// the frames of the walk that made it); otherwise walks, filling `memo` if not null (it may be check).
-constexpr int kMemoHeld = -1;
+// check, check2: if one holds for this call (memo_holds), returns kMemoHeld or kMemoHeld2 without
+// walking (the caller has the frames of the walk that made it); otherwise walks, filling `memo` if
+// not null (it may be a check), or with check_only returns kNoMemoHeld without walking.
+constexpr int kMemoHeld = -1, kMemoHeld2 = -2, kNoMemoHeld = -3;
 int unwind_here(uint64_t* out, int max, WalkStatus* status, bool incremental = true, const WalkMemo* check = nullptr,
-                WalkMemo* memo = nullptr);
+                WalkMemo* memo = nullptr, const WalkMemo* check2 = nullptr, bool check_only = false);
 
 // Prefetches of what the previous walk on this thread read, so that the next walk's dependent loads
 // hit (issue 22). prefetch_stack: its stack lines, which a memo's check reads as well; call at the
