@@ -151,7 +151,8 @@ int PythonFrames::walk_raw(RawPyFrame* out, int max) const {
   void* ts = this_thread_state_();
   if (!plausible(ts)) return 0;
   PyWalkRecord* rec = t_pywalk;
-  if (!rec) t_pywalk = rec = hot_new<PyWalkRecord>();
+  if (!rec) rec = hot_new(t_pywalk);
+  if (!rec) return 0;
   int visited = 0;
   const void* frame = read_at<const void*>(ts, L_.ts_cframe);
   if (L_.kind == Layout::FrameObject) {

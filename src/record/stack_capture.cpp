@@ -134,13 +134,13 @@ thread_local MemoTable* t_memo = nullptr;  // in the thread's hot pages, never f
 // A walk's memo before it replaces another path's (StackCapture::capture).
 unwind::WalkMemo& t_scratch_memo() {
   thread_local unwind::WalkMemo* m = nullptr;
-  if (!m) m = hot_new<unwind::WalkMemo>();
+  if (!m) hot_new(m);
   return *m;
 }
 
 MemoTable& memo_table(uint64_t owner) {
   MemoTable* t = t_memo;
-  if (!t) t_memo = t = hot_new<MemoTable>();  // owner 0: cleared below (serials start at 1)
+  if (!t) t = hot_new(t_memo);  // owner 0: cleared below (serials start at 1)
   if (t->owner != owner) {
     for (auto& set : t->sets) set = MemoSet{};
     t->owner = owner;

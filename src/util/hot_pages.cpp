@@ -10,13 +10,34 @@ namespace {
 
 constexpr size_t kRegion = size_t{6} << 20;  // three huge pages on x86-64: the walk memos' ~3.7 MB and the rest
 constexpr size_t kHugePage = size_t{2} << 20;
+constexpr int kMaxOwners = 16;
 
+// Trivially destructible: usable during the process's exit (CUPTI calls back then, after the main
+// thread's thread_local destructors ran; a use after the release below maps a new region).
 struct Region {
   char* base = nullptr;
   size_t used = 0;
   bool tried = false;
+  int owners = 0;
+  void** owner[kMaxOwners];       // the thread_local pointers to null when the region goes
+  void* heap[kMaxOwners];         // allocations that did not fit, freed with it
+  int heaps = 0;
 };
-thread_local Region t_region;  // trivially destructible: usable during the process's exit
+thread_local Region t_region;
+
+void release_region() {
+  Region& r = t_region;
+  for (int i = 0; i < r.owners; i++) *r.owner[i] = nullptr;
+  for (int i = 0; i < r.heaps; i++) ::operator delete(r.heap[i], std::align_val_t{64});
+  if (r.base) munmap(r.base, kRegion);
+  r = Region{};
+}
+
+// Releases the thread's region when the thread ends: a program that starts and ends launching
+// threads (a thread per request) would otherwise keep up to 6 MB per thread it ever had.
+struct Releaser {
+  ~Releaser() { release_region(); }
+};
 
 char* map_region() {
   // A huge page more than the region, then the 2-MiB-aligned region kept: huge pages need the alignment.
@@ -34,20 +55,25 @@ char* map_region() {
 
 }  // namespace
 
-void* hot_alloc(size_t bytes) {
+void* hot_alloc(size_t bytes, void** owner) {
   bytes = (bytes + 63) & ~size_t{63};
   Region& r = t_region;
   if (!r.tried) {
+    thread_local Releaser releaser;  // registered once per thread, at its first region
+    (void)releaser;
     r.tried = true;
     r.base = map_region();
   }
+  void* p = nullptr;
   if (r.base && bytes <= kRegion - r.used) {
-    void* p = r.base + r.used;  // fresh anonymous memory: zero
+    p = r.base + r.used;  // fresh anonymous memory: zero
     r.used += bytes;
-    return p;
+  } else {
+    p = ::operator new(bytes, std::align_val_t{64});
+    std::memset(p, 0, bytes);
+    if (r.heaps < kMaxOwners) r.heap[r.heaps++] = p;  // else kept to the end (the launch path has 4 owners)
   }
-  void* p = ::operator new(bytes, std::align_val_t{64});
-  std::memset(p, 0, bytes);
+  if (r.owners < kMaxOwners) r.owner[r.owners++] = owner;
   return p;
 }
 

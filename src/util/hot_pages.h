@@ -7,23 +7,27 @@
 // Why: in a training loop the launch path's lines are cold at every launch, and so are their page
 // translations: these tables span ~230 4-KiB pages per thread (a memo alone is ~3 KiB), so each
 // launch paid TLB misses on top of cache misses (under KVM a TLB miss walks two page tables). With
-// huge pages they share three TLB entries.
+// huge pages they share three TLB entries. Released when the thread ends.
 #pragma once
 #include <cstddef>
 #include <new>
 
 namespace aiflame {
 
-// `bytes` zeroed, 64-byte aligned, from this thread's hot region (never freed: threads that launch
-// live as long as the program, and a CUPTI callback may still run on one during the process's exit);
-// from the heap, zeroed, when the region is full or cannot be mapped.
-void* hot_alloc(size_t bytes);
+// `bytes` zeroed, 64-byte aligned, from this thread's hot region; from the heap, zeroed, when the
+// region is full or cannot be mapped. `owner` is the thread_local pointer that will hold it: when the
+// thread ends, the region (and any heap block) is released and every owner set to null, so that a
+// later use on that thread (a CUPTI callback during the process's exit) allocates again. (Past 16
+// owners a thread's allocations are kept to the process's end; the launch path has 4.)
+void* hot_alloc(size_t bytes, void** owner);
 
 // Default-initialised (members without initialisers keep hot_alloc's zeros, untouched: a table's
-// pages are backed only as it fills).
+// pages are backed only as it fills), and stored in `owner`.
 template <class T>
-T* hot_new() {
-  return new (hot_alloc(sizeof(T))) T;
+T* hot_new(T*& owner) {
+  void* p = hot_alloc(sizeof(T), reinterpret_cast<void**>(&owner));
+  owner = new (p) T;
+  return owner;
 }
 
 }  // namespace aiflame

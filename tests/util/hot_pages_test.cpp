@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
+
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -21,9 +24,10 @@ bool all_zero(const void* p, size_t n) {
 
 TEST(HotPages, AllocationsAreZeroedAlignedAndDisjoint) {
   std::thread([] {
-    auto* a = static_cast<char*>(hot_alloc(100));
-    auto* b = static_cast<char*>(hot_alloc(5000));
-    auto* c = static_cast<char*>(hot_alloc(1));
+    void *o1 = nullptr, *o2 = nullptr, *o3 = nullptr;
+    auto* a = static_cast<char*>(hot_alloc(100, &o1));
+    auto* b = static_cast<char*>(hot_alloc(5000, &o2));
+    auto* c = static_cast<char*>(hot_alloc(1, &o3));
     for (char* p : {a, b, c}) EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
     EXPECT_TRUE(all_zero(a, 100));
     EXPECT_TRUE(all_zero(b, 5000));
@@ -41,21 +45,45 @@ TEST(HotPages, AllocationsAreZeroedAlignedAndDisjoint) {
 }
 
 TEST(HotPages, EachThreadHasItsOwnRegion) {
-  char* mine = nullptr;
-  char* other = nullptr;
-  std::thread([&] { mine = static_cast<char*>(hot_alloc(64)); }).join();
-  std::thread([&] { other = static_cast<char*>(hot_alloc(64)); }).join();
-  ASSERT_TRUE(mine && other);
-  EXPECT_NE(reinterpret_cast<uintptr_t>(mine) >> 21, reinterpret_cast<uintptr_t>(other) >> 21);
+  void* mine = nullptr;
+  void* other = nullptr;
+  uintptr_t mine_at = 0, other_at = 0;
+  std::thread a([&] {
+    mine_at = reinterpret_cast<uintptr_t>(hot_alloc(64, &mine));
+    std::thread([&] { other_at = reinterpret_cast<uintptr_t>(hot_alloc(64, &other)); }).join();
+  });
+  a.join();
+  ASSERT_TRUE(mine_at && other_at);
+  EXPECT_NE(mine_at >> 21, other_at >> 21);
+}
+
+// When a thread ends its region goes (a thread per request must not keep 6 MB each): its owners are
+// set to null (here a global standing for the thread_local the launch path uses) and the pages
+// unmapped.
+int* g_owner = nullptr;
+TEST(HotPages, AThreadsRegionIsReleasedWhenItEnds) {
+  uintptr_t at = 0;
+  std::thread([&] {
+    int* p = hot_new(g_owner);
+    *p = 7;
+    EXPECT_EQ(g_owner, p);
+    at = reinterpret_cast<uintptr_t>(p);
+  }).join();
+  EXPECT_EQ(g_owner, nullptr);
+  // msync on a range that is not mapped fails with ENOMEM.
+  errno = 0;
+  EXPECT_EQ(msync(reinterpret_cast<void*>(at & ~uintptr_t{4095}), 4096, MS_ASYNC), -1);
+  EXPECT_EQ(errno, ENOMEM);
 }
 
 TEST(HotPages, PastTheRegionAllocationsComeFromTheHeap) {
   std::thread([] {
-    hot_alloc(64);
-    auto* big = static_cast<char*>(hot_alloc(7u << 20));  // larger than the region
+    void *small = nullptr, *large = nullptr;
+    hot_alloc(64, &small);
+    auto* big = static_cast<char*>(hot_alloc(7u << 20, &large));  // larger than the region: from the heap
     EXPECT_TRUE(all_zero(big, 7u << 20));
     EXPECT_EQ(reinterpret_cast<uintptr_t>(big) % 64, 0u);
-    ::operator delete(big, std::align_val_t{64});  // heap memory (the test frees it: leak checks)
+    // Freed with the region when this thread ends (leak checks would say otherwise).
   }).join();
 }
 
@@ -65,7 +93,8 @@ TEST(HotPages, TheRegionIsAHugePageWhereTheKernelGivesThem) {
   std::string m((std::istreambuf_iterator<char>(mode)), {});
   if (m.find("[never]") != std::string::npos || m.empty()) GTEST_SKIP() << "transparent huge pages are off here";
   std::thread([] {
-    auto* p = static_cast<char*>(hot_alloc(1u << 20));
+    void* owner = nullptr;
+    auto* p = static_cast<char*>(hot_alloc(1u << 20, &owner));
     std::memset(p, 1, 1u << 20);  // fault it in
     std::ifstream smaps("/proc/self/smaps");
     std::string line;

@@ -93,7 +93,7 @@ thread_local PcCache* t_cache = nullptr;  // in the thread's hot pages, never fr
 
 PcCache* cache_for(uint32_t generation) {
   PcCache* c = t_cache;
-  if (!c) t_cache = c = hot_new<PcCache>();
+  if (!c) c = hot_new(t_cache);
   if (c->generation != generation) {
     for (auto& set : c->sets)
       for (auto& e : set.e) e.pc = 0;
