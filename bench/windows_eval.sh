@@ -41,8 +41,8 @@ fi
 command_of() {
   case $1 in
     gpt) echo "env STEPS=100 python3 bench/workloads/gpt_train.py" ;;
-    hf) echo "env STEPS=30 python3 bench/workloads/hf_gpt2.py" ;;
-    resnet) echo "env STEPS=20 python3 bench/workloads/resnet_train.py" ;;
+    hf) echo "env STEPS=${HF_STEPS:-30} python3 bench/workloads/hf_gpt2.py" ;;
+    resnet) echo "env STEPS=${RESNET_STEPS:-20} python3 bench/workloads/resnet_train.py" ;;
     storm) echo "$bin/aiflame_bench_kernels storm 300000" ;;
     threads) echo "$bin/aiflame_bench_kernels threads 8 20000" ;;
     graph) echo "$bin/aiflame_bench_kernels graph 2000 10" ;;
@@ -62,6 +62,17 @@ variants=(
   "win-never|AIFLAME_WIN_DISABLE_BETWEEN=0 AIFLAME_WIN_TOGGLE_ACT=0 AIFLAME_WIN_NEVER=1|$win $popt"
   "win-never-norec|AIFLAME_WIN_DISABLE_BETWEEN=0 AIFLAME_WIN_TOGGLE_ACT=1 AIFLAME_WIN_NEVER=1|$win $popt"
   "win-noprime|AIFLAME_WIN_DISABLE_BETWEEN=0 AIFLAME_WIN_TOGGLE_ACT=0 AIFLAME_WIN_PRIME=0|$win $popt"
+  # Issue 24, sixth session. The floors: kernel-serialized (floor-ser) or continuous (floor-cont) PC
+  # sampling enabled and primed, no launch callback, no kernel record, no window: what keeping sampling
+  # enabled costs by itself. keep1: sampling kept enabled, windows of one launch (opened and closed
+  # by the launching thread, so no other thread ever waits long), launch callbacks on only around a
+  # window, no kernel records, CUPTI's default period; keep1-rec: the same with kernel records.
+  "floor-ser|AIFLAME_WIN_DISABLE_BETWEEN=0 AIFLAME_ACTIVITY=0 AIFLAME_WIN_NEVER=1 AIFLAME_WIN_NEVER_NOCB=1|--pc-mode windows $popt"
+  "floor-cont|AIFLAME_WIN_DISABLE_BETWEEN=0 AIFLAME_ACTIVITY=0 AIFLAME_WIN_NEVER=1 AIFLAME_WIN_NEVER_NOCB=1 AIFLAME_WIN_CONTINUOUS=1|--pc-mode windows $popt"
+  "keep1|AIFLAME_WIN_DISABLE_BETWEEN=0 AIFLAME_ACTIVITY=0 AIFLAME_WINDOW_LAUNCHES=1 AIFLAME_WINDOW_US=1000 AIFLAME_WINDOWS_PER_S=${KEEP_RATE:-20} AIFLAME_WINDOW_BUDGET_PERMILLE=${KEEP_BUDGET:-20}|--pc-mode windows ${PERIOD:+--period $PERIOD}"
+  "keep1-rec|AIFLAME_WIN_DISABLE_BETWEEN=0 AIFLAME_WIN_TOGGLE_ACT=0 AIFLAME_WINDOW_LAUNCHES=1 AIFLAME_WINDOW_US=1000 AIFLAME_WINDOWS_PER_S=${KEEP_RATE:-20} AIFLAME_WINDOW_BUDGET_PERMILLE=${KEEP_BUDGET:-20}|--pc-mode windows ${PERIOD:+--period $PERIOD}"
+  # PyTorch's profiler with stacks on the same script (Python workloads only): the reference.
+  "torchprof|TP|-"
 )
 for w in $workloads; do
   read -r -a prog <<<"$(command_of "$w")"
@@ -72,18 +83,26 @@ for w in $workloads; do
       IFS='|' read -r name envs opts <<<"$v"
       [ -n "${VARIANTS:-}" ] && [[ " $VARIANTS " != *" $name "* ]] && continue
       log=$out/${w}_${name}_$r.log
-      if [ "$envs" = - ]; then
+      t0=$(date +%s.%N)
+      if [ "$envs" = TP ]; then
+        [[ " ${prog[*]} " == *" python3 "* ]] || continue
+        tp=()
+        for a in "${prog[@]}"; do tp+=("$a"); [ "$a" = python3 ] && tp+=(bench/workloads/torchprof.py); done
+        timeout -k 5 "${RUN_TIMEOUT:-200}" "${tp[@]}" >"$log" 2>&1
+      elif [ "$envs" = - ]; then
         timeout -k 5 "${RUN_TIMEOUT:-200}" "${prog[@]}" >"$log" 2>&1
       else
         # shellcheck disable=SC2086
         timeout -k 5 "${RUN_TIMEOUT:-200}" env $envs "$bin/aiflame" record --force --sass-timeout 0 $opts -o "$out/$w.aiflame" -- "${prog[@]}" >"$log" 2>&1
       fi
       rc=$?
+      wall=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { print b - a }')
       loop=$(grep -o 'loop_s [0-9.]*' "$log" | tail -1 | cut -d' ' -f2)
       sps=$(grep -o '[0-9]* GPU samples/s' "$log" | head -1 | cut -d' ' -f1)
       cap=$(grep -o 'stack capture cost [0-9.]*' "$log" | cut -d' ' -f4)
       wl=$(grep -o 'windows: .*' "$log" | head -1)
-      printf '%-7s %-12s r%d rc=%s loop_s=%s samples/s=%s capture_us=%s %s\n' "$w" "$name" "$r" "$rc" "${loop:-?}" "${sps:--}" "${cap:--}" "$wl"
+      wins=$(grep -o '[0-9]* sampling windows ([0-9.]* a second), open [0-9.]*%' "$log" | head -1)
+      printf '%-7s %-12s r%d rc=%s loop_s=%s wall_s=%.2f samples/s=%s capture_us=%s %s %s\n' "$w" "$name" "$r" "$rc" "${loop:-?}" "$wall" "${sps:--}" "${cap:--}" "${wins:+[$wins]}" "$wl"
     done
   done
 done

@@ -64,6 +64,13 @@ struct MeasurementSwitches {
   // (bench/probes/window_toggle.cu, H100). 32 MB holds a window's samples.
   uint32_t hw_buffer_mb = 32;
   bool win_never = false;
+  // With win_never: launch callbacks off as well once sampling is enabled and primed, so that CUPTI
+  // does nothing per launch but what enabled PC sampling itself costs (issue 24: the floor of any design
+  // that keeps sampling enabled between windows; earlier floors kept callbacks and the capture on).
+  bool win_never_nocb = false;
+  // Windows mode: CUPTI's continuous collection mode with start/stop control instead of the
+  // kernel-serialized one (samples carry no launch id then): what enabled sampling costs in that mode.
+  bool win_continuous = false;
   // Time each part of the launch path and print the breakdown when recording ends (capture_stats.h).
   bool capture_stats = false;
   // Walk every native frame at every launch: no frames taken from the thread's previous walk (the

@@ -63,6 +63,7 @@ struct FakeCupti {
   // Graph nodes: ids by handle (the handle's value as the id), or a failing lookup.
   bool graph_node_id_fails = false;
   int cubin_crc_calls = 0;
+  int launch_callback = -1;  // cuLaunchKernel's driver callback as last switched: 1 on, 0 off, -1 never
 };
 FakeCupti fake;
 
@@ -95,7 +96,10 @@ CuptiApi fake_api() {
     fake.callback = cb;
     return fake.subscribe;
   };
-  a.cuptiEnableCallback = [](uint32_t, CUpti_SubscriberHandle, CUpti_CallbackDomain, CUpti_CallbackId) { return CUPTI_SUCCESS; };
+  a.cuptiEnableCallback = [](uint32_t on, CUpti_SubscriberHandle, CUpti_CallbackDomain d, CUpti_CallbackId id) {
+    if (d == CUPTI_CB_DOMAIN_DRIVER_API && id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) fake.launch_callback = on ? 1 : 0;
+    return CUPTI_SUCCESS;
+  };
   a.cuptiActivityRegisterCallbacks = [](CUpti_BuffersCallbackRequestFunc req, CUpti_BuffersCallbackCompleteFunc done) {
     fake.buffer_requested = req;
     fake.buffer_completed = done;
@@ -577,6 +581,53 @@ TEST(CuptiBackend, WindowsModeOpensAndClosesWindowsAtLaunches) {
   for (const auto& batch : p.batches) {
     ASSERT_FALSE(batch.samples.empty());
     EXPECT_NE(batch.samples[0].correlation_id, 0u);
+  }
+}
+
+// Issue 24's floor (measurement switches): with AIFLAME_WIN_NEVER and AIFLAME_WIN_NEVER_NOCB the
+// windows mode leaves PC sampling enabled (kept between windows, none ever opened) and switches the
+// launch callbacks off once the context's sampling is set up, so that CUPTI does nothing per launch
+// but what enabled sampling costs; without NOCB the callbacks stay on (the earlier floors' setting).
+TEST(CuptiBackend, WindowsFloorLeavesSamplingEnabledAndLaunchCallbacksOff) {
+  for (bool nocb : {false, true}) {
+    RecordOptions o;
+    o.pc_mode = PcMode::Windows;
+    o.kernel_activity = false;
+    o.measure.win_disable_between = false;
+    o.measure.win_never = true;
+    o.measure.win_never_nocb = nocb;
+    Harness h(o);
+    CuptiBackend b(h.rec, fake_api());
+    ASSERT_TRUE(b.start());
+    EXPECT_EQ(fake.launch_callback, 1);
+    h.create_context(b);
+    EXPECT_EQ(fake.enables, 1);
+    EXPECT_EQ(fake.disables, 0);
+    EXPECT_EQ(fake.mode, CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED);
+    EXPECT_EQ(fake.launch_callback, nocb ? 0 : 1) << "nocb " << nocb;
+    for (uint32_t i = 1; i <= 100; i++) h.launch(i);
+    EXPECT_EQ(fake.starts, 0);  // never a window (no libcuda here: no priming window either)
+    b.stop();
+    h.finish();
+  }
+}
+
+// AIFLAME_WIN_CONTINUOUS: the windows mode configures CUPTI's continuous collection with start/stop
+// control (what enabled sampling costs in that mode); kernel-serialized otherwise.
+TEST(CuptiBackend, WindowsModeTakesContinuousCollectionWhenAsked) {
+  for (bool continuous : {false, true}) {
+    RecordOptions o;
+    o.pc_mode = PcMode::Windows;
+    o.measure.win_continuous = continuous;
+    Harness h(o);
+    CuptiBackend b(h.rec, fake_api());
+    ASSERT_TRUE(b.start());
+    h.create_context(b);
+    EXPECT_EQ(fake.mode, continuous ? CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS
+                                    : CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED);
+    EXPECT_EQ(fake.start_stop, 1u);
+    b.stop();
+    h.finish();
   }
 }
 

@@ -197,6 +197,8 @@ bool CuptiBackend::enable_sampling(Context& c) {
     prime_ns_ += ns;
     debug("context %u: sampling primed %s in %.1f ms", c.context_id, primed ? "" : "(failed)", ns / 1e6);
   }
+  // The floor (measurement): sampling enabled and primed, nothing else per launch.
+  if (windows && measure_.win_never && measure_.win_never_nocb) set_launch_callbacks(false);
   if (windows && measure_.win_disable_between) {
     CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize};
     dp.ctx = c.ctx;
@@ -229,7 +231,8 @@ bool CuptiBackend::configure_sampling(Context& c) {
   add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER)
       .attributeData.samplingDataBufferData.samplingDataBuffer = windows ? &c.range->data : &c.buf.data;
   add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE).attributeData.collectionModeData.collectionMode =
-      windows ? CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED : CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
+      windows && !measure_.win_continuous ? CUPTI_PC_SAMPLING_COLLECTION_MODE_KERNEL_SERIALIZED
+                                          : CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS;
   if (windows)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL)
         .attributeData.enableStartStopControlData.enableStartStopControl = 1;
