@@ -2,7 +2,7 @@
 # Builds everything and runs every test, as CI does (`.ci/run` calls exactly this):
 #   deps     what the tests need beyond the README's build command: clang and libclang-rt-14-dev (the
 #            fuzzers), chromium, Node >= 20 and tests/interop's npm packages (the real-client checks),
-#            golang-go, protobuf and libunwind; installed with apt-get as root (or sudo -n), named otherwise
+#            golang-go, protobuf, libunwind and python3-torch (the torch_api test); installed with apt-get as root (or sudo -n), named otherwise
 #   build    the release build            ctest    its tests (ctest)
 #   asan     the ASan + UBSan build       ctest-asan   the tests again under the sanitizers
 #   fuzz     the libFuzzer harnesses, a bounded run each (tests/fuzz/run_fuzzers.sh)
@@ -36,7 +36,8 @@ log_tail() { [ -f "$1" ] && tail -40 "$1"; }
 # Debian packages of the README's build command, and those only the tests need.
 pkgs=(cmake g++ make pkg-config libdw-dev libelf-dev libzstd-dev zlib1g-dev liblzma-dev libbz2-dev
       libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libbenchmark-dev libre2-dev python3
-      clang libclang-rt-14-dev chromium golang-go protobuf-compiler libprotobuf-dev libunwind-dev)
+      clang libclang-rt-14-dev chromium golang-go protobuf-compiler libprotobuf-dev libunwind-dev
+      python3-torch)  # the torch_api test: resolve_torch() inside a Python that imported a real torch
 node_dir=$ROOT/.tools/node  # Node >= 20 from the npm registry's `node` package when the system's is older
 node_ok() { command -v node >/dev/null && [ "$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)" -ge 20 ]; }
 as_root() {

@@ -23,6 +23,12 @@ uint64_t SamplingWindows::next_gap() {
   return static_cast<uint64_t>(gap * (0.5 + u));
 }
 
+void SamplingWindows::cancel(uint64_t now) {
+  if (!open_) return;
+  open_ = false;
+  due_.store(now + next_gap(), std::memory_order_relaxed);
+}
+
 SamplingWindows::Action SamplingWindows::decide(uint64_t now, bool full) {
   if (!open_) {
     if (now < due_.load(std::memory_order_relaxed)) return Action::None;

@@ -33,6 +33,10 @@ class SamplingWindows {
   // full: the open window has held all the launches it may (it closes before its length).
   Action decide(uint64_t now, bool full = false);
 
+  // Gives up the window just opened, before it sampled anything: not counted, the next one due one
+  // mean gap later.
+  void cancel(uint64_t now);
+
   // A cost of the open window beyond its length, in nanoseconds.
   void charge(uint64_t ns) { cost_ns_ += ns; }
   uint64_t cost_ns() const { return total_cost_ns_ + cost_ns_; }  // all windows so far

@@ -631,6 +631,68 @@ TEST(CuptiBackend, WindowsModeTakesContinuousCollectionWhenAsked) {
   }
 }
 
+// A kernel of another thread inside a kernel-serialized window is never fetched after, and eight
+// threads on eight streams hung on the H100 with windows of one launch (bench/RESULTS.md, the sixth
+// session): a window opens only once the launches of other threads already past their entry have
+// reached their exit (given up after 2 ms, never a wait without end), and a count left by a launch
+// whose exit never came (the callbacks went off meanwhile) is dropped when the callbacks come back on.
+TEST(CuptiBackend, AWindowOpensOnlyOnceOtherThreadsLaunchesInFlightHaveEnded) {
+  RecordOptions o;
+  o.pc_mode = PcMode::Windows;
+  o.windows_per_s = 1000;
+  o.window_us = 10;
+  o.window_launches = 1;
+  o.window_budget_permille = 0;
+  o.measure.win_disable_between = false;
+  Harness h(o);
+  CuptiBackend b(h.rec, fake_api());
+  ASSERT_TRUE(b.start());
+  h.create_context(b);
+  auto at = [](CUpti_ApiCallbackSite where, uint32_t correlation) {
+    CUpti_CallbackData cb{};
+    cb.callbackSite = where;
+    cb.correlationId = correlation;
+    cb.context = reinterpret_cast<CUcontext>(0x1234);
+    cb.symbolName = "kernel";
+    fake.callback(nullptr, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
+  };
+  h.launch(1);  // the first window is due at once: it opens and closes on this launch
+  ASSERT_EQ(fake.starts, 1);
+  ASSERT_EQ(fake.stops, 1);
+  // Another thread's launch enters while no window is due, and stays inside its driver call.
+  std::atomic<int> phase{0};
+  std::thread other([&] {
+    at(CUPTI_API_ENTER, 2);
+    phase = 1;
+    while (phase.load() != 2) std::this_thread::yield();
+    at(CUPTI_API_EXIT, 2);
+    phase = 3;
+  });
+  while (phase.load() != 1) std::this_thread::yield();
+  fake.now += 10'000'000;  // a window is due
+  h.launch(3);
+  EXPECT_EQ(fake.starts, 1) << "a window started while another thread's launch was in flight";
+  phase = 2;
+  while (phase.load() != 3) std::this_thread::yield();
+  other.join();
+  fake.now += 10'000'000;
+  h.launch(4);
+  EXPECT_EQ(fake.starts, 2) << "no window once the other thread's launch had ended";
+  EXPECT_EQ(fake.stops, 2);
+  // A launch whose exit is never delivered: the window's close switched the callbacks off.
+  std::thread gone([&] { at(CUPTI_API_ENTER, 5); });
+  gone.join();
+  fake.now += 10'000'000;
+  b.tick_windows();  // the window thread: a window is due, the callbacks come back on (a new epoch)
+  EXPECT_EQ(fake.launch_callback, 1);
+  auto t0 = std::chrono::steady_clock::now();
+  h.launch(6);
+  EXPECT_EQ(fake.starts, 3) << "a count left by a launch whose exit never came held the window back";
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(2));
+  b.stop();
+  h.finish();
+}
+
 // A window belongs to the thread that opened it: another thread's launch exit neither fetches nor
 // closes it (a non-opening thread that closed the window while others launched hung eight threads on
 // the H100), and another thread's launch entry waits until the owner closes it, at most 50 ms (the

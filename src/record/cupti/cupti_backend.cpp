@@ -359,10 +359,11 @@ void CuptiBackend::stop() {
   stopped_.store(true);
   if (rec_.options().pc_mode == PcMode::Windows && !rec_.options().quiet)
     std::fprintf(stderr, "aiflame: windows: %llu windows, %.1f ms open, %.1f ms in cuCtxSynchronize, %llu launches inside windows, "
-                 "%.1f ms priming sampling at context creation, %llu launches of other threads waited %.1f ms\n",
+                 "%.1f ms priming sampling at context creation, %llu launches of other threads waited %.1f ms, %llu windows "
+                 "given up\n",
           (unsigned long long)rec_.counters().windows.load(), rec_.counters().window_ns.load() / 1e6, sync_ns_.load() / 1e6,
           (unsigned long long)window_launches_.load(), prime_ns_.load() / 1e6,
-          (unsigned long long)window_waits_.load(), window_wait_ns_.load() / 1e6);
+          (unsigned long long)window_waits_.load(), window_wait_ns_.load() / 1e6, (unsigned long long)window_cancels_.load());
   size_t dropped = 0;
   if (api_.cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) rec_.add_dropped_records(dropped);
   if (attach_mode_) return;  // detach() frees the function names after cuptiFinalize

@@ -107,6 +107,14 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
     // launches; the others wait at their launch entry until it closes).
     std::atomic<pid_t> window_owner{0};
     uint32_t window_count = 0;  // the owner's launches in the open window
+    // Windows mode: the launches of other threads between their entry (past window_enter) and their
+    // exit, in the low 32 bits, under an epoch in the high 32 that moves on each time the launch
+    // callbacks are switched back on (a launch whose exit was never delivered, the callbacks having
+    // gone off meanwhile, then no longer counts). A window opens only once this count is 0 and every
+    // later launch of another thread waits at its entry: a kernel of another thread inside a
+    // kernel-serialized range is never fetched after, and that hung eight threads on eight streams on
+    // the H100 (bench/RESULTS.md). One word, so that counting and the epoch's reset cannot interleave.
+    std::atomic<uint64_t> launches_out{0};
     bool configured = false;  // PC sampling enabled and configured (win_disable_between re-enables per window)
   };
   void context_created(CUcontext ctx);
@@ -124,6 +132,11 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
   void window_enter(Context& c, uint64_t now);
   void window_exit(CUcontext ctx);
   bool open_window_locked(Context& c, uint64_t now);
+  // window_enter's parts: a window's opening by this thread (others held back first), and counting
+  // this thread's launch in or out of Context::launches_out (false: a window is open or opening).
+  bool open_window(Context& c, uint64_t now);
+  bool count_launch_in(Context& c);
+  void count_launch_out(Context& c);
   void set_launch_callbacks(bool on);
   void synchronize(Context& c);
   bool claim_device(uint32_t device);
@@ -158,6 +171,7 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
   std::atomic<bool> launch_callbacks_on_{true};
   std::atomic<int64_t> captures_{0};  // stream captures under way (windows wait for none)
   std::atomic<uint64_t> sync_ns_{0}, window_launches_{0}, prime_ns_{0}, window_waits_{0}, window_wait_ns_{0};
+  std::atomic<uint64_t> window_cancels_{0};  // windows given up: other threads' launches did not end in time
   std::thread window_thread_;
   std::atomic<bool> window_thread_stop_{false};
   std::vector<std::unique_ptr<Context>> retired_;  // replaced contexts, never freed while running

@@ -504,41 +504,110 @@ pid_t this_thread_id() {
 // ran in the kernel-serialized range with nobody fetching after them) and eight threads on eight
 // streams hung, 2 of 2 (bench/RESULTS.md, "Recorder v2: the fourth session").
 void CuptiBackend::window_enter(Context& c, uint64_t now) {
-  if (c.window_open.load(std::memory_order_acquire)) {
-    if (c.window_owner.load(std::memory_order_relaxed) == this_thread_id()) {
-      window_launches_++;
-      return;
+  for (;;) {
+    if (c.window_open.load(std::memory_order_seq_cst)) {
+      if (c.window_owner.load(std::memory_order_relaxed) == this_thread_id()) {
+        window_launches_++;
+        return;
+      }
+      // The owner may not launch again soon (its work done, or blocked on this thread: backward()
+      // waits for autograd's engine thread): after 50 ms this thread launches into the window without
+      // taking it over. A thread other than the opener that closed the window (Stop, Disable) while
+      // the others launched hung eight threads on eight streams on the H100 (bench/RESULTS.md), as a
+      // Stop from another thread hung bench/probes/serialized_where.cu.
+      const auto limit = std::chrono::milliseconds(50);
+      auto t0 = std::chrono::steady_clock::now(), t = t0;
+      while (c.window_open.load(std::memory_order_acquire) && t - t0 < limit) {
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+        t = std::chrono::steady_clock::now();
+      }
+      window_waits_++;
+      window_wait_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t - t0).count());
+      if (c.window_open.load(std::memory_order_acquire)) return;  // waited its limit: into the window
+      continue;  // closed: this launch is counted, or opens the next window
     }
-    // The owner may not launch again soon (its work done, or blocked on this thread: backward()
-    // waits for autograd's engine thread): after 50 ms this thread launches into the window without
-    // taking it over. A thread other than the opener that closed the window (Stop, Disable) while the
-    // others launched hung eight threads on eight streams on the H100 (bench/RESULTS.md), as a Stop
-    // from another thread hung bench/probes/serialized_where.cu; launching into it did not.
-    const auto limit = std::chrono::milliseconds(50);
-    auto t0 = std::chrono::steady_clock::now(), t = t0;
-    while (c.window_open.load(std::memory_order_acquire) && t - t0 < limit) {
-      std::this_thread::sleep_for(std::chrono::microseconds(20));
-      t = std::chrono::steady_clock::now();
+    if (c.windows->due(now) && !measure_.win_never && captures_.load(std::memory_order_acquire) == 0) {
+      // (No window while a stream capture is under way: its cuCtxSynchronize would break the capture.)
+      // Never wait for the lock in a launch callback: another thread is opening or closing a window.
+      std::unique_lock<std::mutex> lock(c.mu, std::try_to_lock);
+      if (lock.owns_lock() && c.enabled && !c.window_open.load() && c.windows->decide(now) == SamplingWindows::Action::Open) {
+        if (open_window(c, now)) window_launches_++;
+        return;
+      }
     }
-    window_waits_++;
-    window_wait_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t - t0).count());
-    return;
+    if (count_launch_in(c)) return;  // outside any window, counted until its exit
   }
-  if (!c.windows->due(now) || measure_.win_never) return;
-  if (captures_.load(std::memory_order_acquire) > 0) return;  // cuCtxSynchronize would break the capture
-  // Never wait for the lock in a launch callback: another thread is opening or closing a window.
-  std::unique_lock<std::mutex> lock(c.mu, std::try_to_lock);
-  if (!lock.owns_lock()) return;
-  if (!c.enabled || c.window_open.load()) return;
-  if (c.windows->decide(now) != SamplingWindows::Action::Open) return;
+}
+
+namespace {
+// This thread's launch counted in a context's launches_out, and under which epoch.
+struct CountedLaunch {
+  const void* context = nullptr;  // null: none
+  uint32_t epoch = 0;
+};
+thread_local CountedLaunch t_counted;
+}  // namespace
+
+bool CuptiBackend::count_launch_in(Context& c) {
+  // A count left from a launch whose exit never came (the callbacks went off meanwhile): this launch
+  // takes it over if its epoch is current, else it was dropped when the epoch moved on.
+  uint64_t s = c.launches_out.load(std::memory_order_seq_cst);
+  for (;;) {
+    const uint32_t epoch = static_cast<uint32_t>(s >> 32);
+    if (t_counted.context == &c && t_counted.epoch == epoch) break;
+    if (c.launches_out.compare_exchange_weak(s, s + 1, std::memory_order_seq_cst)) {
+      t_counted = {&c, epoch};
+      break;
+    }
+  }
+  // An opener stores window_open before it reads the count; this thread adds itself before it reads
+  // window_open: one of the two sees the other (sequentially consistent), so no launch of another
+  // thread is left running into a window unnoticed.
+  if (!c.window_open.load(std::memory_order_seq_cst)) return true;
+  count_launch_out(c);
+  return false;
+}
+
+void CuptiBackend::count_launch_out(Context& c) {
+  if (t_counted.context != &c) return;
+  uint64_t s = c.launches_out.load(std::memory_order_seq_cst);
+  while (static_cast<uint32_t>(s >> 32) == t_counted.epoch && static_cast<uint32_t>(s) > 0 &&
+         !c.launches_out.compare_exchange_weak(s, s - 1, std::memory_order_seq_cst)) {
+  }
+  t_counted = {};
+}
+
+// Under c.mu, the window just decided open: other threads' later launches now wait at their entry,
+// and the window opens once the launches already past their entry have ended (a launch takes
+// microseconds; after 2 ms the window is given up, so that a count left by a thread that went away
+// costs windows, never a hang).
+bool CuptiBackend::open_window(Context& c, uint64_t now) {
+  count_launch_out(c);  // this thread's own count, if one was left (it is at a launch's entry)
   c.window_owner.store(this_thread_id(), std::memory_order_relaxed);
   c.window_count = 0;
-  if (open_window_locked(c, now)) window_launches_++;
+  c.window_open.store(true, std::memory_order_seq_cst);
+  const auto limit = std::chrono::milliseconds(2);
+  const auto t0 = std::chrono::steady_clock::now();
+  while (static_cast<uint32_t>(c.launches_out.load(std::memory_order_seq_cst)) != 0) {
+    if (std::chrono::steady_clock::now() - t0 > limit) {
+      c.window_open.store(false, std::memory_order_seq_cst);
+      c.windows->cancel(now);
+      if (window_cancels_.fetch_add(1, std::memory_order_relaxed) < 3)
+        debug("window given up: launches of other threads did not end within 2 ms");
+      return false;
+    }
+    std::this_thread::yield();
+  }
+  if (open_window_locked(c, now)) return true;
+  c.window_open.store(false, std::memory_order_seq_cst);
+  return false;
 }
 
 void CuptiBackend::window_exit(CUcontext ctx) {
   Context* c = context_of(ctx);
-  if (!c || !c->windows || !c->window_open.load(std::memory_order_acquire)) return;
+  if (!c || !c->windows) return;
+  count_launch_out(*c);
+  if (!c->window_open.load(std::memory_order_acquire)) return;
   if (c->window_owner.load(std::memory_order_relaxed) != this_thread_id()) return;  // window_enter says why
   std::unique_lock<std::mutex> lock(c->mu, std::try_to_lock);  // never waits in a callback
   if (!lock.owns_lock() || !c->enabled || !c->window_open.load()) return;
@@ -593,8 +662,16 @@ uint64_t CuptiBackend::tick_windows() {
     if (now >= at) due = true;
     else next = std::min(next, at - now);
   }
-  if (due && measure_.win_toggle_callbacks && !measure_.win_never && !launch_callbacks_on_.load())
+  if (due && measure_.win_toggle_callbacks && !measure_.win_never && !launch_callbacks_on_.load()) {
+    // While the callbacks are off no launch is counted in or out: counts left by launches whose exit
+    // went undelivered are dropped with a new epoch before they come on again.
+    for (Context* c : all) {
+      uint64_t st = c->launches_out.load(std::memory_order_seq_cst);
+      while (!c->launches_out.compare_exchange_weak(st, ((st >> 32) + 1) << 32, std::memory_order_seq_cst)) {
+      }
+    }
     set_launch_callbacks(true);
+  }
   return next;
 }
 
