@@ -107,17 +107,30 @@ thread_local LocalStacks t_stacks;
 // walk, each reused frame still a switch on its rule and its dependent checks (bench/RESULTS.md). The
 // key only picks the memo to check; the check alone decides (a key shared by two paths costs a walk).
 constexpr int kMemoPython = 32;   // Python frames a memo keeps (deeper stacks are walked every time)
-// 256 sets of 4 ways: 1,024 memos (~3.7 MB per launching thread, in its hot pages). The H100's
+// 256 sets of 4 ways: 1,024 memos (~0.6 MB per launching thread, in its hot pages). The H100's
 // hf_gpt2.py loop had ~190 call paths on its main thread; with 128 sets of 2 a third of its launches
 // found no memo (sets shared by three paths or more evicted each other's).
 constexpr unsigned kMemoSetBits = 8;
 constexpr int kMemoWays = 4;
+// An entry's Python frames are kept as a hash of their words alone (the key hashes them after the
+// site and depth, in other lanes): a memo check reads the entry's header and the walk's offsets, ~4
+// lines for 80 words, and no frame list (issue 22: the check's cold lines were most of the H100's
+// capture cost). Two Python stacks that share the key and this hash: about 2^-64 per pair.
 struct MemoEntry {
+  uint64_t py_check;  // py_check_of() of the Python frames' words
+  // The entry the thread's next launch took last time, and its lines (MemoTable::last says why).
+  MemoEntry* next;
+  uint32_t next_lines;
   uint32_t id;
   int32_t nn, np;
-  uint64_t py[2 * kMemoPython];  // code, lasti
   unwind::WalkMemo walk;
 };
+// The lines a memo check reads of an entry: its header and the walk's offsets.
+uint32_t lines_of(const MemoEntry& m) {
+  const char* end = reinterpret_cast<const char*>(m.walk.offset + m.walk.words);
+  return static_cast<uint32_t>((end - reinterpret_cast<const char*>(&m)) / 64 + 2);  // + the partial lines at both ends
+}
+uint64_t py_check_of(const uint64_t* words, size_t n) { return hash_words(words, n); }
 // A set's keys on one line (a lookup reads one line, then only the entry whose key matches).
 struct alignas(64) MemoSet {
   uint64_t key[kMemoWays];  // 0: empty
@@ -126,10 +139,25 @@ struct alignas(64) MemoSet {
 struct MemoTable {
   uint64_t owner = 0;
   bool walked = true;  // the thread's last capture walked (took no memo): prefetch a walk's tables early
+  // The entry of the thread's last launch (null: it had none). A training step launches from its call
+  // paths in the same order every step, so the entry the launch after this one took last time is
+  // likely the next launch's: its lines and its set's are prefetched at the capture's start, and load
+  // while the Python frames are walked, instead of after the key is known (issue 22: the memo check's
+  // round of cold loads was the largest part of the H100's capture).
+  MemoEntry* last = nullptr;
   MemoSet sets[1u << kMemoSetBits];
   MemoEntry e[kMemoWays << kMemoSetBits];
 };
-thread_local MemoTable* t_memo = nullptr;  // in the thread's hot pages, never freed (util/hot_pages.h)
+thread_local MemoTable* t_memo = nullptr;
+
+// The thread's launch took (or wrote) entry `cur`: the previous launch's entry learns its successor.
+void follow(MemoTable& t, MemoEntry* cur) {
+  if (MemoEntry* prev = t.last; prev && prev != cur) {
+    prev->next = cur;
+    prev->next_lines = lines_of(*cur);
+  }
+  t.last = cur;
+}  // in the thread's hot pages, never freed (util/hot_pages.h)
 
 // A walk's memo before it replaces another path's (StackCapture::capture).
 unwind::WalkMemo& t_scratch_memo() {
@@ -144,6 +172,7 @@ MemoTable& memo_table(uint64_t owner) {
   if (t->owner != owner) {
     for (auto& set : t->sets) set = MemoSet{};
     t->owner = owner;
+    t->last = nullptr;
   }
   return *t;
 }
@@ -342,6 +371,12 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
       unwind::prefetch_tables();
       tables = true;
     }
+    if (mt && mt->owner == serial_ && mt->last)
+      if (const MemoEntry* nx = mt->last->next) {  // the likely next entry (MemoTable::last)
+        const char* at = reinterpret_cast<const char*>(nx);
+        for (uint32_t l = 0, n = std::min<uint32_t>(mt->last->next_lines, 16); l < n; l++) __builtin_prefetch(at + 64 * l);
+        __builtin_prefetch(&mt->sets[static_cast<size_t>(nx - mt->e) / kMemoWays]);
+      }
   }
   const bool stats = CaptureStats::on();
   uint64_t t0 = stats ? CaptureStats::now() : 0;
@@ -360,7 +395,7 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
   uint64_t key = 0;
   uint64_t k[2 * kMemoPython + 2];  // the key's words: site, depth, Python frames (put_python)
   const uint64_t* const k_python = k + 2;
-  const size_t py_bytes = 2 * sizeof(uint64_t) * static_cast<size_t>(np);
+  uint64_t py_check = 0;
   const bool memos = policy_ != UnwindPolicy::Off && incremental_ && np <= kMemoPython;
   if (!memos && policy_ != UnwindPolicy::Off && !tables) unwind::prefetch_tables();
   MemoTable* table = nullptr;
@@ -373,14 +408,12 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
     MemoSet& set = table->sets[set_index];
     MemoEntry* ways = &table->e[kMemoWays * set_index];
     int found[2] = {-1, -1}, n_found = 0;
+    py_check = py_check_of(k_python, 2 * static_cast<size_t>(np));
     for (int w = 0; w < kMemoWays && n_found < 2; w++)
-      if (set.key[w] == key && ways[w].np == np && std::memcmp(ways[w].py, k_python, py_bytes) == 0) found[n_found++] = w;
+      if (set.key[w] == key && ways[w].np == np && ways[w].py_check == py_check) found[n_found++] = w;
     for (int i = 0; i < n_found; i++) {
       const unwind::WalkMemo& m = ways[found[i]].walk;
-      __builtin_prefetch(&m);
-      for (const char* l = reinterpret_cast<const char*>(m.offset); l < reinterpret_cast<const char*>(m.offset + m.words); l += 64)
-        __builtin_prefetch(l);
-      for (const char* l = reinterpret_cast<const char*>(m.value); l < reinterpret_cast<const char*>(m.value + m.words); l += 64)
+      for (const char* l = reinterpret_cast<const char*>(&m); l < reinterpret_cast<const char*>(m.offset + m.words); l += 64)
         __builtin_prefetch(l);
     }
     if (n_found > 0) memo = &ways[found[0]];
@@ -439,7 +472,10 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
     }
     return {checking, true};
   }
-  if (table) table->walked = !held;
+  if (table) {
+    table->walked = !held;
+    if (held) follow(*table, held);
+  }
   if (held) {
     if (stats) {
       CaptureStats& cs = CaptureStats::instance();
@@ -460,8 +496,12 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
     slot->id = id;
     slot->nn = nn;
     slot->np = np;
-    std::memcpy(slot->py, k_python, py_bytes);
+    slot->py_check = py_check;
+    slot->next = nullptr;
     *slot_key = key;
+    follow(*table, slot);
+  } else if (table) {
+    table->last = nullptr;  // no entry to link the next launch's to
   }
   if (stats) {
     CaptureStats& cs = CaptureStats::instance();

@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <memory>
 
@@ -175,18 +176,35 @@ struct NoLog {
   static uint64_t fp_word(uint64_t at) { return stack_word(at); }
   static void use_fp() {}
 };
+// The memo fingerprint's keys, one per word position: odd 64-bit constants (splitmix64's outputs).
+constexpr std::array<uint64_t, WalkMemo::kMaxWords> memo_keys() {
+  std::array<uint64_t, WalkMemo::kMaxWords> k{};
+  uint64_t x = 0x6a09e667f3bcc909ULL;
+  for (auto& key : k) {
+    x += 0x9e3779b97f4a7c15ULL;
+    uint64_t z = x;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    key = (z ^ (z >> 31)) | 1;
+  }
+  return k;
+}
+constexpr std::array<uint64_t, WalkMemo::kMaxWords> kMemoKeys = memo_keys();
+
 struct MemoLog {
   WalkMemo* m;
   int n = 0;
   bool fp_start = true;    // rbp still holds the starting register's value
   bool fp_logged = false;  // rbp's value was loaded from fp_at and is logged (or is the start's)
+  bool unfit = false;      // a word misaligned or beyond 65,535 words of sp: no memo
   uint64_t fp_at = 0, fp_value = 0;
+  uint64_t fingerprint = 0;
   void add(uint64_t at, uint64_t v) {
     if (n < WalkMemo::kMaxWords) {
       const uint64_t off = at - m->sp;  // reads lie in [sp, top): at >= sp
-      if (off > UINT32_MAX) n = WalkMemo::kMaxWords;  // not kept: no memo
-      m->offset[n] = static_cast<uint32_t>(off);
-      m->value[n] = v;
+      if ((off & 7) || (off >> 3) > UINT16_MAX) unfit = true;
+      m->offset[n] = static_cast<uint16_t>(off >> 3);
+      fingerprint += v * kMemoKeys[static_cast<size_t>(n)];
     }
     n++;
   }
@@ -499,15 +517,11 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
     memo->hi = stack_hi;
     memo->generation = ObjectTable::instance().snapshot()->generation;
     memo->max = static_cast<uint16_t>(max);
-    uint32_t lowest = UINT32_MAX, highest = 0, misaligned = static_cast<uint32_t>(start.sp & 7);
-    for (int i = 0; i < log.n; i++) {
-      lowest = std::min(lowest, memo->offset[i]);
-      highest = std::max(highest, memo->offset[i]);
-      misaligned |= memo->offset[i] & 7;
-    }
-    memo->lowest = lowest;
+    memo->fingerprint = log.fingerprint;
+    uint16_t highest = 0;
+    for (int i = 0; i < log.n; i++) highest = std::max(highest, memo->offset[i]);
     memo->highest = highest;
-    if (!misaligned) memo->words = static_cast<uint16_t>(log.n);
+    if (!log.unfit && !(start.sp & 7)) memo->words = static_cast<uint16_t>(log.n);
   }
   return n;
 }
@@ -518,11 +532,11 @@ bool memo_holds(const WalkMemo& m, const Regs& start, uint64_t stack_hi, int max
   if (m.generation != ObjectTable::instance().snapshot()->generation) return false;
   // Every address on the current stack before any load (offsets from sp, so at or above it; the
   // memo's walk bounded them to the same [sp, top), so this only guards against a memo of another
-  // stack); then one load per word, none waiting for another.
-  if (stack_hi < 8 || start.sp + m.highest > stack_hi - 8) return false;
-  uint64_t diff = 0;
-  for (int i = 0; i < m.words; i++) diff |= stack_word(start.sp + m.offset[i]) ^ m.value[i];
-  return diff == 0;
+  // stack); then one load and one multiply-add per word, no load waiting for another.
+  if (stack_hi < 8 || start.sp + 8 * uint64_t{m.highest} > stack_hi - 8) return false;
+  uint64_t f = 0;
+  for (int i = 0; i < m.words; i++) f += stack_word(start.sp + 8 * uint64_t{m.offset[i]}) * kMemoKeys[static_cast<size_t>(i)];
+  return f == m.fingerprint;
 }
 
 void prefetch_stack() {

@@ -42,19 +42,27 @@ struct WalkStatus {
 // on the H100 a launch's 34-47 frames still cost 1.5-2.5 us walked, 33-43 of them reused).
 // Only walks that ended at the outermost frame or at the limit are memos (a bad frame may be an
 // object loaded later).
-// A word's address is kept as its offset from the start's sp (the walk reads only [sp, top)): 12
-// bytes a word. 256 words: the H100's hf_gpt2.py launches through cuBLASLt read more than the 160 an
-// earlier memo kept, so 27% of its launches never had a memo.
+// A word's address is kept as its offset from the start's sp in 8-byte words (the walk reads only
+// aligned words of [sp, top)), and the values as one fingerprint: sum of value[i] * kMemoKeys[i]
+// (mod 2^64, a random odd key per position). The memo's check loads the same words and compares the
+// fingerprint: one independent load and multiply-add per word, reading 2 bytes of memo per word where
+// 12 were (issue 22: with nearly every launch from its memo, the check's round of cold loads was the
+// largest part of the H100's capture, 0.58-0.92 us; a memo of 80 words was ~15 lines, now ~3). Two
+// different value lists give the same fingerprint only if sum (v[i] - v'[i]) * key[i] == 0 mod 2^64;
+// for a single differing word never (odd keys), else with a chance of about 2^-(64 - t), t the
+// trailing zero bits of the differences (return addresses and stack addresses: t <= 4).
+// 256 words: the H100's hf_gpt2.py launches through cuBLASLt read more than the 160 an earlier memo
+// kept, so 27% of its launches never had a memo.
 struct WalkMemo {
   static constexpr int kMaxWords = 256;
   uint64_t pc = 0, sp = 0, fp = 0, hi = 0;
-  uint32_t lowest = 0, highest = 0;  // the lowest and highest word offset it holds
+  uint64_t fingerprint = 0;  // of the values read, in order
   uint32_t generation = 0;
   uint16_t words = 0;    // 0: no memo
   uint16_t max = 0;      // the frame limit it was walked with
+  uint16_t highest = 0;  // the highest word offset it holds
   bool fp_used = false;  // a rule used the starting rbp (before any saved rbp was loaded)
-  uint32_t offset[kMaxWords];  // of each word read, from sp
-  uint64_t value[kMaxWords];   // the value it had
+  uint16_t offset[kMaxWords];  // of each word read, from sp, in words
 };
 
 // Walks from `start` (pc: the exact instruction, as in a signal context) with stack reads bounded to
