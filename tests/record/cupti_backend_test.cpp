@@ -242,6 +242,15 @@ struct Harness {
     rd.context = reinterpret_cast<CUcontext>(0x1234);
     fake.callback(nullptr, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &rd);
   }
+  // One of a launch's API callbacks (enter or exit), on the calling thread.
+  static void at(CUpti_ApiCallbackSite where, uint32_t correlation) {
+    CUpti_CallbackData cb{};
+    cb.callbackSite = where;
+    cb.correlationId = correlation;
+    cb.context = reinterpret_cast<CUcontext>(0x1234);
+    cb.symbolName = "kernel";
+    fake.callback(nullptr, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
+  }
   // A launch; `inside` runs between its API enter and exit callbacks (where stream capture creates
   // graph nodes).
   template <class F = void (*)()>
@@ -648,24 +657,16 @@ TEST(CuptiBackend, AWindowOpensOnlyOnceOtherThreadsLaunchesInFlightHaveEnded) {
   CuptiBackend b(h.rec, fake_api());
   ASSERT_TRUE(b.start());
   h.create_context(b);
-  auto at = [](CUpti_ApiCallbackSite where, uint32_t correlation) {
-    CUpti_CallbackData cb{};
-    cb.callbackSite = where;
-    cb.correlationId = correlation;
-    cb.context = reinterpret_cast<CUcontext>(0x1234);
-    cb.symbolName = "kernel";
-    fake.callback(nullptr, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
-  };
   h.launch(1);  // the first window is due at once: it opens and closes on this launch
   ASSERT_EQ(fake.starts, 1);
   ASSERT_EQ(fake.stops, 1);
   // Another thread's launch enters while no window is due, and stays inside its driver call.
   std::atomic<int> phase{0};
   std::thread other([&] {
-    at(CUPTI_API_ENTER, 2);
+    Harness::at(CUPTI_API_ENTER, 2);
     phase = 1;
     while (phase.load() != 2) std::this_thread::yield();
-    at(CUPTI_API_EXIT, 2);
+    Harness::at(CUPTI_API_EXIT, 2);
     phase = 3;
   });
   while (phase.load() != 1) std::this_thread::yield();
@@ -680,7 +681,7 @@ TEST(CuptiBackend, AWindowOpensOnlyOnceOtherThreadsLaunchesInFlightHaveEnded) {
   EXPECT_EQ(fake.starts, 2) << "no window once the other thread's launch had ended";
   EXPECT_EQ(fake.stops, 2);
   // A launch whose exit is never delivered: the window's close switched the callbacks off.
-  std::thread gone([&] { at(CUPTI_API_ENTER, 5); });
+  std::thread gone([&] { Harness::at(CUPTI_API_ENTER, 5); });
   gone.join();
   fake.now += 10'000'000;
   b.tick_windows();  // the window thread: a window is due, the callbacks come back on (a new epoch)
@@ -708,26 +709,18 @@ TEST(CuptiBackend, OtherThreadsWaitForTheOwnersWindowAndNeverCloseIt) {
   CuptiBackend b(h.rec, fake_api());
   ASSERT_TRUE(b.start());
   h.create_context(b);
-  auto site = [](CUpti_ApiCallbackSite where, uint32_t correlation) {
-    CUpti_CallbackData cb{};
-    cb.callbackSite = where;
-    cb.correlationId = correlation;
-    cb.context = reinterpret_cast<CUcontext>(0x1234);
-    cb.symbolName = "kernel";
-    fake.callback(nullptr, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
-  };
   using namespace std::chrono;
-  site(CUPTI_API_ENTER, 1);  // the first window is due at once: this thread opens it
+  Harness::at(CUPTI_API_ENTER, 1);  // the first window is due at once: this thread opens it
   ASSERT_EQ(fake.starts, 1);
   fake.now += 1'000'000;  // the window has outlasted its length
-  std::thread([&] { site(CUPTI_API_EXIT, 2); }).join();
+  std::thread([&] { Harness::at(CUPTI_API_EXIT, 2); }).join();
   EXPECT_EQ(fake.stops, 0) << "another thread's launch exit closed the window";
   // The owner does not launch again: the other thread waits its 50 ms, launches, and leaves it open.
   std::thread([&] {
     auto t0 = steady_clock::now();
-    site(CUPTI_API_ENTER, 3);
+    Harness::at(CUPTI_API_ENTER, 3);
     EXPECT_GE(steady_clock::now() - t0, milliseconds(50)) << "did not wait for the owner";
-    site(CUPTI_API_EXIT, 3);
+    Harness::at(CUPTI_API_EXIT, 3);
   }).join();
   EXPECT_EQ(fake.stops, 0) << "a thread that did not open the window closed it";
   // The owner closes it while another thread waits: that one goes on after the close.
@@ -735,12 +728,12 @@ TEST(CuptiBackend, OtherThreadsWaitForTheOwnersWindowAndNeverCloseIt) {
   std::atomic<int64_t> waited_ms{0};
   std::thread other([&] {
     auto t0 = steady_clock::now();
-    site(CUPTI_API_ENTER, 4);
+    Harness::at(CUPTI_API_ENTER, 4);
     waited_ms = duration_cast<milliseconds>(steady_clock::now() - t0).count();
     stops_seen = fake.stops;
   });
   std::this_thread::sleep_for(milliseconds(2));
-  site(CUPTI_API_EXIT, 1);  // the owner's exit closes it
+  Harness::at(CUPTI_API_EXIT, 1);  // the owner's exit closes it
   other.join();
   EXPECT_EQ(fake.stops, 1);
   EXPECT_TRUE(stops_seen == 1 || waited_ms >= 50) << "launched into the open window without waiting";
