@@ -117,7 +117,7 @@ constexpr int kMemoWays = 4;
 // lines for 80 words, and no frame list (issue 22: the check's cold lines were most of the H100's
 // capture cost). Two Python stacks that share the key and this hash: about 2^-64 per pair.
 struct MemoEntry {
-  uint64_t py_check;  // py_check_of() of the Python frames' words
+  uint64_t py_check;  // hash_words() of the Python frames' words
   // The entry the thread's next launch took last time, and its lines (MemoTable::last says why).
   MemoEntry* next;
   uint32_t next_lines;
@@ -130,7 +130,6 @@ uint32_t lines_of(const MemoEntry& m) {
   const char* end = reinterpret_cast<const char*>(m.walk.offset + m.walk.words);
   return static_cast<uint32_t>((end - reinterpret_cast<const char*>(&m)) / 64 + 2);  // + the partial lines at both ends
 }
-uint64_t py_check_of(const uint64_t* words, size_t n) { return hash_words(words, n); }
 // A set's keys on one line (a lookup reads one line, then only the entry whose key matches).
 struct alignas(64) MemoSet {
   uint64_t key[kMemoWays];  // 0: empty
@@ -148,7 +147,7 @@ struct MemoTable {
   MemoSet sets[1u << kMemoSetBits];
   MemoEntry e[kMemoWays << kMemoSetBits];
 };
-thread_local MemoTable* t_memo = nullptr;
+thread_local MemoTable* t_memo = nullptr;  // in the thread's hot pages, never freed (util/hot_pages.h)
 
 // The thread's launch took (or wrote) entry `cur`: the previous launch's entry learns its successor.
 void follow(MemoTable& t, MemoEntry* cur) {
@@ -157,7 +156,7 @@ void follow(MemoTable& t, MemoEntry* cur) {
     prev->next_lines = lines_of(*cur);
   }
   t.last = cur;
-}  // in the thread's hot pages, never freed (util/hot_pages.h)
+}
 
 // A walk's memo before it replaces another path's (StackCapture::capture).
 unwind::WalkMemo& t_scratch_memo() {
@@ -408,7 +407,7 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
     MemoSet& set = table->sets[set_index];
     MemoEntry* ways = &table->e[kMemoWays * set_index];
     int found[2] = {-1, -1}, n_found = 0;
-    py_check = py_check_of(k_python, 2 * static_cast<size_t>(np));
+    py_check = hash_words(k_python, 2 * static_cast<size_t>(np));
     for (int w = 0; w < kMemoWays && n_found < 2; w++)
       if (set.key[w] == key && ways[w].np == np && ways[w].py_check == py_check) found[n_found++] = w;
     for (int i = 0; i < n_found; i++) {
