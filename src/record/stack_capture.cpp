@@ -107,10 +107,14 @@ thread_local LocalStacks t_stacks;
 // walk, each reused frame still a switch on its rule and its dependent checks (bench/RESULTS.md). The
 // key only picks the memo to check; the check alone decides (a key shared by two paths costs a walk).
 constexpr int kMemoPython = 32;   // Python frames a memo keeps (deeper stacks are walked every time)
-// 256 sets of 4 ways: 1,024 memos (~0.6 MB per launching thread, in its hot pages). The H100's
+// 512 sets of 4 ways: 2,048 memos (~1.2 MB per launching thread, in its hot pages). The H100's
 // hf_gpt2.py loop had ~190 call paths on its main thread; with 128 sets of 2 a third of its launches
-// found no memo (sets shared by three paths or more evicted each other's).
-constexpr unsigned kMemoSetBits = 8;
+// found no memo (sets shared by three paths or more evicted each other's). A training step visits its
+// paths in the same order each step, so a set that five paths hash to loses all five every step
+// (round robin): at 256 sets, 256 paths left 30-42 of 512 launches without their memo in 17 of 300
+// runs of StackCapture.AThreadKeepsTheMemosOfHundredsOfCallPaths (where the sets fall moves with the
+// stack's address); the compact memos leave room for twice the sets.
+constexpr unsigned kMemoSetBits = 9;
 constexpr int kMemoWays = 4;
 // An entry's Python frames are kept as a hash of their words alone (the key hashes them after the
 // site and depth, in other lanes): a memo check reads the entry's header and the walk's offsets, ~4
@@ -147,6 +151,9 @@ struct MemoTable {
   MemoSet sets[1u << kMemoSetBits];
   MemoEntry e[kMemoWays << kMemoSetBits];
 };
+// With the unwinder's cache and record (~80 KB) and the Python walk's record it fits the thread's 2-MB
+// hot-pages region (util/hot_pages.cpp); past it, hot_alloc would take it from the heap, in 4-KiB pages.
+static_assert(sizeof(MemoTable) <= (size_t{3} << 19), "the memo table must leave room in the 2-MB hot-pages region");
 thread_local MemoTable* t_memo = nullptr;  // in the thread's hot pages, never freed (util/hot_pages.h)
 
 // The thread's launch took (or wrote) entry `cur`: the previous launch's entry learns its successor.

@@ -8,7 +8,7 @@
 namespace aiflame {
 namespace {
 
-constexpr size_t kRegion = size_t{2} << 20;  // one huge page on x86-64: the walk memos (~0.6 MB), the unwinder's cache and record, the Python walk
+constexpr size_t kRegion = size_t{2} << 20;  // one huge page on x86-64: the walk memos (~1.3 MB), the unwinder's cache and record, the Python walk
 constexpr size_t kHugePage = size_t{2} << 20;
 constexpr int kMaxOwners = 16;
 
