@@ -104,7 +104,8 @@ for w in $workloads; do
       cap=$(grep -o 'stack capture cost [0-9.]*' "$log" | cut -d' ' -f4)
       wl=$(grep -o 'windows: .*' "$log" | head -1)
       wins=$(grep -o '[0-9]* sampling windows ([0-9.]* a second), open [0-9.]*%' "$log" | head -1)
-      printf '%-7s %-12s r%d rc=%s loop_s=%s wall_s=%.2f samples/s=%s capture_us=%s %s %s\n' "$w" "$name" "$r" "$rc" "${loop:-?}" "$wall" "${sps:--}" "${cap:--}" "${wins:+[$wins]}" "$wl"
+      costs=$(grep -o "windows' costs: .*" "$log" | head -1)
+      printf '%-7s %-12s r%d rc=%s loop_s=%s wall_s=%.2f samples/s=%s capture_us=%s %s %s %s\n' "$w" "$name" "$r" "$rc" "${loop:-?}" "$wall" "${sps:--}" "${cap:--}" "${wins:+[$wins]}" "$wl" "$costs"
     done
   done
 done

@@ -71,6 +71,10 @@ struct MeasurementSwitches {
   // Windows mode: CUPTI's continuous collection mode with start/stop control instead of the
   // kernel-serialized one (samples carry no launch id then): what enabled sampling costs in that mode.
   bool win_continuous = false;
+  // Windows mode: one stderr line per phase of every window (opener's wait for other threads,
+  // synchronize, Start, fetch, Stop, callbacks off) and per wait of another thread, timestamped in
+  // microseconds with the thread id: where a window's time goes while several threads launch.
+  bool win_trace = false;
   // Time each part of the launch path and print the breakdown when recording ends (capture_stats.h).
   bool capture_stats = false;
   // Walk every native frame at every launch: no frames taken from the thread's previous walk (the

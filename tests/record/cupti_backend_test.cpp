@@ -686,10 +686,68 @@ TEST(CuptiBackend, AWindowOpensOnlyOnceOtherThreadsLaunchesInFlightHaveEnded) {
   fake.now += 10'000'000;
   b.tick_windows();  // the window thread: a window is due, the callbacks come back on (a new epoch)
   EXPECT_EQ(fake.launch_callback, 1);
-  auto t0 = std::chrono::steady_clock::now();
+  // A launch that entered its driver call while the callbacks were off has no entry callback and is
+  // not counted: for the callbacks' first millisecond no window opens, and those launches are not
+  // recorded (no sample can name them).
   h.launch(6);
+  EXPECT_EQ(fake.starts, 2) << "a window opened at once when the callbacks came back on";
+  fake.now += CuptiBackend::kCallbacksGraceNs;
+  auto t0 = std::chrono::steady_clock::now();
+  h.launch(7);
   EXPECT_EQ(fake.starts, 3) << "a count left by a launch whose exit never came held the window back";
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(2));
+  b.stop();
+  Profile p = h.finish();
+  std::vector<uint32_t> recorded;
+  for (const auto& l : p.launches) recorded.push_back(l.correlation_id);
+  EXPECT_EQ(std::count(recorded.begin(), recorded.end(), 6u), 0) << "a launch outside every window was recorded";
+  EXPECT_EQ(std::count(recorded.begin(), recorded.end(), 7u), 1);
+}
+
+// Under eight threads on eight streams a window's cuptiPCSamplingStop hung on the H100 even with the
+// callbacks' grace millisecond (a launch blocked in its driver call outlasts it): a due window opens
+// only if a single thread launched in the millisecond after the launch callbacks came back on; with
+// launches of two threads seen there (at an entry, or at the exit of a launch whose entry came while
+// the callbacks were off) the window is skipped and the callbacks go off until the next one is due.
+TEST(CuptiBackend, NoWindowOpensWhileSeveralThreadsLaunch) {
+  RecordOptions o;
+  o.pc_mode = PcMode::Windows;
+  o.windows_per_s = 1000;
+  o.window_us = 10;
+  o.window_launches = 1;
+  o.window_budget_permille = 0;
+  o.measure.win_disable_between = false;
+  Harness h(o);
+  CuptiBackend b(h.rec, fake_api());
+  ASSERT_TRUE(b.start());
+  h.create_context(b);
+  h.launch(1);  // the first window, at start-up
+  ASSERT_EQ(fake.starts, 1);
+  ASSERT_EQ(fake.launch_callback, 0);
+  for (bool exit_only : {false, true}) {
+    fake.now += 10'000'000;
+    b.tick_windows();
+    ASSERT_EQ(fake.launch_callback, 1);
+    h.launch(10);  // this thread, in the grace millisecond
+    // Another thread: a whole launch, or only the exit of one that entered while the callbacks were off.
+    std::thread([&] {
+      if (!exit_only) Harness::at(CUPTI_API_ENTER, 11);
+      Harness::at(CUPTI_API_EXIT, 11);
+    }).join();
+    fake.now += CuptiBackend::kCallbacksGraceNs;
+    h.launch(12);
+    EXPECT_EQ(fake.starts, 1) << "a window opened while two threads launched (exit only: " << exit_only << ")";
+    EXPECT_EQ(fake.launch_callback, 0) << "the callbacks stayed on after the skipped window";
+  }
+  // One thread alone in the grace millisecond: the window opens after it.
+  fake.now += 10'000'000;
+  b.tick_windows();
+  h.launch(20);
+  h.launch(21);
+  fake.now += CuptiBackend::kCallbacksGraceNs;
+  h.launch(22);
+  EXPECT_EQ(fake.starts, 2);
+  EXPECT_EQ(fake.stops, 2);
   b.stop();
   h.finish();
 }

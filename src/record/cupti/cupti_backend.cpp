@@ -3,6 +3,7 @@
 #include <cupti_activity_deprecated.h>
 #include <dlfcn.h>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -209,7 +210,10 @@ void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbi
       asm volatile("" ::"r"(c), "r"(ts));
       return;
     }
-    if (c && c->windows) window_enter(*c, ts);
+    // Windows mode with the launch callbacks switched on only around windows: a launch outside any
+    // window (the callbacks' grace period, a window given up) is not recorded, since no sample can
+    // name it; so it costs what the callback costs and no stack.
+    if (c && c->windows && !window_enter(*c, ts) && measure_.win_toggle_callbacks) return;
     rec_.on_launch(cbid, cb->correlationId, reinterpret_cast<uint64_t>(cb->symbolName), ts, c ? c->device : kNoDevice);
     return;
   }
@@ -338,9 +342,13 @@ void CuptiBackend::on_activity_buffer(uint8_t* buffer, size_t valid) {
 }
 
 void CuptiBackend::set_launch_callbacks(bool on) {
+  const auto t0 = std::chrono::steady_clock::now();
   for (CUpti_CallbackId id : kLaunchCallbacks)
     check(api_.cuptiEnableCallback(on ? 1 : 0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id), "cuptiEnableCallback(launch)");
   launch_callbacks_on_.store(on, std::memory_order_release);
+  toggles_++;
+  toggle_ns_ += static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
 }
 
 void CuptiBackend::stop() {
@@ -360,10 +368,16 @@ void CuptiBackend::stop() {
   if (rec_.options().pc_mode == PcMode::Windows && !rec_.options().quiet)
     std::fprintf(stderr, "aiflame: windows: %llu windows, %.1f ms open, %.1f ms in cuCtxSynchronize, %llu launches inside windows, "
                  "%.1f ms priming sampling at context creation, %llu launches of other threads waited %.1f ms, %llu windows "
-                 "given up\n",
+                 "given up, %llu skipped (several threads launching)\n",
           (unsigned long long)rec_.counters().windows.load(), rec_.counters().window_ns.load() / 1e6, sync_ns_.load() / 1e6,
           (unsigned long long)window_launches_.load(), prime_ns_.load() / 1e6,
-          (unsigned long long)window_waits_.load(), window_wait_ns_.load() / 1e6, (unsigned long long)window_cancels_.load());
+          (unsigned long long)window_waits_.load(), window_wait_ns_.load() / 1e6, (unsigned long long)window_cancels_.load(),
+          (unsigned long long)windows_skipped_.load());
+  if (rec_.options().pc_mode == PcMode::Windows && !rec_.options().quiet)
+    std::fprintf(stderr, "aiflame: windows' costs: %llu launch-callback switches took %.2f ms, %llu launch callbacks outside "
+                 "windows, opening %.2f ms, fetching %.2f ms, closing %.2f ms\n",
+                 (unsigned long long)toggles_.load(), toggle_ns_.load() / 1e6, (unsigned long long)launches_outside_.load(),
+                 open_ns_.load() / 1e6, fetch_ns_.load() / 1e6, close_ns_.load() / 1e6);
   size_t dropped = 0;
   if (api_.cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) rec_.add_dropped_records(dropped);
   if (attach_mode_) return;  // detach() frees the function names after cuptiFinalize

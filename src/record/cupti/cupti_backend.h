@@ -57,6 +57,9 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
   // between windows); returns the nanoseconds until the next window is due. Called by the window
   // thread (and by tests).
   uint64_t tick_windows() override;
+  // Windows mode: no window opens within this long of the launch callbacks coming back on
+  // (callbacks_on_at_ says why).
+  static constexpr uint64_t kCallbacksGraceNs = 1'000'000;
   // Windows mode: starts the thread that calls tick_windows(); stop() ends it.
   void start_window_thread() override;
 
@@ -116,6 +119,13 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
     // the H100 (bench/RESULTS.md). One word, so that counting and the epoch's reset cannot interleave.
     std::atomic<uint64_t> launches_out{0};
     bool configured = false;  // PC sampling enabled and configured (win_disable_between re-enables per window)
+    // Windows mode: the threads seen launching in the launch callbacks' first millisecond after they
+    // came back on (the first one's id; set when another one launched too). With several launching
+    // threads no window opens: under eight threads on eight streams a window's cuptiPCSamplingStop
+    // hung (bench/RESULTS.md, the seventh session) even with that millisecond's grace, since a launch
+    // blocked in its driver call (a full launch queue) outlasts any grace.
+    std::atomic<pid_t> probe_tid{0};
+    std::atomic<bool> others_launching{false};
   };
   void context_created(CUcontext ctx);
   void stream_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb);
@@ -129,7 +139,8 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
   bool prime_sampling(Context& c);
   // Windows mode, on the launching thread: opens a window at a launch's entry when one is due, and at
   // a launch's exit fetches the window's samples and closes it when its time is up.
-  void window_enter(Context& c, uint64_t now);
+  // True when the launch runs inside a window (its kernel is sampled).
+  bool window_enter(Context& c, uint64_t now);
   void window_exit(CUcontext ctx);
   bool open_window_locked(Context& c, uint64_t now);
   // window_enter's parts: a window's opening by this thread (others held back first), and counting
@@ -137,6 +148,7 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
   bool open_window(Context& c, uint64_t now);
   bool count_launch_in(Context& c);
   void count_launch_out(Context& c);
+  void note_launcher(Context& c);
   void set_launch_callbacks(bool on);
   void synchronize(Context& c);
   bool claim_device(uint32_t device);
@@ -169,9 +181,22 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
   unsigned drains_ = 0;
   std::map<uint32_t, std::unique_ptr<DeviceClaim>> claims_;  // per device ordinal, under contexts_mu_
   std::atomic<bool> launch_callbacks_on_{true};
+  // Windows mode: when the window thread last switched the launch callbacks back on (CUPTI's clock).
+  // A launch that entered its driver call while they were off has no entry callback, so it is not in
+  // Context::launches_out, and a window opened at once could take its kernel: on the H100 eight
+  // threads on eight streams then hung in cuptiPCSamplingStop, or one launch in a window took 16 s
+  // (bench/RESULTS.md, the seventh session). No window opens until kCallbacksGraceNs later: a launch's
+  // driver call takes microseconds, so those launches have left it by then.
+  std::atomic<uint64_t> callbacks_on_at_{0};
   std::atomic<int64_t> captures_{0};  // stream captures under way (windows wait for none)
   std::atomic<uint64_t> sync_ns_{0}, window_launches_{0}, prime_ns_{0}, window_waits_{0}, window_wait_ns_{0};
   std::atomic<uint64_t> window_cancels_{0};  // windows given up: other threads' launches did not end in time
+  // Where windows mode's time goes on the launching threads (the summary's windows line): switching
+  // the launch callbacks, launch callbacks delivered outside any window, and the owner's opening
+  // (wait for others, synchronize, Start), fetching at its launch exits and closing (synchronize,
+  // Stop, fetch, callbacks off).
+  std::atomic<uint64_t> windows_skipped_{0};  // due windows not opened: several threads were launching
+  std::atomic<uint64_t> toggles_{0}, toggle_ns_{0}, launches_outside_{0}, open_ns_{0}, fetch_ns_{0}, close_ns_{0};
   std::thread window_thread_;
   std::atomic<bool> window_thread_stop_{false};
   std::vector<std::unique_ptr<Context>> retired_;  // replaced contexts, never freed while running

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdarg>
+#include <cstdio>
 #include <cstdlib>
 #include <thread>
 #include <string>
@@ -47,7 +49,31 @@ $L_done:
 }
 )";
 
+// AIFLAME_WIN_TRACE (MeasurementSwitches::win_trace): one line per window phase, stamped with
+// CLOCK_MONOTONIC in microseconds and the thread id, written at once (a hung program prints no summary).
+__attribute__((format(printf, 1, 2))) void win_trace_line(const char* fmt, ...) {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  char line[256];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  std::fprintf(stderr, "aiflame[win %ld.%06ld t%d]: %s\n", static_cast<long>(ts.tv_sec), ts.tv_nsec / 1000,
+               static_cast<int>(gettid()), line);
+}
+
+uint64_t ns_since(std::chrono::steady_clock::time_point t0) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+}
+
 }  // namespace
+
+#define WIN_TRACE(...)                               \
+  do {                                               \
+    if (measure_.win_trace) win_trace_line(__VA_ARGS__); \
+  } while (0)
 
 bool priming_on_this_thread() { return t_priming; }
 
@@ -391,19 +417,26 @@ void CuptiBackend::disable(Context& c) {
 
 
 void CuptiBackend::close_window_locked(Context& c, uint64_t now) {
+  const auto steady0 = std::chrono::steady_clock::now();
   uint64_t t0 = 0;
   api_.cuptiGetTimestamp(&t0);  // CUPTI's clock, as the controller's (a fake one in tests)
+  WIN_TRACE("window %llu closing", (unsigned long long)c.windows->windows());
   synchronize(c);  // the window's last kernels end before Stop (NVIDIA's sample does the same)
+  WIN_TRACE("closing: synchronized");
   CUpti_PCSamplingStopParams sp = {CUpti_PCSamplingStopParamsSize};
   sp.ctx = c.ctx;
   bool stopped = check(api_.cuptiPCSamplingStop(&sp), "cuptiPCSamplingStop");
+  WIN_TRACE("closing: stopped (%s)", stopped ? "ok" : "failed");
   c.window_open.store(false, std::memory_order_release);
   rec_.add_window(now - c.windows->opened_at());
   c.last_drain = c.windows->opened_at();
   const RecordOptions& o = rec_.options();
   const bool toggle_activity = o.kernel_activity && measure_.win_toggle_activity && api_.cuptiActivityDisable &&
                                measure_.win_disable_between;  // open_window_locked says why
-  if (measure_.win_toggle_callbacks) set_launch_callbacks(false);
+  if (measure_.win_toggle_callbacks) {
+    set_launch_callbacks(false);
+    WIN_TRACE("closing: launch callbacks off");
+  }
   if (!stopped) {
     if (toggle_activity)
       check(api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable(CONCURRENT_KERNEL)");
@@ -427,6 +460,8 @@ void CuptiBackend::close_window_locked(Context& c, uint64_t now) {
   uint64_t t1 = 0;
   api_.cuptiGetTimestamp(&t1);
   c.windows->charge(t1 > t0 ? t1 - t0 : 0);
+  close_ns_ += ns_since(steady0);
+  WIN_TRACE("closed");
 }
 
 // cuCtxSynchronize on this thread with c's context current (the launching thread has it already;
@@ -458,6 +493,7 @@ bool CuptiBackend::open_window_locked(Context& c, uint64_t now) {
   // The wait for the GPU's queue (and Enable between windows) is the window's cost: it is inside
   // its length, which began before this call.
   synchronize(c);  // CUPTI starts a range only on an idle GPU
+  WIN_TRACE("opening: synchronized");
   // Kernel records can be switched on only while PC sampling is disabled (CUPTI 13.0 refuses
   // otherwise with CUPTI_ERROR_NOT_COMPATIBLE, on the H100): so only where windows enable it.
   const bool toggle_activity = o.kernel_activity && measure_.win_toggle_activity && api_.cuptiActivityDisable;
@@ -483,6 +519,7 @@ bool CuptiBackend::open_window_locked(Context& c, uint64_t now) {
   }
   (void)now;
   c.window_open.store(true, std::memory_order_release);
+  WIN_TRACE("opening: started");
   return true;
 }
 
@@ -503,12 +540,12 @@ pid_t this_thread_id() {
 // a 28-s gpt_train.py run then kept 14 GPU samples of 60 window launches (the other thread's kernels
 // ran in the kernel-serialized range with nobody fetching after them) and eight threads on eight
 // streams hung, 2 of 2 (bench/RESULTS.md, "Recorder v2: the fourth session").
-void CuptiBackend::window_enter(Context& c, uint64_t now) {
+bool CuptiBackend::window_enter(Context& c, uint64_t now) {
   for (;;) {
     if (c.window_open.load(std::memory_order_seq_cst)) {
       if (c.window_owner.load(std::memory_order_relaxed) == this_thread_id()) {
         window_launches_++;
-        return;
+        return true;
       }
       // The owner may not launch again soon (its work done, or blocked on this thread: backward()
       // waits for autograd's engine thread): after 50 ms this thread launches into the window without
@@ -523,19 +560,40 @@ void CuptiBackend::window_enter(Context& c, uint64_t now) {
       }
       window_waits_++;
       window_wait_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(t - t0).count());
-      if (c.window_open.load(std::memory_order_acquire)) return;  // waited its limit: into the window
+      WIN_TRACE("waited %.3f ms at a launch entry for the window of t%d: %s",
+                std::chrono::duration<double, std::milli>(t - t0).count(),
+                static_cast<int>(c.window_owner.load(std::memory_order_relaxed)),
+                c.window_open.load(std::memory_order_acquire) ? "still open, launching into it" : "closed");
+      if (c.window_open.load(std::memory_order_acquire)) return true;  // waited its limit: into the window
       continue;  // closed: this launch is counted, or opens the next window
     }
-    if (c.windows->due(now) && !measure_.win_never && captures_.load(std::memory_order_acquire) == 0) {
+    // Not within kCallbacksGraceNs of the launch callbacks coming back on: a launch that entered its
+    // driver call while they were off was never counted in, and its kernel could fall into the window.
+    const uint64_t on_at = callbacks_on_at_.load(std::memory_order_acquire);  // 0: never switched back on
+    const bool probed = on_at == 0 || now >= on_at + kCallbacksGraceNs;
+    if (!probed) note_launcher(c);
+    if (c.windows->due(now) && !measure_.win_never && captures_.load(std::memory_order_acquire) == 0 && probed) {
       // (No window while a stream capture is under way: its cuCtxSynchronize would break the capture.)
       // Never wait for the lock in a launch callback: another thread is opening or closing a window.
       std::unique_lock<std::mutex> lock(c.mu, std::try_to_lock);
       if (lock.owns_lock() && c.enabled && !c.window_open.load() && c.windows->decide(now) == SamplingWindows::Action::Open) {
-        if (open_window(c, now)) window_launches_++;
-        return;
+        if (c.others_launching.load(std::memory_order_acquire) && on_at != 0) {
+          // Several threads launched in the callbacks' first millisecond: no window this time.
+          c.windows->cancel(now);
+          if (measure_.win_toggle_callbacks) set_launch_callbacks(false);
+          windows_skipped_.fetch_add(1, std::memory_order_relaxed);
+          WIN_TRACE("window skipped: other threads launched since the callbacks came on");
+          return false;
+        }
+        if (!open_window(c, now)) return false;
+        window_launches_++;
+        return true;
       }
     }
-    if (count_launch_in(c)) return;  // outside any window, counted until its exit
+    if (count_launch_in(c)) {  // outside any window, counted until its exit
+      launches_outside_.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
   }
 }
 
@@ -582,6 +640,8 @@ void CuptiBackend::count_launch_out(Context& c) {
 // microseconds; after 2 ms the window is given up, so that a count left by a thread that went away
 // costs windows, never a hang).
 bool CuptiBackend::open_window(Context& c, uint64_t now) {
+  const auto steady0 = std::chrono::steady_clock::now();
+  WIN_TRACE("window %llu opening", (unsigned long long)c.windows->windows());
   count_launch_out(c);  // this thread's own count, if one was left (it is at a launch's entry)
   c.window_owner.store(this_thread_id(), std::memory_order_relaxed);
   c.window_count = 0;
@@ -594,24 +654,50 @@ bool CuptiBackend::open_window(Context& c, uint64_t now) {
       c.windows->cancel(now);
       if (window_cancels_.fetch_add(1, std::memory_order_relaxed) < 3)
         debug("window given up: launches of other threads did not end within 2 ms");
+      WIN_TRACE("opening given up: %u launches of other threads still out after 2 ms",
+                static_cast<uint32_t>(c.launches_out.load()));
+      open_ns_ += ns_since(steady0);
       return false;
     }
     std::this_thread::yield();
   }
-  if (open_window_locked(c, now)) return true;
-  c.window_open.store(false, std::memory_order_seq_cst);
-  return false;
+  WIN_TRACE("opening: other threads' launches out");
+  const bool opened = open_window_locked(c, now);
+  if (!opened) c.window_open.store(false, std::memory_order_seq_cst);
+  open_ns_ += ns_since(steady0);
+  return opened;
+}
+
+// A launch seen in the launch callbacks' first millisecond (at its entry or exit, since one that
+// entered while they were off shows only its exit): the context's launching threads are noted, and a
+// second one marks the context as launched into by several threads.
+void CuptiBackend::note_launcher(Context& c) {
+  const pid_t self = this_thread_id();
+  pid_t seen = 0;
+  if (c.probe_tid.compare_exchange_strong(seen, self, std::memory_order_acq_rel) || seen == self) return;
+  c.others_launching.store(true, std::memory_order_release);
 }
 
 void CuptiBackend::window_exit(CUcontext ctx) {
   Context* c = context_of(ctx);
   if (!c || !c->windows) return;
   count_launch_out(*c);
-  if (!c->window_open.load(std::memory_order_acquire)) return;
+  if (!c->window_open.load(std::memory_order_acquire)) {
+    const uint64_t on_at = callbacks_on_at_.load(std::memory_order_acquire);
+    if (on_at != 0) {
+      uint64_t now = 0;
+      api_.cuptiGetTimestamp(&now);
+      if (now < on_at + kCallbacksGraceNs) note_launcher(*c);
+    }
+    return;
+  }
   if (c->window_owner.load(std::memory_order_relaxed) != this_thread_id()) return;  // window_enter says why
   std::unique_lock<std::mutex> lock(c->mu, std::try_to_lock);  // never waits in a callback
   if (!lock.owns_lock() || !c->enabled || !c->window_open.load()) return;
+  const auto steady0 = std::chrono::steady_clock::now();
   drain_locked(*c);  // serialized sampling wants its data fetched after every kernel
+  fetch_ns_ += ns_since(steady0);
+  WIN_TRACE("launch exit %u in the window: fetched", c->window_count + 1);
   uint64_t now = 0;
   api_.cuptiGetTimestamp(&now);
   // (A context's first window of one launch, to pay CUPTI's start in the program's start-up, left the
@@ -669,8 +755,14 @@ uint64_t CuptiBackend::tick_windows() {
       uint64_t st = c->launches_out.load(std::memory_order_seq_cst);
       while (!c->launches_out.compare_exchange_weak(st, ((st >> 32) + 1) << 32, std::memory_order_seq_cst)) {
       }
+      c->probe_tid.store(0, std::memory_order_relaxed);
+      c->others_launching.store(false, std::memory_order_release);
     }
     set_launch_callbacks(true);
+    uint64_t on_at = 0;
+    api_.cuptiGetTimestamp(&on_at);
+    callbacks_on_at_.store(on_at, std::memory_order_release);
+    WIN_TRACE("launch callbacks on: a window is due");
   }
   return next;
 }
