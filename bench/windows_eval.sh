@@ -73,6 +73,9 @@ variants=(
   "keep1-rec|AIFLAME_WIN_DISABLE_BETWEEN=0 AIFLAME_WIN_TOGGLE_ACT=0 AIFLAME_WINDOW_LAUNCHES=1 AIFLAME_WINDOW_US=1000 AIFLAME_WINDOWS_PER_S=${KEEP_RATE:-20} AIFLAME_WINDOW_BUDGET_PERMILLE=${KEEP_BUDGET:-20}|--pc-mode windows ${PERIOD:+--period $PERIOD}"
   # keep1-cbon: keep1 with the launch callbacks on all the time (no cuptiEnableCallback around windows).
   "keep1-cbon|AIFLAME_WIN_DISABLE_BETWEEN=0 AIFLAME_ACTIVITY=0 AIFLAME_WIN_TOGGLE_CB=0 AIFLAME_WINDOW_LAUNCHES=1 AIFLAME_WINDOW_US=1000 AIFLAME_WINDOWS_PER_S=${KEEP_RATE:-20} AIFLAME_WINDOW_BUDGET_PERMILLE=${KEEP_BUDGET:-20}|--pc-mode windows ${PERIOD:+--period $PERIOD}"
+  # Seventh session: the floor with CUPTI's sampling worker thread sleeping SLEEP_MS (default 10) ms
+  # between its polls of the hardware buffer (CUPTI's WORKER_THREAD_PERIODIC_SLEEP_SPAN).
+  "floor-ser-sleep|AIFLAME_WIN_DISABLE_BETWEEN=0 AIFLAME_ACTIVITY=0 AIFLAME_WIN_NEVER=1 AIFLAME_WIN_NEVER_NOCB=1 AIFLAME_SLEEP_SPAN_MS=${SLEEP_MS:-10}|--pc-mode windows $popt"
   # PyTorch's profiler with stacks on the same script (Python workloads only): the reference.
   "torchprof|TP|-"
 )
