@@ -347,8 +347,7 @@ void CuptiBackend::set_launch_callbacks(bool on) {
     check(api_.cuptiEnableCallback(on ? 1 : 0, subscriber_, CUPTI_CB_DOMAIN_DRIVER_API, id), "cuptiEnableCallback(launch)");
   launch_callbacks_on_.store(on, std::memory_order_release);
   toggles_++;
-  toggle_ns_ += static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+  toggle_ns_ += ns_since(t0);
 }
 
 void CuptiBackend::stop() {

@@ -3,6 +3,7 @@
 // warning that names the fix, and the program runs on.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <sys/types.h>
 
 #include <map>
@@ -20,6 +21,12 @@
 #include "record/sampling_windows.h"
 
 namespace aiflame {
+
+// Nanoseconds of the steady clock since t0 (the backend's own costs: windows, priming, switches).
+inline uint64_t ns_since(std::chrono::steady_clock::time_point t0) {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+}
 
 // True on the thread that runs CuptiBackend's own priming kernel, while it runs.
 bool priming_on_this_thread();
@@ -191,11 +198,11 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
   std::atomic<int64_t> captures_{0};  // stream captures under way (windows wait for none)
   std::atomic<uint64_t> sync_ns_{0}, window_launches_{0}, prime_ns_{0}, window_waits_{0}, window_wait_ns_{0};
   std::atomic<uint64_t> window_cancels_{0};  // windows given up: other threads' launches did not end in time
+  std::atomic<uint64_t> windows_skipped_{0};  // due windows not opened: several threads were launching
   // Where windows mode's time goes on the launching threads (the summary's windows line): switching
   // the launch callbacks, launch callbacks delivered outside any window, and the owner's opening
   // (wait for others, synchronize, Start), fetching at its launch exits and closing (synchronize,
   // Stop, fetch, callbacks off).
-  std::atomic<uint64_t> windows_skipped_{0};  // due windows not opened: several threads were launching
   std::atomic<uint64_t> toggles_{0}, toggle_ns_{0}, launches_outside_{0}, open_ns_{0}, fetch_ns_{0}, close_ns_{0};
   std::thread window_thread_;
   std::atomic<bool> window_thread_stop_{false};

@@ -63,11 +63,6 @@ __attribute__((format(printf, 1, 2))) void win_trace_line(const char* fmt, ...) 
                static_cast<int>(gettid()), line);
 }
 
-uint64_t ns_since(std::chrono::steady_clock::time_point t0) {
-  return static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
-}
-
 }  // namespace
 
 #define WIN_TRACE(...)                               \
@@ -218,8 +213,7 @@ bool CuptiBackend::enable_sampling(Context& c) {
   if (windows && measure_.win_prime && !measure_.win_disable_between) {
     auto t0 = std::chrono::steady_clock::now();
     bool primed = prime_sampling(c);
-    uint64_t ns = static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+    uint64_t ns = ns_since(t0);
     prime_ns_ += ns;
     debug("context %u: sampling primed %s in %.1f ms", c.context_id, primed ? "" : "(failed)", ns / 1e6);
   }
@@ -484,8 +478,7 @@ void CuptiBackend::synchronize(Context& c) {
     CUcontext popped = nullptr;
     pop(&popped);
   }
-  sync_ns_ += static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0).count());
+  sync_ns_ += ns_since(t0);
 }
 
 bool CuptiBackend::open_window_locked(Context& c, uint64_t now) {
