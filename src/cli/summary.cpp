@@ -27,9 +27,14 @@ void print_summary(const Profile& p, const AttributionStats& stats, const std::s
   if (stats.exact > 0)
     out << fmt::format("aiflame: {:.2f}% of GPU samples matched exactly by launch id (windows mode)\n",
                        100.0 * stats.exact / static_cast<double>(stats.samples));
-  if (p.end && p.end->windows && secs > 0)
+  if (p.end && p.end->windows && secs > 0) {
     out << fmt::format("aiflame: {} sampling windows ({:.1f} a second), open {:.1f}% of the run\n", p.end->windows,
                        static_cast<double>(p.end->windows) / secs, 100.0 * static_cast<double>(p.end->window_ns) / 1e9 / secs);
+    // What a windows-mode profile is (issue 24 item 3): exact inside windows, nothing between them.
+    out << "aiflame: windows mode: each GPU sample belongs to a launch inside a window, matched by its launch id (exact); "
+           "launches between windows have no stack, no sample and no kernel record, and every figure counts the windows "
+           "only (not scaled to the run)\n";
+  }
   if (p.end && p.end->launches)
     out << fmt::format("aiflame: stack capture cost {:.2f} us per launch on the launching threads\n",
                        static_cast<double>(p.end->capture_ns) / 1e3 / static_cast<double>(p.end->launches));
