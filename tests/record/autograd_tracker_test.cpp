@@ -340,6 +340,39 @@ TEST(AutogradTracker, UnknownVersionKeepsBackwardWithoutForwardStacks) {
   EXPECT_EQ(p.autograd->state.rfind("on without forward stacks", 0), 0u);
 }
 
+// Windows mode records only the launches inside its windows: the forward part is off from the start
+// with a note that says why (not a failed layout check), and backward launches still sit under
+// backward() with their node's [backward] frame.
+TEST(AutogradTracker, WindowsModeKeepsBackwardWithoutForwardStacksAndSaysWhy) {
+  ProfileWriter writer;
+  StringTable strings{writer};
+  AutogradTracker tracker{writer, strings};
+  std::string path = test::temp_path("autograd_windows.aiflame");
+  std::string error;
+  ASSERT_TRUE(writer.open(path, true, &error)) << error;
+  std::vector<std::string> notes;
+  tracker.set_launches_sampled(true);
+  tracker.init_with(fake_api(), /*python=*/false, [&](const std::string& n) { notes.push_back(n); });
+  EXPECT_TRUE(tracker.active());
+  EXPECT_FALSE(tracker.node_enabled());
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("windows mode"), std::string::npos) << notes[0];
+  EXPECT_EQ(notes[0].find("layout check failed"), std::string::npos) << notes[0];
+  FakeNode n;
+  std::thread([&] { n = fake::node(); EXPECT_EQ(tracker.on_launch(11), 11u); }).join();
+  uint32_t id = 0;
+  on_engine(&n, [&] { id = tracker.on_launch(100); });
+  EXPECT_NE(id, 100u);  // a BackwardStack: the engine's launch is placed under its backward() caller
+  tracker.finish();
+  writer.add(EndRecord{});
+  ASSERT_TRUE(writer.close());
+  auto p = read_profile(path);
+  std::remove(path.c_str());
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ(p->backward_stacks.at(id).forward_stack_id, 0u);
+  EXPECT_EQ(p->autograd->state.rfind("on without forward stacks: windows mode", 0), 0u) << p->autograd->state;
+}
+
 // No graph task function (a torch without it): today's picture, one note, launches unchanged.
 TEST(AutogradTracker, MissingSymbolsLeaveLaunchesAlone) {
   TorchApi api = fake_api();

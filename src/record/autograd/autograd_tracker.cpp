@@ -92,6 +92,10 @@ void AutogradTracker::start(const TorchApi& api) {
   }
   bool node = api_.current_node && api_.peek && api_.thread_id && api_.node_layout &&
               api_.node_sequence_nr + 8 <= UINT16_MAX && api_.node_thread_id + 8 <= UINT16_MAX;
+  if (node && launches_sampled_) {
+    node = false;
+    api_.problem = "windows mode records only the launches inside its windows, so the forward launches are unseen";
+  }
   hot_.graph_task_id = api_.graph_task_id;
   hot_.peek = api_.peek;
   hot_.current_node = api_.current_node;
