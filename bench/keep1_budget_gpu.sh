@@ -3,7 +3,9 @@
 # between them (keep1: launch callbacks on only around a window, no kernel records, CUPTI's default
 # period, 2% budget) against the issue's budgets, plain and keep1 alternating (bench/windows_eval.sh):
 # the three training loops (ROUNDS pairs), the storm, threads, graph and triton workloads (ROUNDS2
-# pairs), then the 3:1 split's arrangements under keep1 and eight threads traced once.
+# pairs), then the 3:1 split's arrangements under keep1 and eight threads traced once; `demo` (the
+# demo's three towers under keep1) and `real` (timm, torch.compile, JAX, CuPy, graph threads, hooks:
+# one plain and one keep1 run each) only when PARTS names them.
 # Usage: bench/keep1_budget_gpu.sh   Env: OUT (/tmp/keep1), ROUNDS (5), ROUNDS2 (3), PARTS, LOOPS,
 #        LOOP_VARIANTS ("plain keep1"), MICRO
 set -u
@@ -29,5 +31,21 @@ for p in ${PARTS:-threads loops micro accuracy}; do
     accuracy)
       # shellcheck disable=SC2086
       env $keep1 OUT=$out/acc TIMEOUT=60 RECORD_OPTS="--pc-mode windows --sass-timeout 0" bash bench/accuracy.sh 300 sequential streams size thin ;;
+    demo)  # the demo's three towers under keep1: GPU samples per kernel
+      # shellcheck disable=SC2086
+      timeout -k 5 120 env $keep1 .dist/aiflame record --force --sass-timeout 0 --pc-mode windows -o "$out/demo.aiflame" -- \
+        .dist/aiflame_demo_matmul 200 >"$out/demo.log" 2>&1
+      echo "== demo under keep1: exit $?"; grep -E "windows|samples" "$out/demo.log" | cut -c1-200 | head -5
+      .dist/aiflame report --plain -q -f "$out/demo.aiflame" -o "$out/demo.folded" &&
+        awk '{k=$0; sub(/.*;-;/, "", k); sub(/;.*/, "", k); n[k]+=$NF} END {for (k in n) print "  kernel", k, n[k]}' "$out/demo.folded" ;;
+    real)  # other real programs: one plain and one keep1 run each, exit status and the windows' lines
+      for w in ${REAL:-timm_train compile_train jax_train cupy_loop graph_threads hooks_train}; do
+        plain=$(timeout 150 python3 "bench/workloads/$w.py" 2>&1 | grep -o 'loop_s [0-9.]*')
+        # shellcheck disable=SC2086
+        log=$(timeout -k 5 150 env $keep1 .dist/aiflame record --force --sass-timeout 0 --pc-mode windows -o "$out/$w.aiflame" -- \
+                python3 "bench/workloads/$w.py" 2>&1)
+        echo "== $w: plain ${plain:-?}, keep1 exit $? $(grep -o 'loop_s [0-9.]*' <<<"$log")"
+        grep -E "^aiflame: (windows|[0-9]+ sampling windows|autograd|[0-9.]+% of GPU samples)" <<<"$log" | cut -c1-250
+      done ;;
   esac
 done
