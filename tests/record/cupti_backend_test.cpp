@@ -640,12 +640,9 @@ TEST(CuptiBackend, WindowsModeTakesContinuousCollectionWhenAsked) {
   }
 }
 
-// A kernel of another thread inside a kernel-serialized window is never fetched after, and eight
-// threads on eight streams hung on the H100 with windows of one launch (bench/RESULTS.md, the sixth
-// session): a window opens only once the launches of other threads already past their entry have
-// reached their exit (given up after 2 ms, never a wait without end), and a count left by a launch
-// whose exit never came (the callbacks went off meanwhile) is dropped when the callbacks come back on.
-TEST(CuptiBackend, AWindowOpensOnlyOnceOtherThreadsLaunchesInFlightHaveEnded) {
+// Windows of one launch each at a fixed rate (about one a millisecond of the fake clock), sampling
+// kept enabled between them: the arrangement that hung eight threads on the H100.
+RecordOptions one_launch_windows() {
   RecordOptions o;
   o.pc_mode = PcMode::Windows;
   o.windows_per_s = 1000;
@@ -653,7 +650,16 @@ TEST(CuptiBackend, AWindowOpensOnlyOnceOtherThreadsLaunchesInFlightHaveEnded) {
   o.window_launches = 1;
   o.window_budget_permille = 0;
   o.measure.win_disable_between = false;
-  Harness h(o);
+  return o;
+}
+
+// A kernel of another thread inside a kernel-serialized window is never fetched after, and eight
+// threads on eight streams hung on the H100 with windows of one launch (bench/RESULTS.md, the sixth
+// session): a window opens only once the launches of other threads already past their entry have
+// reached their exit (given up after 2 ms, never a wait without end), and a count left by a launch
+// whose exit never came (the callbacks went off meanwhile) is dropped when the callbacks come back on.
+TEST(CuptiBackend, AWindowOpensOnlyOnceOtherThreadsLaunchesInFlightHaveEnded) {
+  Harness h(one_launch_windows());
   CuptiBackend b(h.rec, fake_api());
   ASSERT_TRUE(b.start());
   h.create_context(b);
@@ -710,14 +716,7 @@ TEST(CuptiBackend, AWindowOpensOnlyOnceOtherThreadsLaunchesInFlightHaveEnded) {
 // launches of two threads seen there (at an entry, or at the exit of a launch whose entry came while
 // the callbacks were off) the window is skipped and the callbacks go off until the next one is due.
 TEST(CuptiBackend, NoWindowOpensWhileSeveralThreadsLaunch) {
-  RecordOptions o;
-  o.pc_mode = PcMode::Windows;
-  o.windows_per_s = 1000;
-  o.window_us = 10;
-  o.window_launches = 1;
-  o.window_budget_permille = 0;
-  o.measure.win_disable_between = false;
-  Harness h(o);
+  Harness h(one_launch_windows());
   CuptiBackend b(h.rec, fake_api());
   ASSERT_TRUE(b.start());
   h.create_context(b);
