@@ -82,6 +82,7 @@ done
 "$AIFLAME" report "$D/split_thin.aiflame" --plain -o "$T/thin.folded" 2>"$T/thin.err"
 check "thin: every sample matched exactly by launch id" 'grep -q "100.00% of GPU samples matched exactly by launch id" "$T/thin.err"'
 check "thin: the summary says what a windows-mode profile holds" 'grep -q "windows mode: each GPU sample belongs to a launch inside a window" "$T/thin.err"'
+check "thin: the capture cost names the launches it averages" 'grep -Eq "stack capture cost [0-9.]+ us per launch on the launching threads \([0-9]+ launches captured, all inside windows\)" "$T/thin.err"'
 awk '{ n = $NF; i = index($0, ";-;"); k = substr($0, 1, i - 1); sub(/^[^;]*;[0-9]+;/, "", k); s[k] += n } END { for (k in s) print k, s[k] }' \
   "$T/thin.folded" | LC_ALL=C sort >"$T/thin.paths"
 [ -n "${AIFLAME_UPDATE_GOLDEN:-}" ] && cp "$T/thin.paths" "$D/split_thin.paths"
