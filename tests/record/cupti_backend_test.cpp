@@ -243,29 +243,24 @@ struct Harness {
     fake.callback(nullptr, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_CONTEXT_CREATED, &rd);
   }
   // One of a launch's API callbacks (enter or exit), on the calling thread.
-  static void at(CUpti_ApiCallbackSite where, uint32_t correlation) {
+  static void at(CUpti_ApiCallbackSite where, uint32_t correlation,
+                 CUpti_CallbackId api = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) {
     CUpti_CallbackData cb{};
     cb.callbackSite = where;
     cb.correlationId = correlation;
     cb.context = reinterpret_cast<CUcontext>(0x1234);
     cb.symbolName = "kernel";
-    fake.callback(nullptr, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
+    fake.callback(nullptr, CUPTI_CB_DOMAIN_DRIVER_API, api, &cb);
   }
   // A launch; `inside` runs between its API enter and exit callbacks (where stream capture creates
   // graph nodes).
   template <class F = void (*)()>
   void launch(uint32_t correlation, F inside = [] {}, CUpti_CallbackId api = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) {
-    CUpti_CallbackData cb{};
-    cb.callbackSite = CUPTI_API_ENTER;
-    cb.correlationId = correlation;
-    cb.context = reinterpret_cast<CUcontext>(0x1234);
-    cb.symbolName = "kernel";
-    fake.callback(nullptr, CUPTI_CB_DOMAIN_DRIVER_API, api, &cb);
+    at(CUPTI_API_ENTER, correlation, api);
     fake.correlation = correlation;  // the kernel sampled while the window is open
     fake.pcs_to_deliver = 1;
     inside();
-    cb.callbackSite = CUPTI_API_EXIT;
-    fake.callback(nullptr, CUPTI_CB_DOMAIN_DRIVER_API, api, &cb);
+    at(CUPTI_API_EXIT, correlation, api);
   }
   void graph_node(uintptr_t node, uintptr_t graph, uintptr_t original = 0) {
     CUpti_GraphData g{};
