@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "record/debug_log.h"
+#include "util/hot_pages.h"
 
 namespace aiflame {
 namespace {
@@ -32,16 +33,23 @@ struct alignas(64) AutogradTracker::ThreadState {
   Kind kind = Unknown;
   bool self = false;
   uint8_t tries = 0;
-  BackwardCache* cache = nullptr;  // engine threads: their backward ids and counts (the tracker's)
+  uint16_t last_set = 0;   // engine threads: the set of their last backward launch
+  uint16_t next_set = 0;   // and the set the launch after it took last time (prefetched)
+  BackwardCounts* counts = nullptr;  // engine threads: their counts (the tracker's)
 };
 static_assert(sizeof(AutogradTracker::ThreadState) == 64);
 
 namespace {
+// The thread's backward sets: in its hot pages, kept across trackers (cleared for a new one), null
+// again once the thread's region is released (a CUPTI callback during the exit maps a new one).
+thread_local AutogradTracker::BackwardCache* t_sets = nullptr;
+
 AutogradTracker::ThreadState& thread_state(uint64_t owner) {
   thread_local AutogradTracker::ThreadState t;
   if (t.owner != owner) {
     t = AutogradTracker::ThreadState();
     t.owner = owner;
+    if (t_sets) std::memset(static_cast<void*>(t_sets), 0, sizeof *t_sets);  // another tracker's ids (tests)
   }
   return t;
 }
@@ -142,7 +150,10 @@ AutogradTracker::Pending AutogradTracker::before_capture() {
     if (p.seq != t.last_seq && t.tid) __builtin_prefetch(&hot_.table[slot_index(p.seq, t.tid)], 1);
     return p;
   }
-  if (t.cache) __builtin_prefetch(&t.cache->counts, 1);
+  if (t.counts) {
+    __builtin_prefetch(t.counts, 1);
+    if (t_sets) __builtin_prefetch(&t_sets->sets[t.next_set]);
+  }
   if (!node_on) return p;
   std::shared_ptr<void> node = hot_.current_node();
   if (!node) return p;
@@ -207,7 +218,7 @@ uint32_t AutogradTracker::lookup(uint64_t seq, uint64_t tid) const {
   return 0;
 }
 
-uint32_t AutogradTracker::forward_of(uint64_t seq, uint64_t tid, BackwardCache::Counts& counts) {
+uint32_t AutogradTracker::forward_of(uint64_t seq, uint64_t tid, BackwardCounts& counts) {
   if (seq == kAccumulateGrad) return 0;
   bump(counts.with_node);
   uint32_t found = lookup(seq, tid);
@@ -269,10 +280,10 @@ bool AutogradTracker::probe(uint64_t seq, uint64_t tid, bool found) {
   return false;
 }
 
-AutogradTracker::BackwardCache* AutogradTracker::cache_of(ThreadState& t) {
+AutogradTracker::BackwardCounts* AutogradTracker::counts_of(ThreadState& t) {
   std::lock_guard<std::mutex> lock(mu_);
-  caches_.push_back(std::make_unique<BackwardCache>());
-  return t.cache = caches_.back().get();
+  counts_.push_back(std::make_unique<BackwardCounts>());
+  return t.counts = counts_.back().get();
 }
 
 uint32_t AutogradTracker::on_backward(uint32_t stack_id, const Pending& p) {
@@ -289,12 +300,18 @@ uint32_t AutogradTracker::on_backward(uint32_t stack_id, const Pending& p) {
   }
   // The caller's own thread running nodes of the CPU queue: its stack already holds backward()'s caller.
   if (t.self) return stack_id;
-  BackwardCache* c = t.cache ? t.cache : cache_of(t);
-  bump(c->counts.launches);
-  if (t.caller) bump(c->counts.with_caller);
+  BackwardCounts& counts = t.counts ? *t.counts : *counts_of(t);
+  bump(counts.launches);
+  if (t.caller) bump(counts.with_caller);
   uint32_t forward = 0;
-  if (p.node && hot_.node_on.load(std::memory_order_relaxed)) forward = forward_of(p.seq, p.tid, c->counts);
-  auto& set = c->sets[BackwardCache::set_of(stack_id, t.caller, forward)];
+  if (p.node && hot_.node_on.load(std::memory_order_relaxed)) forward = forward_of(p.seq, p.tid, counts);
+  BackwardCache* cache = t_sets ? t_sets : hot_new(t_sets);
+  const auto k = static_cast<uint16_t>(BackwardCache::set_of(stack_id, t.caller, forward));
+  auto& set = cache->sets[k];
+  // The previous launch's set learns its successor; this one's tells what to prefetch next time.
+  cache->sets[t.last_set].next = k;
+  t.last_set = k;
+  t.next_set = set.next;
   for (const auto& e : set.way)
     if (e.id && e.stack == stack_id && e.caller == t.caller && e.forward == forward) return e.id;
   uint32_t id = intern_backward(stack_id, t.caller, forward);
@@ -386,11 +403,11 @@ AutogradSummaryRecord AutogradTracker::summary() {
   }
   s.torch_version = api_.version;
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& c : caches_) {
-    s.backward_launches += c->counts.launches.load(std::memory_order_relaxed);
-    s.with_caller += c->counts.with_caller.load(std::memory_order_relaxed);
-    s.with_node += c->counts.with_node.load(std::memory_order_relaxed);
-    s.with_forward += c->counts.with_forward.load(std::memory_order_relaxed);
+  for (const auto& c : counts_) {
+    s.backward_launches += c->launches.load(std::memory_order_relaxed);
+    s.with_caller += c->with_caller.load(std::memory_order_relaxed);
+    s.with_node += c->with_node.load(std::memory_order_relaxed);
+    s.with_forward += c->with_forward.load(std::memory_order_relaxed);
   }
   return s;
 }

@@ -60,6 +60,35 @@ class AutogradTracker {
   //  - An engine thread: the graph task, the current node's two fields (the node is released before
   //    the capture), the forward table's slot of the node and this thread's backward-id set.
   struct ThreadState;
+
+  // Per engine thread: the BackwardStack ids it made, 3-way set associative with a set per cache line,
+  // so that the hundreds of (stack, caller, forward) triples of a training step cost one line each
+  // instead of the shared table's mutex and map (a 16-entry direct-mapped cache missed nearly always).
+  // The sets live in the thread's hot pages (util/hot_pages.h: the huge page the capture's memos are
+  // in, so no TLB miss of their own) and die with the thread; each set's last bytes name the set the
+  // launch after it took last time, prefetched at the next launch's start (a training step's backward
+  // launches come in the same order every step; the set is known only after the capture, too late to
+  // prefetch otherwise). The counts are the tracker's (the summary reads them after the thread ended)
+  // and written by that thread alone.
+  struct alignas(64) BackwardCounts {
+    std::atomic<uint64_t> launches{0}, with_caller{0}, with_node{0}, with_forward{0};
+  };
+  struct BackwardCache {
+    struct Entry {
+      uint32_t stack = 0, caller = 0, forward = 0, id = 0;
+    };
+    static constexpr size_t kSets = 2048, kWays = 3;  // 128 KiB per engine thread
+    struct alignas(64) Set {
+      Entry way[kWays];
+      uint16_t next = 0;  // the set of the launch after this set's last one
+    } sets[kSets];
+    static size_t set_of(uint32_t stack, uint32_t caller, uint32_t forward) {
+      uint64_t h = (uint64_t{stack} * 0x9e3779b97f4a7c15ull) ^ (uint64_t{caller} << 40) ^ (uint64_t{forward} * 0xc2b2ae3d27d4eb4full);
+      return (h >> 32) & (kSets - 1);
+    }
+  };
+  static_assert(sizeof(BackwardCache::Set) == 64 && BackwardCache::kSets <= 65536);
+
   struct Pending {
     bool valid = false;    // the tracker was ready
     bool forward = false;  // a forward launch with the node table on: seq was read
@@ -86,35 +115,14 @@ class AutogradTracker {
     std::atomic<uint64_t> key{0};
     std::atomic<uint32_t> stack{0};
   };
-  // Per engine thread, owned by the tracker (a thread's own storage dies with it; the summary reads
-  // these later): the BackwardStack ids it made, 4-way set associative with a set per cache line,
-  // so that the hundreds of (stack, caller, forward) triples of a training step cost one line each
-  // instead of the shared table's mutex and map (a 16-entry direct-mapped cache missed nearly always),
-  // and its counts, written by that thread alone.
-  struct BackwardCache {
-    struct alignas(64) Counts {
-      std::atomic<uint64_t> launches{0}, with_caller{0}, with_node{0}, with_forward{0};
-    } counts;
-    struct Entry {
-      uint32_t stack = 0, caller = 0, forward = 0, id = 0;
-    };
-    static constexpr size_t kSets = 1024, kWays = 4;  // 64 KiB per engine thread
-    struct alignas(64) Set {
-      Entry way[kWays];
-    } sets[kSets];
-    static size_t set_of(uint32_t stack, uint32_t caller, uint32_t forward) {
-      uint64_t h = (uint64_t{stack} * 0x9e3779b97f4a7c15ull) ^ (uint64_t{caller} << 40) ^ (uint64_t{forward} * 0xc2b2ae3d27d4eb4full);
-      return (h >> 32) & (kSets - 1);
-    }
-  };
-  BackwardCache* cache_of(ThreadState& t);
+  BackwardCounts* counts_of(ThreadState& t);
   static constexpr size_t kSlots = 1u << 16;  // forward launches remembered (1 MiB); a forward pass creating more nodes loses its oldest
   static constexpr int kProbe = 64;           // nodes the layout probe looks at
   static size_t slot_index(uint64_t seq, uint64_t tid) { return (seq + tid * 0x9e3779b97f4a7c15ull) & (kSlots - 1); }
   void start(const TorchApi& api);
   void remember_forward(uint32_t stack_id, const Pending& p);
   uint32_t on_backward(uint32_t stack_id, const Pending& p);
-  uint32_t forward_of(uint64_t seq, uint64_t tid, BackwardCache::Counts& counts);
+  uint32_t forward_of(uint64_t seq, uint64_t tid, BackwardCounts& counts);
   uint32_t lookup(uint64_t seq, uint64_t tid) const;
   bool probe(uint64_t seq, uint64_t tid, bool found);
   bool before_tracking(uint64_t seq, uint64_t tid);
@@ -170,7 +178,7 @@ class AutogradTracker {
   std::unordered_map<const void*, bool> entry_code_;
   std::map<std::vector<uint64_t>, uint32_t> caller_ids_;
   std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> backward_ids_;
-  std::vector<std::unique_ptr<BackwardCache>> caches_;  // one per engine thread seen
+  std::vector<std::unique_ptr<BackwardCounts>> counts_;  // one per engine thread seen
 };
 
 }  // namespace aiflame
