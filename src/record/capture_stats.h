@@ -20,7 +20,10 @@ struct CaptureStats {
               // Inside Autograd: the part spent on launches by autograd's engine threads (backward).
               AutogradBackward,
               // Inside Unwind: the part spent on launches that walked (took no memo).
-              UnwindWalked, kParts };
+              UnwindWalked,
+              // Inside AutogradBackward: looking for the Python thread that called backward() (once per
+              // graph task and engine thread: the other threads' frames read with process_vm_readv).
+              CallerScan, kParts };
   std::atomic<uint64_t> ticks[kParts] = {};
   std::atomic<uint64_t> launches{0}, backward_launches{0}, native_frames{0}, python_frames{0}, cache_misses{0}, fp_frames{0};
   std::atomic<uint64_t> reused_frames{0};  // native frames checked against the thread's previous walk, not walked
@@ -29,6 +32,7 @@ struct CaptureStats {
   std::atomic<uint64_t> memo_failed{0};    // launches whose call path's memo did not hold (a word the walk reads changed)
   std::atomic<uint64_t> thread_new{0};   // stacks new to their thread (took the shared table's mutex)
   std::atomic<uint64_t> process_new{0};  // of those, stacks new to the process (named and written)
+  std::atomic<uint64_t> caller_scans{0};  // CallerScan's count
   std::atomic<uint64_t> ends[6] = {};   // unwind::WalkEnd counts
   uint64_t tsc0 = 0, ns0 = 0;           // calibration taken when switched on
 

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <new>
 #include <string>
@@ -55,6 +56,7 @@ extern "C" int aiflame_probe_park() {
 }
 extern "C" int aiflame_probe_parked() { return g_parked.load(); }
 extern "C" void aiflame_probe_unpark() { g_release = 1; }
+extern "C" void aiflame_probe_rearm() { g_release = 0; }
 
 // Every other thread's frames, read with capture_thread: "function file:line" per frame, leaf first,
 // a line "--" after each thread; names through code_names (safe reads), lines through describe.
@@ -66,8 +68,8 @@ extern "C" int aiflame_probe_other_threads(char* buf, int size) {
   int threads = 0;
   for (int i = 0; i < n; i++) {
     if (states[i] == mine) continue;
-    aiflame::RawPyFrame frames[64];
-    int k = g_frames.capture_thread(states[i], frames, 64);
+    aiflame::RawPyFrame frames[256];
+    int k = g_frames.capture_thread(states[i], frames, 256);
     for (int j = 0; j < k; j++) {
       std::string file, function, file2, function2;
       uint32_t line = 0;
@@ -81,4 +83,23 @@ extern "C" int aiflame_probe_other_threads(char* buf, int size) {
   std::strncpy(buf, out.c_str(), static_cast<size_t>(size) - 1);
   buf[size - 1] = 0;
   return threads;
+}
+
+// Microseconds per capture_thread of each other thread's stack, over n reads (printed by the test:
+// what the scan for backward()'s caller costs, issue 23 item 5).
+extern "C" double aiflame_probe_time_other_threads(int n) {
+  const void* states[64];
+  int k = g_frames.thread_states(states, 64);
+  const void* mine = g_frames.this_thread_state();
+  aiflame::RawPyFrame frames[256];
+  int reads = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  for (int r = 0; r < n; r++)
+    for (int i = 0; i < k; i++)
+      if (states[i] != mine) {
+        g_frames.capture_thread(states[i], frames, 256);
+        reads++;
+      }
+  auto t1 = std::chrono::steady_clock::now();
+  return reads ? std::chrono::duration<double, std::micro>(t1 - t0).count() / reads : 0;
 }

@@ -64,6 +64,7 @@ check("layout validated by type", without_gil.aiflame_probe_raw_enabled() == 1)
 
 # Another thread's frames, read while it sits in C with the GIL released (as the thread that called
 # backward() does while autograd's engine threads launch): names and lines of this file, leaf first.
+import os
 import threading
 import time
 
@@ -82,6 +83,21 @@ while not without_gil.aiflame_probe_parked():
     time.sleep(0.001)
 buf = ctypes.create_string_buffer(65536)
 threads = without_gil.aiflame_probe_other_threads(buf, 65536)
+
+
+def frames_of(f):
+    """What Python itself says of a thread's stack, leaf first, as the probe prints it."""
+    out = []
+    while f is not None:
+        name = getattr(f.f_code, "co_qualname", f.f_code.co_name)
+        out.append("%s %s:%d" % (name, os.path.basename(f.f_code.co_filename), f.f_lineno))
+        f = f.f_back
+    return out
+
+
+truth = frames_of(sys._current_frames()[waiter.ident])
+without_gil.aiflame_probe_time_other_threads.restype = ctypes.c_double
+print("capture_thread of a %d-frame stack: %.1f us" % (len(truth), without_gil.aiflame_probe_time_other_threads(200)))
 without_gil.aiflame_probe_unpark()
 waiter.join()
 blocks = [b.strip().splitlines() for b in buf.value.decode().split("--") if b.strip()]
@@ -90,5 +106,36 @@ theirs = [b for b in blocks if b and b[0].startswith("park ")]
 check("the parked thread's frames", len(theirs) == 1 and theirs[0][:2] == [
     "park python_frames_test.py:%d" % line_of("LINE_PARK"),
     "parked_caller python_frames_test.py:%d" % line_of("LINE_PARKED_CALLER")], blocks)
-print("python_frames (Python %s): %d passed, %d failed" % (sys.version.split()[0], 12 - failures, failures))
+# Every frame down to the thread's bootstrap, as sys._current_frames() has them (the walk copies the
+# data stack's pages in one read and moves its window to frames outside it).
+check("the parked thread's whole stack", len(theirs) == 1 and theirs[0] == truth, (theirs, truth))
+
+
+# A deeper stack, through a generator (its frame lives in the generator object, not the data stack)
+# and 60 recursive calls: the window moves, then frames are copied one by one.
+def deep(k):
+    if k == 0:
+        return park()  # LINE_DEEP
+    return deep(k - 1)
+
+
+def gen():
+    yield deep(60)
+
+
+waiter = threading.Thread(target=lambda: next(gen()))
+without_gil.aiflame_probe_rearm()
+waiter.start()
+while not without_gil.aiflame_probe_parked():
+    time.sleep(0.001)
+threads = without_gil.aiflame_probe_other_threads(buf, 65536)
+truth = frames_of(sys._current_frames()[waiter.ident])
+print("capture_thread of a %d-frame stack: %.1f us" % (len(truth), without_gil.aiflame_probe_time_other_threads(200)))
+without_gil.aiflame_probe_unpark()
+waiter.join()
+blocks = [b.strip().splitlines() for b in buf.value.decode().split("--") if b.strip()]
+theirs = [b for b in blocks if b and b[0].startswith("park ")]
+check("a deep stack through a generator", len(theirs) == 1 and theirs[0] == truth and len(truth) > 60,
+      (theirs, truth))
+print("python_frames (Python %s): %d passed, %d failed" % (sys.version.split()[0], 14 - failures, failures))
 sys.exit(1 if failures else 0)

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "record/capture_stats.h"
 #include "record/debug_log.h"
 #include "util/hot_pages.h"
 
@@ -296,7 +297,12 @@ uint32_t AutogradTracker::on_backward(uint32_t stack_id, const Pending& p) {
   }
   if (python_ && !t.caller && !t.self && t.tries < kCallerTries) {
     t.tries++;
+    const uint64_t c0 = CaptureStats::on() ? CaptureStats::now() : 0;
     t.caller = find_caller(p.graph_task, &t.self);
+    if (c0) {
+      CaptureStats::instance().add(CaptureStats::CallerScan, c0, CaptureStats::now());
+      CaptureStats::instance().caller_scans.fetch_add(1, std::memory_order_relaxed);
+    }
   }
   // The caller's own thread running nodes of the CPU queue: its stack already holds backward()'s caller.
   if (t.self) return stack_id;
@@ -343,19 +349,19 @@ uint32_t AutogradTracker::find_caller(int graph_task, bool* self) {
     }
   // Another thread blocked in torch.autograd's call into the engine; this thread itself only when no
   // other is (a backward() called from a hook on an engine thread is nested in the main thread's).
+  // Each thread's whole stack is read at once: a read costs a few process_vm_readv whatever its
+  // depth (PythonFrames::capture_thread), as much as its innermost frame alone.
   const void* states[64];
   int n = frames_.thread_states(states, 64);
   const void* caller = nullptr;
-  RawPyFrame top;
+  RawPyFrame py[256];
+  int np = 0;
   for (int pass = 0; pass < 2 && !caller; pass++)
     for (int i = 0; i < n && !caller; i++)
-      if ((states[i] == mine) == (pass == 1) && frames_.capture_thread(states[i], &top, 1) == 1 &&
-          is_backward_entry(top.code))
+      if ((states[i] == mine) == (pass == 1) && (np = frames_.capture_thread(states[i], py, 256)) > 0 &&
+          is_backward_entry(py[0].code))
         caller = states[i];
   if (!caller) return 0;
-  RawPyFrame py[256];
-  int np = frames_.capture_thread(caller, py, 256);
-  if (np == 0 || !is_backward_entry(py[0].code)) return 0;  // it moved on meanwhile
   uint32_t id = intern_caller(py, np);
   if (callers_.size() >= kMaxCallers) callers_.erase(callers_.begin());
   callers_.push_back({graph_task, caller, id});
