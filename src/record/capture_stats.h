@@ -23,7 +23,9 @@ struct CaptureStats {
               UnwindWalked,
               // Inside AutogradBackward: looking for the Python thread that called backward() (once per
               // graph task and engine thread: the other threads' frames read with process_vm_readv).
-              CallerScan, kParts };
+              CallerScan,
+              // Inside CallerScan: reading the threads' Python stacks (PythonFrames::capture_thread).
+              CallerRead, kParts };
   std::atomic<uint64_t> ticks[kParts] = {};
   std::atomic<uint64_t> launches{0}, backward_launches{0}, native_frames{0}, python_frames{0}, cache_misses{0}, fp_frames{0};
   std::atomic<uint64_t> reused_frames{0};  // native frames checked against the thread's previous walk, not walked
@@ -33,6 +35,7 @@ struct CaptureStats {
   std::atomic<uint64_t> thread_new{0};   // stacks new to their thread (took the shared table's mutex)
   std::atomic<uint64_t> process_new{0};  // of those, stacks new to the process (named and written)
   std::atomic<uint64_t> caller_scans{0};  // CallerScan's count
+  std::atomic<uint64_t> caller_reads{0};  // CallerRead's count (thread stacks read)
   std::atomic<uint64_t> ends[6] = {};   // unwind::WalkEnd counts
   uint64_t tsc0 = 0, ns0 = 0;           // calibration taken when switched on
 

@@ -339,6 +339,16 @@ bool AutogradTracker::is_backward_entry(const void* code) {
   return yes;
 }
 
+int AutogradTracker::read_stack(const void* tstate, RawPyFrame* py) {
+  const uint64_t c0 = CaptureStats::on() ? CaptureStats::now() : 0;
+  int n = frames_.capture_thread(tstate, py, 256);
+  if (c0) {
+    CaptureStats::instance().add(CaptureStats::CallerRead, c0, CaptureStats::now());
+    CaptureStats::instance().caller_reads.fetch_add(1, std::memory_order_relaxed);
+  }
+  return n;
+}
+
 uint32_t AutogradTracker::find_caller(int graph_task, bool* self) {
   std::lock_guard<std::mutex> lock(mu_);
   const void* mine = frames_.this_thread_state();
@@ -358,8 +368,7 @@ uint32_t AutogradTracker::find_caller(int graph_task, bool* self) {
   int np = 0;
   for (int pass = 0; pass < 2 && !caller; pass++)
     for (int i = 0; i < n && !caller; i++)
-      if ((states[i] == mine) == (pass == 1) && (np = frames_.capture_thread(states[i], py, 256)) > 0 &&
-          is_backward_entry(py[0].code))
+      if ((states[i] == mine) == (pass == 1) && (np = read_stack(states[i], py)) > 0 && is_backward_entry(py[0].code))
         caller = states[i];
   if (!caller) return 0;
   uint32_t id = intern_caller(py, np);

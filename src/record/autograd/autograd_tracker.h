@@ -129,6 +129,7 @@ class AutogradTracker {
   int seen_slot(uint64_t tid) const;
   // The BackwardCaller id of a graph task (0: none found); *self: this thread is the caller.
   uint32_t find_caller(int graph_task, bool* self);
+  int read_stack(const void* tstate, RawPyFrame* py);  // up to 256 frames of another thread
   bool is_backward_entry(const void* code);
   uint32_t intern_caller(const RawPyFrame* py, int n);
   uint32_t intern_backward(uint32_t stack_id, uint32_t caller, uint32_t forward);
