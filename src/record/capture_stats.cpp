@@ -30,7 +30,7 @@ void CaptureStats::enable() {
 
 void CaptureStats::reset() {
   for (auto& t : ticks) t.store(0);
-  for (auto* c : {&launches, &backward_launches, &native_frames, &python_frames, &cache_misses, &fp_frames, &reused_frames, &memo_held, &memo_missing, &memo_failed, &thread_new, &process_new, &caller_scans, &caller_reads}) c->store(0);
+  for (auto* c : {&launches, &backward_launches, &native_frames, &python_frames, &cache_misses, &fp_frames, &reused_frames, &memo_held, &memo_missing, &memo_failed, &thread_new, &process_new, &caller_scans, &caller_reads, &caller_rereads}) c->store(0);
   for (auto& e : ends) e.store(0);
 }
 
@@ -45,7 +45,7 @@ std::string CaptureStats::line() const {
   auto per = [&](const std::atomic<uint64_t>& c) { return n ? static_cast<double>(c.load()) / static_cast<double>(n) : 0.0; };
   return fmt::format(
       "capture stats: {} launches; us per launch: total {:.3f} = python walk {:.3f} + native unwind {:.3f} + hash and "
-      "local lookup {:.3f} + shared intern {:.3f} (lock wait {:.3f}, Python names {:.3f}, stack record write {:.3f}) + autograd {:.3f} (backward launches {:.1f}%, {:.3f} each, of which {:.3f} in {} caller scans of {:.1f} us each, {:.1f} us of it reading {:.1f} thread stacks; forward {:.3f} each) + launch record write {:.3f}; per launch: {:.1f} "
+      "local lookup {:.3f} + shared intern {:.3f} (lock wait {:.3f}, Python names {:.3f}, stack record write {:.3f}) + autograd {:.3f} (backward launches {:.1f}%, {:.3f} each, of which {:.3f} in {} caller scans of {:.1f} us each, {:.1f} us of it reading {:.1f} thread stacks, {} scans the last caller's stack read again in one; forward {:.3f} each) + launch record write {:.3f}; per launch: {:.1f} "
       "native frames ({:.1f} by frame pointer, {:.1f} reused from the thread's previous walk), {:.1f}% of launches from their path's memo ({:.1f}% had none, {:.1f}% had one that did not hold; {:.3f} us per walked launch's unwind), {:.1f} Python frames, {:.2f} unwind cache misses, {:.4f} stacks new to "
       "the thread ({:.4f} new to the process); walk ends: outermost {} limit {} bad {} not-ready {} stale {} off-stack {}",
       n, us(Total), us(Python), us(Unwind), us(Hash), us(Intern), us(InternLock), us(InternNames), us(InternWrite), us(Autograd),
@@ -54,6 +54,7 @@ std::string CaptureStats::line() const {
       caller_scans.load() ? tick_us(CallerScan) / static_cast<double>(caller_scans.load()) : 0.0,
       caller_scans.load() ? tick_us(CallerRead) / static_cast<double>(caller_scans.load()) : 0.0,
       caller_scans.load() ? static_cast<double>(caller_reads.load()) / static_cast<double>(caller_scans.load()) : 0.0,
+      caller_rereads.load(),
       n > bw ? (tick_us(Autograd) - tick_us(AutogradBackward)) / static_cast<double>(n - bw) : 0.0, us(Write), per(native_frames),
       per(fp_frames), per(reused_frames), 100.0 * per(memo_held), 100.0 * per(memo_missing), 100.0 * per(memo_failed),
       walked ? tick_us(UnwindWalked) / static_cast<double>(walked) : 0.0, per(python_frames), per(cache_misses), per(thread_new), per(process_new), ends[0].load(), ends[1].load(),

@@ -36,6 +36,7 @@ struct CaptureStats {
   std::atomic<uint64_t> process_new{0};  // of those, stacks new to the process (named and written)
   std::atomic<uint64_t> caller_scans{0};  // CallerScan's count
   std::atomic<uint64_t> caller_reads{0};  // CallerRead's count (thread stacks read)
+  std::atomic<uint64_t> caller_rereads{0};  // of those, the last caller found at its stack in one read
   std::atomic<uint64_t> ends[6] = {};   // unwind::WalkEnd counts
   uint64_t tsc0 = 0, ns0 = 0;           // calibration taken when switched on
 

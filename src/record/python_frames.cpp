@@ -262,28 +262,38 @@ namespace {
 // A copy of the pages below another thread's innermost frame. 3.11+ keeps a thread's frames in its
 // data stack, each caller below its callee, so one process_vm_readv of these pages holds most of a
 // walk's frames, where a copy of each frame took a syscall of its own (issue 23 item 5: the scan for
-// the caller of backward() took 40-48 us on the H100, about 2 us per process_vm_readv).
+// the caller of backward() took 40-48 us on the H100). Two pages: on the development VM a read of a
+// 5-frame stack took 6.7 us with two, 12.1 us with eight (each page is pinned).
 struct FrameWindow {
   static constexpr size_t kPage = 4096, kPages = 2;
   uintptr_t lo = 0, hi = 0;  // the copied range: [lo, hi)
   alignas(64) char bytes[kPage * kPages];
 
-  // The page holding the end of the innermost frame and up to kPages - 1 below it. A partial copy
-  // stops at an iovec's end (never inside one): the pages copied are the top ones.
-  void load(const void* frame, size_t span) {
-    static const pid_t self = getpid();
-    lo = hi = 0;
-    const uintptr_t top = (reinterpret_cast<uintptr_t>(frame) + span - 1) & ~(kPage - 1);
-    if (top < (kPages - 1) * kPage) return;
-    iovec local[kPages], remote[kPages];
+  // The page holding the end of the innermost frame, then the ones below it, as remote iovecs (top
+  // first: a partial copy stops at an iovec's end, never inside one, so the pages copied are the top ones).
+  static uintptr_t top_page(const void* frame, size_t span) {
+    return (reinterpret_cast<uintptr_t>(frame) + span - 1) & ~(kPage - 1);
+  }
+  void iovecs(uintptr_t top, iovec* local, iovec* remote) {
     for (size_t k = 0; k < kPages; k++) {
       local[k] = {bytes + (kPages - 1 - k) * kPage, kPage};
       remote[k] = {reinterpret_cast<void*>(top - k * kPage), kPage};
     }
-    ssize_t got = process_vm_readv(self, local, kPages, remote, kPages, 0);
-    if (got <= 0) return;
+  }
+  // `got` bytes of the pages copied.
+  void took(uintptr_t top, size_t got) {
     hi = top + kPage;
-    lo = hi - static_cast<size_t>(got) / kPage * kPage;
+    lo = hi - got / kPage * kPage;
+  }
+  void load(const void* frame, size_t span) {
+    static const pid_t self = getpid();
+    lo = hi = 0;
+    const uintptr_t top = top_page(frame, span);
+    if (top < (kPages - 1) * kPage) return;
+    iovec local[kPages], remote[kPages];
+    iovecs(top, local, remote);
+    ssize_t got = process_vm_readv(self, local, kPages, remote, kPages, 0);
+    if (got > 0) took(top, static_cast<size_t>(got));
   }
   // The copy of [p, p + n), or null where it is not in the window.
   const char* find(const void* p, size_t n) const {
@@ -320,26 +330,18 @@ bool all_of_type(const RawPyFrame* f, int n, const void* type) {
 }
 }  // namespace
 
-int PythonFrames::capture_thread(const void* ts, RawPyFrame* out, int max) const {
-  if (!layout_ok_ || !code_type_ || !plausible(ts)) return 0;
-  const void* frame = nullptr;
-  if (!safe_at(ts, L_.ts_cframe, &frame)) return 0;
-  if (L_.kind == Layout::CFrame && (!plausible(frame) || !safe_at(frame, L_.cframe_current, &frame))) return 0;
-  // One copy of the fields a frame needs (they all sit in its first 80 bytes in 3.10-3.13).
-  size_t span = std::max({L_.frame_code, L_.frame_previous, L_.frame_instr, L_.frame_owner}) + 8;
+// The frames from `frame` outward, read from `win` (moved to a frame outside it at most `moves` times:
+// an older chunk of the data stack, 3.12's entry frames on the C stack, a generator's frame on the
+// heap), else one by one. Codes are not checked here.
+int PythonFrames::walk_other(const void* frame, void* window, int moves, RawPyFrame* out, int max) const {
+  auto& win = *static_cast<FrameWindow*>(window);
+  const size_t span = std::max({L_.frame_code, L_.frame_previous, L_.frame_instr, L_.frame_owner}) + 8;
   char buf[128];
   if (span > sizeof buf) return 0;
-  // Frame objects (3.10) are heap objects: no window. A walk of one frame (the scan for backward()'s
-  // caller) copies no more than it needs.
-  // A frame outside the window (in an older chunk of the data stack, or a generator's, on the heap)
-  // moves the window to it, a few times per walk at most (a copy of a frame alone costs less).
-  FrameWindow win;
-  const bool windowed = max > 2 && L_.kind != Layout::FrameObject;
-  int moves = 4;
   int n = 0;
   for (int guard = 0; plausible(frame) && n < max && guard < 4096; guard++) {
     const char* f = win.find(frame, span);
-    if (!f && windowed && moves > 0) {
+    if (!f && moves > 0) {
       moves--;
       win.load(frame, span);
       f = win.find(frame, span);
@@ -364,8 +366,67 @@ int PythonFrames::capture_thread(const void* ts, RawPyFrame* out, int max) const
     }
     frame = read_at<const void*>(f, L_.frame_previous);
   }
+  return n;
+}
+
+int PythonFrames::capture_thread(const void* ts, RawPyFrame* out, int max, OtherStack* keep) const {
+  if (!layout_ok_ || !code_type_ || !plausible(ts)) return 0;
+  const void* frame = nullptr;
+  const void* cframe = nullptr;
+  if (!safe_at(ts, L_.ts_cframe, &frame)) return 0;
+  if (L_.kind == Layout::CFrame) {
+    cframe = frame;
+    if (!plausible(frame) || !safe_at(frame, L_.cframe_current, &frame)) return 0;
+  }
+  // Frame objects (3.10) are heap objects: no window. A walk of one or two frames copies no more than
+  // it needs.
+  FrameWindow win;
+  const bool windowed = max > 2 && L_.kind != Layout::FrameObject;
+  const void* top = frame;
+  int n = walk_other(frame, &win, windowed ? 4 : 0, out, max);
   // Not frames after all (a thread that moved on while it was read): the whole walk is refused.
-  return all_of_type(out, n, code_type_) ? n : 0;
+  if (n <= 0 || !all_of_type(out, n, code_type_)) return 0;
+  if (keep && windowed && n <= OtherStack::kMax) {
+    keep->ts = ts;
+    keep->cframe = cframe;
+    keep->top = top;
+    keep->n = n;
+    std::copy(out, out + n, keep->frames);
+  }
+  return n;
+}
+
+bool PythonFrames::same_stack(const OtherStack& last) const {
+  static const pid_t self = getpid();
+  if (!layout_ok_ || !last.n || L_.kind == Layout::FrameObject) return false;
+  const size_t span = std::max({L_.frame_code, L_.frame_previous, L_.frame_instr, L_.frame_owner}) + 8;
+  const uintptr_t top = FrameWindow::top_page(last.top, span);
+  if (top < (FrameWindow::kPages - 1) * FrameWindow::kPage) return false;
+  // One read: the thread state's frame pointer, the _PyCFrame's (3.11, 3.12), the window.
+  const void* got_ts = nullptr;
+  const void* got_cframe = nullptr;
+  FrameWindow win;
+  iovec local[2 + FrameWindow::kPages], remote[2 + FrameWindow::kPages];
+  int k = 0;
+  local[k] = {&got_ts, sizeof got_ts};
+  remote[k++] = {const_cast<char*>(static_cast<const char*>(last.ts) + L_.ts_cframe), sizeof got_ts};
+  if (L_.kind == Layout::CFrame) {
+    local[k] = {&got_cframe, sizeof got_cframe};
+    remote[k++] = {const_cast<char*>(static_cast<const char*>(last.cframe) + L_.cframe_current), sizeof got_cframe};
+  }
+  const size_t head = static_cast<size_t>(k) * sizeof(void*);
+  win.iovecs(top, local + k, remote + k);
+  ssize_t got = process_vm_readv(self, local, static_cast<unsigned long>(k) + FrameWindow::kPages, remote,
+                                 static_cast<unsigned long>(k) + FrameWindow::kPages, 0);
+  if (got < static_cast<ssize_t>(head + FrameWindow::kPage)) return false;
+  if (L_.kind == Layout::CFrame ? (got_ts != last.cframe || got_cframe != last.top) : got_ts != last.top) return false;
+  win.took(top, static_cast<size_t>(got) - head);
+  // The same frames: the same stack, and its code objects are the ones capture_thread checked (a
+  // frame that still holds one keeps it alive). Frames outside the window (3.12's entry frames on
+  // the C stack where C called Python, a generator's) are copied one by one.
+  RawPyFrame now[OtherStack::kMax + 1];
+  int n = walk_other(last.top, &win, 0, now, OtherStack::kMax + 1);
+  return n == last.n && std::equal(now, now + n, last.frames);
 }
 
 bool PythonFrames::code_names(const void* code, std::string* file, std::string* function) const {

@@ -103,3 +103,31 @@ extern "C" double aiflame_probe_time_other_threads(int n) {
   auto t1 = std::chrono::steady_clock::now();
   return reads ? std::chrono::duration<double, std::micro>(t1 - t0).count() / reads : 0;
 }
+
+// same_stack: a thread parked at step k (park_step(k) returns once go(k) was called), its stack kept
+// by keep_other() and checked again by same_other().
+namespace {
+std::atomic<int> g_step{0}, g_go{0};
+aiflame::PythonFrames::OtherStack g_kept;
+}  // namespace
+extern "C" int aiflame_probe_park_step(int k) {
+  g_step = k;
+  while (g_go.load() < k) usleep(1000);
+  return 0;
+}
+extern "C" int aiflame_probe_step() { return g_step.load(); }
+extern "C" void aiflame_probe_go(int k) { g_go = k; }
+extern "C" int aiflame_probe_keep_other() {
+  const void* states[64];
+  int n = g_frames.thread_states(states, 64);
+  const void* mine = g_frames.this_thread_state();
+  aiflame::RawPyFrame frames[256];
+  for (int i = 0; i < n; i++)
+    if (states[i] != mine) {
+      g_kept.n = 0;
+      int k = g_frames.capture_thread(states[i], frames, 256, &g_kept);
+      return k == g_kept.n ? k : -1;
+    }
+  return 0;
+}
+extern "C" int aiflame_probe_same_other() { return g_frames.same_stack(g_kept) ? 1 : 0; }

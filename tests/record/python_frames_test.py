@@ -137,5 +137,63 @@ blocks = [b.strip().splitlines() for b in buf.value.decode().split("--") if b.st
 theirs = [b for b in blocks if b and b[0].startswith("park ")]
 check("a deep stack through a generator", len(theirs) == 1 and theirs[0] == truth and len(truth) > 60,
       (theirs, truth))
-print("python_frames (Python %s): %d passed, %d failed" % (sys.version.split()[0], 14 - failures, failures))
+
+# same_stack: the stack kept from one read is found again in one read while the thread sits where it
+# was, and not once it moved to another line of the same frame.
+def two_steps():
+    without_gil.aiflame_probe_park_step(1)  # LINE_STEP1
+    without_gil.aiflame_probe_park_step(2)  # LINE_STEP2
+
+
+def wait_step(k):
+    while without_gil.aiflame_probe_step() != k:
+        time.sleep(0.001)
+    time.sleep(0.01)  # inside the C call, GIL released
+
+
+waiter = threading.Thread(target=two_steps)
+waiter.start()
+wait_step(1)
+kept = without_gil.aiflame_probe_keep_other()
+same_at_1 = without_gil.aiflame_probe_same_other()
+without_gil.aiflame_probe_go(1)
+wait_step(2)
+same_at_2 = without_gil.aiflame_probe_same_other()
+without_gil.aiflame_probe_go(2)
+waiter.join()
+# 3.10's frames are heap objects: no stack is kept there, and none is ever the same.
+windowed = sys.version_info >= (3, 11)
+check("a thread's stack kept", kept >= 3 if windowed else kept == -1, kept)
+check("the same stack found again in one read", same_at_1 == (1 if windowed else 0), same_at_1)
+check("a stack that moved is not the same", same_at_2 == 0, same_at_2)
+
+
+# A thread whose innermost frame returned: its old frame's bytes stay in the data stack, and a walk
+# from there reads them (on 3.11 the returned frame's instruction moved on to its return, so the
+# frames differ too; the thread's own frame pointer says it moved in any case).
+# The outer frame calls both from one instruction, so that only the innermost frame differs.
+def inner_step():
+    without_gil.aiflame_probe_park_step(3)  # LINE_STEP3
+
+
+def outer_steps():
+    import functools
+    for fn in (inner_step, functools.partial(without_gil.aiflame_probe_park_step, 4)):
+        fn()  # LINE_STEP4
+
+
+waiter = threading.Thread(target=outer_steps)
+waiter.start()
+wait_step(3)
+kept = without_gil.aiflame_probe_keep_other()
+same_at_3 = without_gil.aiflame_probe_same_other()
+without_gil.aiflame_probe_go(3)
+wait_step(4)
+same_at_4 = without_gil.aiflame_probe_same_other()
+without_gil.aiflame_probe_go(4)
+waiter.join()
+check("an inner frame's stack found again", kept >= 3 and same_at_3 == 1 if windowed else same_at_3 == 0,
+      (kept, same_at_3))
+check("a returned frame is not the same stack", same_at_4 == 0, same_at_4)
+print("python_frames (Python %s): %d passed, %d failed" % (sys.version.split()[0], 19 - failures, failures))
 sys.exit(1 if failures else 0)

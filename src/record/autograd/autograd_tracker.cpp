@@ -1,5 +1,6 @@
 #include "record/autograd/autograd_tracker.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -339,14 +340,26 @@ bool AutogradTracker::is_backward_entry(const void* code) {
   return yes;
 }
 
-int AutogradTracker::read_stack(const void* tstate, RawPyFrame* py) {
+int AutogradTracker::read_stack(const void* tstate, RawPyFrame* py, PythonFrames::OtherStack* keep) {
   const uint64_t c0 = CaptureStats::on() ? CaptureStats::now() : 0;
-  int n = frames_.capture_thread(tstate, py, 256);
+  keep->n = 0;
+  int n = frames_.capture_thread(tstate, py, 256, keep);
   if (c0) {
     CaptureStats::instance().add(CaptureStats::CallerRead, c0, CaptureStats::now());
     CaptureStats::instance().caller_reads.fetch_add(1, std::memory_order_relaxed);
   }
   return n;
+}
+
+bool AutogradTracker::same_stack() {
+  const uint64_t c0 = CaptureStats::on() ? CaptureStats::now() : 0;
+  bool same = frames_.same_stack(last_caller_);
+  if (c0) {
+    CaptureStats::instance().add(CaptureStats::CallerRead, c0, CaptureStats::now());
+    CaptureStats::instance().caller_reads.fetch_add(1, std::memory_order_relaxed);
+    if (same) CaptureStats::instance().caller_rereads.fetch_add(1, std::memory_order_relaxed);
+  }
+  return same;
 }
 
 uint32_t AutogradTracker::find_caller(int graph_task, bool* self) {
@@ -363,15 +376,31 @@ uint32_t AutogradTracker::find_caller(int graph_task, bool* self) {
   // depth (PythonFrames::capture_thread), as much as its innermost frame alone.
   const void* states[64];
   int n = frames_.thread_states(states, 64);
+  // The last graph task's caller, still at the same stack (a training loop calls backward() from the
+  // same line every step): one read instead of a scan.
+  if (last_id_ && last_caller_.ts != mine && std::find(states, states + n, last_caller_.ts) != states + n &&
+      same_stack()) {
+    if (callers_.size() >= kMaxCallers) callers_.erase(callers_.begin());
+    callers_.push_back({graph_task, last_caller_.ts, last_id_});
+    *self = false;
+    return last_id_;
+  }
   const void* caller = nullptr;
   RawPyFrame py[256];
+  PythonFrames::OtherStack read;
   int np = 0;
   for (int pass = 0; pass < 2 && !caller; pass++)
     for (int i = 0; i < n && !caller; i++)
-      if ((states[i] == mine) == (pass == 1) && (np = read_stack(states[i], py)) > 0 && is_backward_entry(py[0].code))
+      if ((states[i] == mine) == (pass == 1) && (np = read_stack(states[i], py, &read)) > 0 &&
+          is_backward_entry(py[0].code))
         caller = states[i];
   if (!caller) return 0;
   uint32_t id = intern_caller(py, np);
+  last_id_ = 0;
+  if (read.n == np && read.ts == caller) {
+    last_caller_ = read;
+    last_id_ = id;
+  }
   if (callers_.size() >= kMaxCallers) callers_.erase(callers_.begin());
   callers_.push_back({graph_task, caller, id});
   *self = caller == mine;

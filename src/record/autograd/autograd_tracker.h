@@ -129,7 +129,8 @@ class AutogradTracker {
   int seen_slot(uint64_t tid) const;
   // The BackwardCaller id of a graph task (0: none found); *self: this thread is the caller.
   uint32_t find_caller(int graph_task, bool* self);
-  int read_stack(const void* tstate, RawPyFrame* py);  // up to 256 frames of another thread
+  int read_stack(const void* tstate, RawPyFrame* py, PythonFrames::OtherStack* keep);  // up to 256 frames of another thread
+  bool same_stack();  // last_caller_ still has its stack
   bool is_backward_entry(const void* code);
   uint32_t intern_caller(const RawPyFrame* py, int n);
   uint32_t intern_backward(uint32_t stack_id, uint32_t caller, uint32_t forward);
@@ -176,6 +177,8 @@ class AutogradTracker {
     uint32_t id;
   };
   std::vector<Caller> callers_;  // recent graph tasks
+  PythonFrames::OtherStack last_caller_;  // the stack of the last caller found by a scan, and its id (0: none)
+  uint32_t last_id_ = 0;
   std::unordered_map<const void*, bool> entry_code_;
   std::map<std::vector<uint64_t>, uint32_t> caller_ids_;
   std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> backward_ids_;
