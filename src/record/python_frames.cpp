@@ -418,15 +418,30 @@ bool PythonFrames::same_stack(const OtherStack& last) const {
   win.iovecs(top, local + k, remote + k);
   ssize_t got = process_vm_readv(self, local, static_cast<unsigned long>(k) + FrameWindow::kPages, remote,
                                  static_cast<unsigned long>(k) + FrameWindow::kPages, 0);
-  if (got < static_cast<ssize_t>(head + FrameWindow::kPage)) return false;
-  if (L_.kind == Layout::CFrame ? (got_ts != last.cframe || got_cframe != last.top) : got_ts != last.top) return false;
+  if (got < static_cast<ssize_t>(head + FrameWindow::kPage)) {
+    debug("python: another thread's stack not read again (%zd bytes copied)", got);
+    return false;
+  }
+  if (L_.kind == Layout::CFrame ? (got_ts != last.cframe || got_cframe != last.top) : got_ts != last.top) {
+    debug("python: another thread's frame pointers moved (%p %p, were %p %p)", got_ts, got_cframe,
+          L_.kind == Layout::CFrame ? last.cframe : last.top, last.top);
+    return false;
+  }
   win.took(top, static_cast<size_t>(got) - head);
   // The same frames: the same stack, and its code objects are the ones capture_thread checked (a
   // frame that still holds one keeps it alive). Frames outside the window (3.12's entry frames on
   // the C stack where C called Python, a generator's) are copied one by one.
   RawPyFrame now[OtherStack::kMax + 1];
   int n = walk_other(last.top, &win, 0, now, OtherStack::kMax + 1);
-  return n == last.n && std::equal(now, now + n, last.frames);
+  if (n == last.n && std::equal(now, now + n, last.frames)) return true;
+  if (debug_enabled()) {
+    int i = 0;
+    while (i < n && i < last.n && now[i] == last.frames[i]) i++;
+    debug("python: another thread's stack changed: %d frames, were %d; frame %d: code %p lasti %d, was %p %d", n, last.n, i,
+          i < n ? now[i].code : nullptr, i < n ? now[i].lasti : -1, i < last.n ? last.frames[i].code : nullptr,
+          i < last.n ? last.frames[i].lasti : -1);
+  }
+  return false;
 }
 
 bool PythonFrames::code_names(const void* code, std::string* file, std::string* function) const {
