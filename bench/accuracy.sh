@@ -13,6 +13,7 @@ modes=${*:-sequential streams size thin}
 bin=${AIFLAME_BIN:-.dist}
 out=${OUT:-/tmp}
 fail=0
+mkdir -p "$out"
 printf '| mode | samples of work | path_a | path_b | unattributed | error (pp) |\n|---|---|---|---|---|---|\n'
 for m in $modes; do
   # shellcheck disable=SC2086
