@@ -139,28 +139,35 @@ check("a deep stack through a generator", len(theirs) == 1 and theirs[0] == trut
       (theirs, truth))
 
 # same_stack: the stack kept from one read is found again in one read while the thread sits where it
-# was, and not once it moved to another line of the same frame.
-def two_steps():
-    without_gil.aiflame_probe_park_step(1)  # LINE_STEP1
-    without_gil.aiflame_probe_park_step(2)  # LINE_STEP2
-
-
+# was, and not once it moved.
 def wait_step(k):
     while without_gil.aiflame_probe_step() != k:
         time.sleep(0.001)
     time.sleep(0.01)  # inside the C call, GIL released
 
 
-waiter = threading.Thread(target=two_steps)
-waiter.start()
-wait_step(1)
-kept = without_gil.aiflame_probe_keep_other()
-same_at_1 = without_gil.aiflame_probe_same_other()
-without_gil.aiflame_probe_go(1)
-wait_step(2)
-same_at_2 = without_gil.aiflame_probe_same_other()
-without_gil.aiflame_probe_go(2)
-waiter.join()
+def kept_then_moved(target, k):
+    """target parks at step k, then at k + 1: (frames kept at k, same at k, same at k + 1)."""
+    waiter = threading.Thread(target=target)
+    waiter.start()
+    wait_step(k)
+    kept = without_gil.aiflame_probe_keep_other()
+    same_before = without_gil.aiflame_probe_same_other()
+    without_gil.aiflame_probe_go(k)
+    wait_step(k + 1)
+    same_after = without_gil.aiflame_probe_same_other()
+    without_gil.aiflame_probe_go(k + 1)
+    waiter.join()
+    return kept, same_before, same_after
+
+
+# Moved to another line of the same frame.
+def two_steps():
+    without_gil.aiflame_probe_park_step(1)  # LINE_STEP1
+    without_gil.aiflame_probe_park_step(2)  # LINE_STEP2
+
+
+kept, same_at_1, same_at_2 = kept_then_moved(two_steps, 1)
 # 3.10's frames are heap objects: no stack is kept there, and none is ever the same.
 windowed = sys.version_info >= (3, 11)
 check("a thread's stack kept", kept >= 3 if windowed else kept == -1, kept)
@@ -182,16 +189,7 @@ def outer_steps():
         fn()  # LINE_STEP4
 
 
-waiter = threading.Thread(target=outer_steps)
-waiter.start()
-wait_step(3)
-kept = without_gil.aiflame_probe_keep_other()
-same_at_3 = without_gil.aiflame_probe_same_other()
-without_gil.aiflame_probe_go(3)
-wait_step(4)
-same_at_4 = without_gil.aiflame_probe_same_other()
-without_gil.aiflame_probe_go(4)
-waiter.join()
+kept, same_at_3, same_at_4 = kept_then_moved(outer_steps, 3)
 check("an inner frame's stack found again", kept >= 3 and same_at_3 == 1 if windowed else same_at_3 == 0,
       (kept, same_at_3))
 check("a returned frame is not the same stack", same_at_4 == 0, same_at_4)
