@@ -38,11 +38,17 @@ struct PyWalkRecord {
 };
 thread_local PyWalkRecord* t_pywalk = nullptr;  // in the thread's hot pages (util/hot_pages.h)
 
-// Copies n bytes of this process's memory at addr, or fails where it is not mapped, instead of faulting.
-bool safe_copy(const void* addr, void* out, size_t n) {
+// process_vm_readv on this process: copies what is mapped, fails (or stops at an iovec's end) where
+// it is not, instead of faulting.
+ssize_t read_self(const iovec* local, size_t nl, const iovec* remote, size_t nr) {
   static const pid_t self = getpid();
+  return process_vm_readv(self, local, nl, remote, nr, 0);
+}
+
+// Copies n bytes of this process's memory at addr, or fails where it is not mapped.
+bool safe_copy(const void* addr, void* out, size_t n) {
   iovec local{out, n}, remote{const_cast<void*>(addr), n};
-  return process_vm_readv(self, &local, 1, &remote, 1, 0) == static_cast<ssize_t>(n);
+  return read_self(&local, 1, &remote, 1) == static_cast<ssize_t>(n);
 }
 
 template <class T>
@@ -286,13 +292,12 @@ struct FrameWindow {
     lo = hi - got / kPage * kPage;
   }
   void load(const void* frame, size_t span) {
-    static const pid_t self = getpid();
     lo = hi = 0;
     const uintptr_t top = top_page(frame, span);
     if (top < (kPages - 1) * kPage) return;
     iovec local[kPages], remote[kPages];
     iovecs(top, local, remote);
-    ssize_t got = process_vm_readv(self, local, kPages, remote, kPages, 0);
+    ssize_t got = read_self(local, kPages, remote, kPages);
     if (got > 0) took(top, static_cast<size_t>(got));
   }
   // The copy of [p, p + n), or null where it is not in the window.
@@ -306,7 +311,6 @@ struct FrameWindow {
 // Each code object's type, read in one call (each object once: a recursion repeats one): true when
 // every one is `type`.
 bool all_of_type(const RawPyFrame* f, int n, const void* type) {
-  static const pid_t self = getpid();
   constexpr int kMax = 256;
   const void* codes[kMax];
   const void* types[kMax];
@@ -320,22 +324,20 @@ bool all_of_type(const RawPyFrame* f, int n, const void* type) {
       local[i] = {&types[i], sizeof(void*)};
       remote[i] = {const_cast<char*>(static_cast<const char*>(codes[i]) + 8), sizeof(void*)};
     }
-    if (process_vm_readv(self, local, static_cast<unsigned long>(m), remote, static_cast<unsigned long>(m), 0) !=
-        static_cast<ssize_t>(m * sizeof(void*)))
+    const auto k = static_cast<size_t>(m);
+    if (read_self(local, k, remote, k) != static_cast<ssize_t>(k * sizeof(void*)))
       return false;
     for (int i = 0; i < m; i++)
       if (types[i] != type) return false;
   }
   return true;
 }
-}  // namespace
 
 // The frames from `frame` outward, read from `win` (moved to a frame outside it at most `moves` times:
 // an older chunk of the data stack, 3.12's entry frames on the C stack, a generator's frame on the
 // heap), else one by one. Codes are not checked here.
-int PythonFrames::walk_other(const void* frame, void* window, int moves, RawPyFrame* out, int max) const {
-  auto& win = *static_cast<FrameWindow*>(window);
-  const size_t span = std::max({L_.frame_code, L_.frame_previous, L_.frame_instr, L_.frame_owner}) + 8;
+int walk_frames(const PythonFrames::Layout& L, size_t span, const void* frame, FrameWindow& win, int moves,
+                RawPyFrame* out, int max) {
   char buf[128];
   if (span > sizeof buf) return 0;
   int n = 0;
@@ -350,24 +352,26 @@ int PythonFrames::walk_other(const void* frame, void* window, int moves, RawPyFr
       if (!safe_copy(frame, buf, span)) return 0;
       f = buf;
     }
-    const void* code = read_at<const void*>(f, L_.frame_code);
-    bool shim = L_.kind != Layout::FrameObject && read_at<char>(f, L_.frame_owner) == L_.owner_cstack;
+    const void* code = read_at<const void*>(f, L.frame_code);
+    bool shim = L.kind != PythonFrames::Layout::FrameObject && read_at<char>(f, L.frame_owner) == L.owner_cstack;
     if (!shim && plausible(code)) {
       out[n].code = code;
-      if (L_.kind == Layout::FrameObject) {
-        int lasti = read_at<int>(f, L_.frame_instr);
+      if (L.kind == PythonFrames::Layout::FrameObject) {
+        int lasti = read_at<int>(f, L.frame_instr);
         out[n].lasti = lasti >= 0 ? lasti * 2 : -1;
       } else {
-        auto instr = read_at<const char*>(f, L_.frame_instr);
-        const char* start = static_cast<const char*>(code) + L_.code_adaptive;
+        auto instr = read_at<const char*>(f, L.frame_instr);
+        const char* start = static_cast<const char*>(code) + L.code_adaptive;
         out[n].lasti = instr >= start ? static_cast<int32_t>(instr - start) : -1;
       }
       n++;
     }
-    frame = read_at<const void*>(f, L_.frame_previous);
+    frame = read_at<const void*>(f, L.frame_previous);
   }
   return n;
 }
+
+}  // namespace
 
 int PythonFrames::capture_thread(const void* ts, RawPyFrame* out, int max, OtherStack* keep) const {
   if (!layout_ok_ || !code_type_ || !plausible(ts)) return 0;
@@ -383,7 +387,7 @@ int PythonFrames::capture_thread(const void* ts, RawPyFrame* out, int max, Other
   FrameWindow win;
   const bool windowed = max > 2 && L_.kind != Layout::FrameObject;
   const void* top = frame;
-  int n = walk_other(frame, &win, windowed ? 4 : 0, out, max);
+  int n = walk_frames(L_, frame_span(), frame, win, windowed ? 4 : 0, out, max);
   // Not frames after all (a thread that moved on while it was read): the whole walk is refused.
   if (n <= 0 || !all_of_type(out, n, code_type_)) return 0;
   if (keep && windowed && n <= OtherStack::kMax) {
@@ -397,9 +401,8 @@ int PythonFrames::capture_thread(const void* ts, RawPyFrame* out, int max, Other
 }
 
 bool PythonFrames::same_stack(const OtherStack& last) const {
-  static const pid_t self = getpid();
   if (!layout_ok_ || !last.n || L_.kind == Layout::FrameObject) return false;
-  const size_t span = std::max({L_.frame_code, L_.frame_previous, L_.frame_instr, L_.frame_owner}) + 8;
+  const size_t span = frame_span();
   const uintptr_t top = FrameWindow::top_page(last.top, span);
   if (top < (FrameWindow::kPages - 1) * FrameWindow::kPage) return false;
   // One read: the thread state's frame pointer, the _PyCFrame's (3.11, 3.12), the window.
@@ -416,8 +419,8 @@ bool PythonFrames::same_stack(const OtherStack& last) const {
   }
   const size_t head = static_cast<size_t>(k) * sizeof(void*);
   win.iovecs(top, local + k, remote + k);
-  ssize_t got = process_vm_readv(self, local, static_cast<unsigned long>(k) + FrameWindow::kPages, remote,
-                                 static_cast<unsigned long>(k) + FrameWindow::kPages, 0);
+  const size_t iovs = static_cast<size_t>(k) + FrameWindow::kPages;
+  ssize_t got = read_self(local, iovs, remote, iovs);
   if (got < static_cast<ssize_t>(head + FrameWindow::kPage)) {
     debug("python: another thread's stack not read again (%zd bytes copied)", got);
     return false;
@@ -432,7 +435,7 @@ bool PythonFrames::same_stack(const OtherStack& last) const {
   // frame that still holds one keeps it alive). Frames outside the window (3.12's entry frames on
   // the C stack where C called Python, a generator's) are copied one by one.
   RawPyFrame now[OtherStack::kMax + 1];
-  int n = walk_other(last.top, &win, 0, now, OtherStack::kMax + 1);
+  int n = walk_frames(L_, span, last.top, win, 0, now, OtherStack::kMax + 1);
   if (n == last.n && std::equal(now, now + n, last.frames)) return true;
   if (debug_enabled()) {
     int i = 0;
