@@ -47,6 +47,17 @@ struct CaptureStats {
   void reset();  // zeroes every count (benchmarks: one breakdown per run)
   static uint64_t now() { return __rdtsc(); }
   void add(Part p, uint64_t t0, uint64_t t1) { ticks[p].fetch_add(t1 - t0, std::memory_order_relaxed); }
+  // fn(), timed into part p and counted in `count` when the stats are on.
+  template <class F>
+  static auto timed(Part p, std::atomic<uint64_t> CaptureStats::*count, F&& fn) {
+    if (!on()) return fn();
+    const uint64_t t0 = now();
+    auto r = fn();
+    CaptureStats& s = instance();
+    s.add(p, t0, now());
+    (s.*count).fetch_add(1, std::memory_order_relaxed);
+    return r;
+  }
   // One line: per launch, microseconds in each part, frames, cache misses, walk ends.
   std::string line() const;
 

@@ -298,12 +298,8 @@ uint32_t AutogradTracker::on_backward(uint32_t stack_id, const Pending& p) {
   }
   if (python_ && !t.caller && !t.self && t.tries < kCallerTries) {
     t.tries++;
-    const uint64_t c0 = CaptureStats::on() ? CaptureStats::now() : 0;
-    t.caller = find_caller(p.graph_task, &t.self);
-    if (c0) {
-      CaptureStats::instance().add(CaptureStats::CallerScan, c0, CaptureStats::now());
-      CaptureStats::instance().caller_scans.fetch_add(1, std::memory_order_relaxed);
-    }
+    t.caller = CaptureStats::timed(CaptureStats::CallerScan, &CaptureStats::caller_scans,
+                                   [&] { return find_caller(p.graph_task, &t.self); });
   }
   // The caller's own thread running nodes of the CPU queue: its stack already holds backward()'s caller.
   if (t.self) return stack_id;
@@ -341,24 +337,15 @@ bool AutogradTracker::is_backward_entry(const void* code) {
 }
 
 int AutogradTracker::read_stack(const void* tstate, RawPyFrame* py, PythonFrames::OtherStack* keep) {
-  const uint64_t c0 = CaptureStats::on() ? CaptureStats::now() : 0;
   keep->n = 0;
-  int n = frames_.capture_thread(tstate, py, 256, keep);
-  if (c0) {
-    CaptureStats::instance().add(CaptureStats::CallerRead, c0, CaptureStats::now());
-    CaptureStats::instance().caller_reads.fetch_add(1, std::memory_order_relaxed);
-  }
-  return n;
+  return CaptureStats::timed(CaptureStats::CallerRead, &CaptureStats::caller_reads,
+                             [&] { return frames_.capture_thread(tstate, py, 256, keep); });
 }
 
 bool AutogradTracker::same_stack() {
-  const uint64_t c0 = CaptureStats::on() ? CaptureStats::now() : 0;
-  bool same = frames_.same_stack(last_caller_);
-  if (c0) {
-    CaptureStats::instance().add(CaptureStats::CallerRead, c0, CaptureStats::now());
-    CaptureStats::instance().caller_reads.fetch_add(1, std::memory_order_relaxed);
-    if (same) CaptureStats::instance().caller_rereads.fetch_add(1, std::memory_order_relaxed);
-  }
+  bool same = CaptureStats::timed(CaptureStats::CallerRead, &CaptureStats::caller_reads,
+                                  [&] { return frames_.same_stack(last_caller_); });
+  if (same && CaptureStats::on()) CaptureStats::instance().caller_rereads.fetch_add(1, std::memory_order_relaxed);
   return same;
 }
 
@@ -378,13 +365,15 @@ uint32_t AutogradTracker::find_caller(int graph_task, bool* self) {
   int n = frames_.thread_states(states, 64);
   // The last graph task's caller, still at the same stack (a training loop calls backward() from the
   // same line every step): one read instead of a scan.
-  if (last_id_ && last_caller_.ts != mine && std::find(states, states + n, last_caller_.ts) != states + n &&
-      same_stack()) {
+  auto remember = [&](const void* caller, uint32_t id) {
     if (callers_.size() >= kMaxCallers) callers_.erase(callers_.begin());
-    callers_.push_back({graph_task, last_caller_.ts, last_id_});
-    *self = false;
-    return last_id_;
-  }
+    callers_.push_back({graph_task, caller, id});
+    *self = caller == mine;
+    return id;
+  };
+  if (last_id_ && last_caller_.ts != mine && std::find(states, states + n, last_caller_.ts) != states + n &&
+      same_stack())
+    return remember(last_caller_.ts, last_id_);
   const void* caller = nullptr;
   RawPyFrame py[256];
   PythonFrames::OtherStack read;
@@ -401,9 +390,7 @@ uint32_t AutogradTracker::find_caller(int graph_task, bool* self) {
     last_caller_ = read;
     last_id_ = id;
   }
-  if (callers_.size() >= kMaxCallers) callers_.erase(callers_.begin());
-  callers_.push_back({graph_task, caller, id});
-  *self = caller == mine;
+  remember(caller, id);
   debug("autograd: graph task %d called from thread state %p (%d Python frames)%s", graph_task, caller, np,
         *self ? ", this thread" : "");
   return id;
