@@ -34,10 +34,6 @@ class PythonFrames {
   void describe(const RawPyFrame& f, std::string* file, std::string* function, uint32_t* line) const;
   std::string version() const { return version_; }
 
-  // Another thread's frames, for autograd: the thread that called backward() sits in C++ with the
-  // GIL released while the engine's threads launch the backward kernels. Everything is read through
-  // process_vm_readv, so that memory a running thread frees meanwhile costs an error, not a crash;
-  // every frame's code object must be a genuine code object (else 0). Needs a known layout.
   // A thread's stack as capture_thread last read it (3.11+), for same_stack.
   struct OtherStack {
     static constexpr int kMax = 64;
@@ -47,12 +43,17 @@ class PythonFrames {
     int n = 0;                     // 0: none
     RawPyFrame frames[kMax];
   };
+  // Another thread's frames, for autograd: the thread that called backward() sits in C++ with the
+  // GIL released while the engine's threads launch the backward kernels. Everything is read through
+  // process_vm_readv, so that memory a running thread frees meanwhile costs an error, not a crash;
+  // every frame's code object must be a genuine code object (else 0). Needs a known layout.
   // keep: where a read of up to OtherStack::kMax frames is kept (else left as it was).
   int capture_thread(const void* tstate, RawPyFrame* out, int max, OtherStack* keep = nullptr) const;
-  // Whether that thread still has that stack, in one process_vm_readv (capture_thread takes four or
-  // more): a training loop calls backward() from the same line at every step (issue 23 item 5: inside
-  // a training process a read of another thread's stack took 28 us on the H100, against 3.4 us in a
-  // small one).
+  // Whether that thread still has that stack, in one process_vm_readv where its frames sit in the
+  // data stack (each of 3.12's entry frames, on the C stack, takes one more; capture_thread takes four
+  // or more): a training loop calls backward() from the same line at every step (issue 23 item 5:
+  // inside a training process a read of another thread's stack took 28 us on the H100, against 3.4 us
+  // in a small one).
   bool same_stack(const OtherStack& last) const;
   // The main interpreter's thread states (at most max), and the calling thread's (nullptr: none).
   int thread_states(const void** out, int max) const;

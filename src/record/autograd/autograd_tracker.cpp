@@ -357,23 +357,23 @@ uint32_t AutogradTracker::find_caller(int graph_task, bool* self) {
       *self = c.thread == mine;
       return c.id;
     }
-  // Another thread blocked in torch.autograd's call into the engine; this thread itself only when no
-  // other is (a backward() called from a hook on an engine thread is nested in the main thread's).
-  // Each thread's whole stack is read at once: a read costs a few process_vm_readv whatever its
-  // depth (PythonFrames::capture_thread), as much as its innermost frame alone.
-  const void* states[64];
-  int n = frames_.thread_states(states, 64);
-  // The last graph task's caller, still at the same stack (a training loop calls backward() from the
-  // same line every step): one read instead of a scan.
   auto remember = [&](const void* caller, uint32_t id) {
     if (callers_.size() >= kMaxCallers) callers_.erase(callers_.begin());
     callers_.push_back({graph_task, caller, id});
     *self = caller == mine;
     return id;
   };
+  const void* states[64];
+  int n = frames_.thread_states(states, 64);
+  // The last graph task's caller, still at the same stack (a training loop calls backward() from the
+  // same line every step): one read instead of a scan.
   if (last_id_ && last_caller_.ts != mine && std::find(states, states + n, last_caller_.ts) != states + n &&
       same_stack())
     return remember(last_caller_.ts, last_id_);
+  // Another thread blocked in torch.autograd's call into the engine; this thread itself only when no
+  // other is (a backward() called from a hook on an engine thread is nested in the main thread's).
+  // Each thread's whole stack is read at once: a read costs a few process_vm_readv whatever its
+  // depth (PythonFrames::capture_thread), as much as its innermost frame alone.
   const void* caller = nullptr;
   RawPyFrame py[256];
   PythonFrames::OtherStack read;
