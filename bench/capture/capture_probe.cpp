@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "profile/profile_writer.h"
+#include "util/static_tls.h"
 #include "record/autograd/autograd_tracker.h"
 #include "record/module_map.h"
 #include "record/capture_stats.h"
@@ -691,6 +692,7 @@ extern "C" int aiflame_bench_run(int argc, char** argv, int native_depth) {
   if (aiflame::g_python_frames == 0) return -1;  // the in-place walk is off: nothing to measure
   aiflame::g_argc = argc;
   aiflame::g_argv = argv;
+  std::printf("thread-locals in static TLS: %s\n", aiflame::thread_locals_static() ? "yes" : "no");
   // chain_nofp calls chain_fp calls chain_nocfi calls chain_nofp ...: native_depth links in all.
   chain_nofp(native_depth - 1, aiflame::run_benchmarks, nullptr);
   return 0;

@@ -64,6 +64,14 @@ bool ProfileWriter::open_fd(int fd, std::string* error) {
   return true;
 }
 
+ByteWriter& ProfileWriter::scratch() {
+  // Never destroyed on purpose: CUPTI delivers records during the process's exit, after the main
+  // thread's thread_local objects are gone; a destroyed scratch buffer there corrupted the heap.
+  // (Kept reachable for LeakSanitizer too, after its thread has exited.)
+  thread_local ByteWriter* s = keep(new ByteWriter);
+  return *s;
+}
+
 void ProfileWriter::add_encoded(RecordType type, const std::string& payload) {
   if (payload.size() >= kBigRecord) {
     // A sample batch, a cubin: framed outside the lock and moved in, so the lock is held for a

@@ -35,13 +35,10 @@ class ProfileWriter {
   template <class R>
   void add(const R& rec) {
     if (!accepting_.load(std::memory_order_relaxed)) return;  // closed: late CUPTI callbacks at exit
-    // Never destroyed on purpose: CUPTI delivers records during the process's exit, after the main
-    // thread's thread_local objects are gone; a destroyed scratch buffer there corrupted the heap.
-    // (Kept reachable for LeakSanitizer too, after its thread has exited.)
-    thread_local ByteWriter* scratch = keep(new ByteWriter);
-    scratch->clear();
-    encode(*scratch, rec);
-    add_encoded(record_type_of<R>(), scratch->data());
+    ByteWriter& s = scratch();
+    s.clear();
+    encode(s, rec);
+    add_encoded(record_type_of<R>(), s.data());
   }
   void add_encoded(RecordType type, const std::string& payload);
 
@@ -68,6 +65,10 @@ class ProfileWriter {
   // the line of the buffer's consumer position it reads: the launch path calls it first, so that the
   // record's write at its end does not wait for them (issue 22: 0.21-0.35 us per launch on the H100).
   void prefetch_buffered();
+  // The calling thread's buffer for encoding a record (add_encoded never adds another, so one serves
+  // every record type: one thread_local pointer, where one per type made the injection library's TLS
+  // too big for glibc's static TLS surplus, see src/CMakeLists.txt).
+  static ByteWriter& scratch();
   template <class T>
   static T* keep(T* p) {
 #if defined(__SANITIZE_ADDRESS__)

@@ -19,6 +19,7 @@
 #include "record/attach.h"
 #include "record/crash_report.h"
 #include "record/debug_log.h"
+#include "util/static_tls.h"
 #include "record/gpu_backend.h"
 #include "record/module_map.h"
 #include "record/recorder.h"
@@ -152,8 +153,8 @@ int initialize() {
   }
   rec->start_collector([] { if (g_backend_started) g_backend->drain(); });
   std::atexit(at_exit);
-  debug("started: %s backend (API %u), writing %s.%d", g_backend->name(), g_backend->version(), opt.output.c_str(),
-        (int)getpid());
+  debug("started: %s backend (API %u), writing %s.%d; thread-locals in static TLS: %s", g_backend->name(),
+        g_backend->version(), opt.output.c_str(), (int)getpid(), thread_locals_static() ? "yes" : "no");
   return 1;
 }
 

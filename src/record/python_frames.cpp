@@ -10,6 +10,7 @@
 
 #include "record/debug_log.h"
 #include "util/hot_pages.h"
+#include "util/safe_memory.h"
 
 namespace aiflame {
 namespace {
@@ -37,19 +38,6 @@ struct PyWalkRecord {
   const void* frame[kFrames];
 };
 thread_local PyWalkRecord* t_pywalk = nullptr;  // in the thread's hot pages (util/hot_pages.h)
-
-// process_vm_readv on this process: copies what is mapped, fails (or stops at an iovec's end) where
-// it is not, instead of faulting.
-ssize_t read_self(const iovec* local, size_t nl, const iovec* remote, size_t nr) {
-  static const pid_t self = getpid();
-  return process_vm_readv(self, local, nl, remote, nr, 0);
-}
-
-// Copies n bytes of this process's memory at addr, or fails where it is not mapped.
-bool safe_copy(const void* addr, void* out, size_t n) {
-  iovec local{out, n}, remote{const_cast<void*>(addr), n};
-  return read_self(&local, 1, &remote, 1) == static_cast<ssize_t>(n);
-}
 
 template <class T>
 bool safe_at(const void* base, size_t off, T* v) {
@@ -266,7 +254,7 @@ int PythonFrames::thread_states(const void** out, int max) const {
 
 namespace {
 // A copy of the pages below another thread's innermost frame. 3.11+ keeps a thread's frames in its
-// data stack, each caller below its callee, so one process_vm_readv of these pages holds most of a
+// data stack, each caller below its callee, so one safe_read of these pages holds most of a
 // walk's frames, where a copy of each frame took a syscall of its own (issue 23 item 5: the scan for
 // the caller of backward() took 40-48 us on the H100). Two pages: on the development VM a read of a
 // 5-frame stack took 6.7 us with two, 12.1 us with eight (each page is pinned).
@@ -297,7 +285,7 @@ struct FrameWindow {
     if (top < (kPages - 1) * kPage) return;
     iovec local[kPages], remote[kPages];
     iovecs(top, local, remote);
-    ssize_t got = read_self(local, kPages, remote, kPages);
+    ssize_t got = safe_read(local, kPages, remote, kPages);
     if (got > 0) took(top, static_cast<size_t>(got));
   }
   // The copy of [p, p + n), or null where it is not in the window.
@@ -325,7 +313,7 @@ bool all_of_type(const RawPyFrame* f, int n, const void* type) {
       remote[i] = {const_cast<char*>(static_cast<const char*>(codes[i]) + 8), sizeof(void*)};
     }
     const auto k = static_cast<size_t>(m);
-    if (read_self(local, k, remote, k) != static_cast<ssize_t>(k * sizeof(void*)))
+    if (safe_read(local, k, remote, k) != static_cast<ssize_t>(k * sizeof(void*)))
       return false;
     for (int i = 0; i < m; i++)
       if (types[i] != type) return false;
@@ -420,7 +408,7 @@ bool PythonFrames::same_stack(const OtherStack& last) const {
   const size_t head = static_cast<size_t>(k) * sizeof(void*);
   win.iovecs(top, local + k, remote + k);
   const size_t iovs = static_cast<size_t>(k) + FrameWindow::kPages;
-  ssize_t got = read_self(local, iovs, remote, iovs);
+  ssize_t got = safe_read(local, iovs, remote, iovs);
   if (got < static_cast<ssize_t>(head + FrameWindow::kPage)) {
     debug("python: another thread's stack not read again (%zd bytes copied)", got);
     return false;

@@ -45,11 +45,11 @@ class PythonFrames {
   };
   // Another thread's frames, for autograd: the thread that called backward() sits in C++ with the
   // GIL released while the engine's threads launch the backward kernels. Everything is read through
-  // process_vm_readv, so that memory a running thread frees meanwhile costs an error, not a crash;
+  // util/safe_memory.h, so that memory a running thread frees meanwhile costs an error, not a crash;
   // every frame's code object must be a genuine code object (else 0). Needs a known layout.
   // keep: where a read of up to OtherStack::kMax frames is kept (else left as it was).
   int capture_thread(const void* tstate, RawPyFrame* out, int max, OtherStack* keep = nullptr) const;
-  // Whether that thread still has that stack, in one process_vm_readv where its frames sit in the
+  // Whether that thread still has that stack, in one safe_read where its frames sit in the
   // data stack (each of 3.12's entry frames, on the C stack, takes one more; capture_thread takes four
   // or more): a training loop calls backward() from the same line at every step (issue 23 item 5:
   // inside a training process a read of another thread's stack took 28 us on the H100, against 3.4 us

@@ -12,8 +12,9 @@ constexpr size_t kRegion = size_t{2} << 20;  // one huge page on x86-64: the wal
 constexpr size_t kHugePage = size_t{2} << 20;
 constexpr int kMaxOwners = 16;
 
-// Trivially destructible: usable during the process's exit (CUPTI calls back then, after the main
-// thread's thread_local destructors ran; a use after the release below maps a new region).
+// On the heap, one pointer in TLS: the injection library's TLS must stay small enough for glibc's
+// static TLS surplus (src/CMakeLists.txt). A use during the process's exit (CUPTI calls back then,
+// after the main thread's thread_local destructors ran and released it) makes a new one.
 struct Region {
   char* base = nullptr;
   size_t used = 0;
@@ -23,14 +24,16 @@ struct Region {
   void* heap[kMaxOwners];         // allocations that did not fit, freed with it
   int heaps = 0;
 };
-thread_local Region t_region;
+thread_local Region* t_region = nullptr;
 
 void release_region() {
-  Region& r = t_region;
-  for (int i = 0; i < r.owners; i++) *r.owner[i] = nullptr;
-  for (int i = 0; i < r.heaps; i++) ::operator delete(r.heap[i], std::align_val_t{64});
-  if (r.base) munmap(r.base, kRegion);
-  r = Region{};
+  Region* r = t_region;
+  if (!r) return;
+  for (int i = 0; i < r->owners; i++) *r->owner[i] = nullptr;
+  for (int i = 0; i < r->heaps; i++) ::operator delete(r->heap[i], std::align_val_t{64});
+  if (r->base) munmap(r->base, kRegion);
+  delete r;
+  t_region = nullptr;
 }
 
 // Releases the thread's region when the thread ends: a program that starts and ends launching
@@ -57,7 +60,8 @@ char* map_region() {
 
 void* hot_alloc(size_t bytes, void** owner) {
   bytes = (bytes + 63) & ~size_t{63};
-  Region& r = t_region;
+  if (!t_region) t_region = new Region;
+  Region& r = *t_region;
   if (!r.tried) {
     thread_local Releaser releaser;  // registered once per thread, at its first region
     (void)releaser;

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # The injection library lives inside someone else's process: it must neither export its compression
 # libraries (zlib, zstd: linked in and hidden) nor import them, nor let the program's definitions of
-# zstd's weak tracing hooks reach its private zstd.
+# zstd's weak tracing hooks reach its private zstd. With TLSDESC=1 (the x86-64 build without
+# sanitizers), its thread-locals must be reachable through TLS descriptors alone and fit in glibc's
+# optional static TLS surplus (512 bytes by default), or every access on the launch path is a call to
+# __tls_get_addr (src/util/static_tls.h).
 set -u
 LIB=$1
+TLSDESC=${2:-0}
 fail=0
 check() { if ! eval "$2"; then echo "FAIL $1"; fail=1; fi; }
 defined=$(nm -D --defined-only "$LIB" | awk '$2 ~ /^[TDBR]$/ {print $3}')
@@ -18,5 +22,12 @@ check "no compression symbol in the dynamic table: $(nm -D "$LIB" | grep -E "$pa
   '! nm -D "$LIB" | grep -qE "$pattern"'
 check "zstd's trace hooks are defined inside, hidden" \
   '[ "$(nm "$LIB" | grep -cE " t ZSTD_trace_compress_(begin|end)$")" -eq 2 ]'
+if [ "$TLSDESC" = 1 ]; then
+  check "no __tls_get_addr import (a thread-local compiled without -mtls-dialect=gnu2)" \
+    '! nm -D "$LIB" | grep -q " U __tls_get_addr"'
+  tls=$(readelf -lW "$LIB" | awk '$1 == "TLS" {print $6}')
+  check "the TLS block ($tls bytes) fits in glibc's 512-byte optional static TLS surplus" \
+    '[ -n "$tls" ] && [ $((tls)) -le 512 ]'
+fi
 [ "$fail" -eq 0 ] && echo "library symbols: all checks passed"
 exit "$fail"

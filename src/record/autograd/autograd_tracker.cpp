@@ -372,7 +372,7 @@ uint32_t AutogradTracker::find_caller(int graph_task, bool* self) {
     return remember(last_caller_.ts, last_id_);
   // Another thread blocked in torch.autograd's call into the engine; this thread itself only when no
   // other is (a backward() called from a hook on an engine thread is nested in the main thread's).
-  // Each thread's whole stack is read at once: a read costs a few process_vm_readv whatever its
+  // Each thread's whole stack is read at once: a read costs a few safe reads whatever its
   // depth (PythonFrames::capture_thread), as much as its innermost frame alone.
   const void* caller = nullptr;
   RawPyFrame py[256];

@@ -10,7 +10,7 @@
 //  - inside backward on another thread than the caller's: the launch names a BackwardStack made of
 //    its own stack, the Python stack of the thread that called backward() (found once per graph task
 //    among the interpreter's threads: the one whose innermost frame is torch.autograd's entry into
-//    the engine, read with process_vm_readv; the last graph task's caller is first checked at its
+//    the engine, read through util/safe_memory.h; the last graph task's caller is first checked at its
 //    old stack in one read, PythonFrames::same_stack), and the forward launch stack of the node being
 //    evaluated (get_current_node(), its sequence_nr_ and thread_id_ read at the offsets of
 //    torch_api.h, looked up at s + 1, s + 2 ... in the table).

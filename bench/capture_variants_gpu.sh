@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The launch path's cost under several settings of one build (and optionally a previous build), on the
+# GPU machine: each round records a workload once per variant, in an order that rotates from round to
+# round, with AIFLAME_CAPTURE_STATS=1 (STATS=1, the breakdown by part) or without (STATS=0: the
+# summary's "stack capture cost" as a user sees it). Prints a line per run, then per workload and
+# variant the median [range] of the capture cost, and each variant's paired difference from the first.
+#
+# Variants (VARIANTS, default "new vm dyn old"):
+#   new   this tree's build (B), defaults
+#   vm    AIFLAME_SAFE_READ=vm: other threads' stacks read with process_vm_readv instead of the pipe
+#   dyn   GLIBC_TUNABLES=glibc.rtld.optional_static_tls=0: the injection library's thread-locals in
+#         dynamic TLS (each access a __tls_get_addr call), as before the TLS-descriptor build
+#   noag  AIFLAME_AUTOGRAD=0 (no autograd tracking)
+#   old   the previous build (A)
+#
+# Usage: bench/capture_variants_gpu.sh [ROUNDS=2]
+# Env:   A (.dist/old), B (.dist), WORKLOADS ("gpt_train hf_gpt2"), STATS (1), STEPS_<workload>
+#        (gpt_train 100, resnet_train 20, others 30), OUT (a temporary directory)
+set -u
+rounds=${1:-2}
+a=${A:-.dist/old}
+b=${B:-.dist}
+workloads=${WORKLOADS:-gpt_train hf_gpt2}
+variants=${VARIANTS:-new vm dyn old}
+stats=${STATS:-1}
+out=${OUT:-$(mktemp -d)}
+mkdir -p "$out"
+run() {  # variant workload round
+  local v=$1 w=$2 r=$3 bin=$b steps log cost line
+  local -a env_=(AIFLAME_CAPTURE_STATS=$stats)
+  case $v in
+    vm) env_+=(AIFLAME_SAFE_READ=vm) ;;
+    dyn) env_+=(GLIBC_TUNABLES=glibc.rtld.optional_static_tls=0) ;;
+    noag) env_+=(AIFLAME_AUTOGRAD=0) ;;
+    old) bin=$a ;;
+  esac
+  steps_var="STEPS_$w"
+  steps=${!steps_var:-}
+  [ -z "$steps" ] && case $w in gpt_train) steps=100 ;; resnet_train) steps=20 ;; *) steps=30 ;; esac
+  log=$(env "${env_[@]}" timeout -k 5 150 "$bin/aiflame" record -f --sass-timeout 0 -o "$out/cv.aiflame" -- \
+          env STEPS="$steps" python3 "bench/workloads/$w.py" 2>&1)
+  cost=$(grep -o 'stack capture cost [0-9.]*' <<<"$log" | grep -o '[0-9.]*$')
+  line=$(grep -o 'capture stats: .*' <<<"$log")
+  echo "$w r$r $v cost_us=${cost:-?} ${line}" | tee -a "$out/lines"
+}
+nvidia-smi --query-gpu=name --format=csv,noheader
+for w in $workloads; do
+  for ((r = 0; r < rounds; r++)); do
+    set -- $variants
+    n=$#
+    for ((k = 0; k < n; k++)); do
+      i=$(( (k + r) % n + 1 ))
+      run "${!i}" "$w" "$r"
+    done
+  done
+done
+python3 - "$out/lines" "$variants" <<'PY'
+import collections, re, statistics, sys
+variants = sys.argv[2].split()
+cost = collections.defaultdict(dict)
+for l in open(sys.argv[1]):
+    m = re.match(r"(\S+) r(\d+) (\S+) cost_us=([0-9.]+)", l)
+    if m:
+        cost[(m[1], int(m[2]))][m[3]] = float(m[4])
+def f(v):
+    return "%.3f [%.3f, %.3f] (%d)" % (statistics.median(v), min(v), max(v), len(v)) if v else "-"
+for w in sorted({k[0] for k in cost}):
+    rows = [c for (ww, _), c in sorted(cost.items()) if ww == w]
+    print(w)
+    for v in variants:
+        vals = [c[v] for c in rows if v in c]
+        d = [c[v] - c[variants[0]] for c in rows if v in c and variants[0] in c]
+        print("  %-5s cost %s; minus %s %s" % (v, f(vals), variants[0], f(d) if v != variants[0] else ""))
+PY
