@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "util/safe_memory.h"
+#include "util/hot_pages.h"
 #include "util/static_tls.h"
 
 namespace aiflame {
@@ -46,12 +46,12 @@ std::string CaptureStats::line() const {
   const uint64_t bw = backward_launches.load();
   const uint64_t held = memo_held.load(), walked = n > held ? n - held : 0;
   auto per = [&](const std::atomic<uint64_t>& c) { return n ? static_cast<double>(c.load()) / static_cast<double>(n) : 0.0; };
+  const HotRegions regions = hot_regions();
   return fmt::format(
       "capture stats: {} launches; us per launch: total {:.3f} = python walk {:.3f} + native unwind {:.3f} + hash and "
       "local lookup {:.3f} + shared intern {:.3f} (lock wait {:.3f}, Python names {:.3f}, stack record write {:.3f}) + autograd {:.3f} (backward launches {:.1f}%, {:.3f} each, of which {:.3f} in {} caller scans of {:.1f} us each, {:.1f} us of it reading {:.1f} thread stacks, {} scans the last caller's stack read again in one; forward {:.3f} each) + launch record write {:.3f}; per launch: {:.1f} "
       "native frames ({:.1f} by frame pointer, {:.1f} reused from the thread's previous walk), {:.1f}% of launches from their path's memo ({:.1f}% had none, {:.1f}% had one that did not hold; {:.3f} us per walked launch's unwind), {:.1f} Python frames, {:.2f} unwind cache misses, {:.4f} stacks new to "
-      "the thread ({:.4f} new to the process); walk ends: outermost {} limit {} bad {} not-ready {} stale {} off-stack {}; thread-locals in static TLS: {}; "
-      "other threads' stacks read through {}",
+      "the thread ({:.4f} new to the process); walk ends: outermost {} limit {} bad {} not-ready {} stale {} off-stack {}; thread-locals in static TLS: {}; hot-page regions on a huge page: {} of {}",
       n, us(Total), us(Python), us(Unwind), us(Hash), us(Intern), us(InternLock), us(InternNames), us(InternWrite), us(Autograd),
       100.0 * per(backward_launches), bw ? tick_us(AutogradBackward) / static_cast<double>(bw) : 0.0,
       bw ? tick_us(CallerScan) / static_cast<double>(bw) : 0.0, caller_scans.load(),
@@ -62,10 +62,8 @@ std::string CaptureStats::line() const {
       n > bw ? (tick_us(Autograd) - tick_us(AutogradBackward)) / static_cast<double>(n - bw) : 0.0, us(Write), per(native_frames),
       per(fp_frames), per(reused_frames), 100.0 * per(memo_held), 100.0 * per(memo_missing), 100.0 * per(memo_failed),
       walked ? tick_us(UnwindWalked) / static_cast<double>(walked) : 0.0, per(python_frames), per(cache_misses), per(thread_new), per(process_new), ends[0].load(), ends[1].load(),
-      ends[2].load(), ends[3].load(), ends[4].load(), ends[5].load(), thread_locals_static() ? "yes" : "no",
-      last_safe_read_path() == SafeReadPath::Pipe        ? "a pipe"
-      : last_safe_read_path() == SafeReadPath::ProcessVm ? "process_vm_readv"
-                                                         : "none read");
+      ends[2].load(), ends[3].load(), ends[4].load(), ends[5].load(), thread_locals_static() ? "yes" : "no", regions.huge,
+      regions.regions);
 }
 
 }  // namespace aiflame

@@ -22,7 +22,7 @@ struct CaptureStats {
               // Inside Unwind: the part spent on launches that walked (took no memo).
               UnwindWalked,
               // Inside AutogradBackward: looking for the Python thread that called backward() (once per
-              // graph task and engine thread: the other threads' frames read with safe_read).
+              // graph task and engine thread: the other threads' frames read with process_vm_readv).
               CallerScan,
               // Inside CallerScan: reading the threads' Python stacks (PythonFrames::capture_thread).
               CallerRead, kParts };

@@ -2,7 +2,10 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 
 namespace aiflame {
@@ -26,9 +29,21 @@ struct Region {
 };
 thread_local Region* t_region = nullptr;
 
+// The regions mapped now, for hot_regions().
+constexpr int kListed = 64;
+std::atomic<uintptr_t> g_listed[kListed];
+
+void list_region(char* base, bool add) {
+  for (auto& slot : g_listed) {
+    uintptr_t want = add ? 0 : reinterpret_cast<uintptr_t>(base);
+    if (slot.compare_exchange_strong(want, add ? reinterpret_cast<uintptr_t>(base) : 0)) return;
+  }
+}
+
 void release_region() {
   Region* r = t_region;
   if (!r) return;
+  if (r->base) list_region(r->base, false);
   for (int i = 0; i < r->owners; i++) *r->owner[i] = nullptr;
   for (int i = 0; i < r->heaps; i++) ::operator delete(r->heap[i], std::align_val_t{64});
   if (r->base) munmap(r->base, kRegion);
@@ -67,6 +82,7 @@ void* hot_alloc(size_t bytes, void** owner) {
     (void)releaser;
     r.tried = true;
     r.base = map_region();
+    if (r.base) list_region(r.base, true);
   }
   void* p = nullptr;
   if (r.base && bytes <= kRegion - r.used) {
@@ -79,6 +95,30 @@ void* hot_alloc(size_t bytes, void** owner) {
   }
   if (r.owners < kMaxOwners) r.owner[r.owners++] = owner;
   return p;
+}
+
+HotRegions hot_regions() {
+  HotRegions h;
+  uintptr_t bases[kListed];
+  int n = 0;
+  for (auto& slot : g_listed)
+    if (uintptr_t b = slot.load()) bases[n++] = b;
+  h.regions = n;
+  std::FILE* f = std::fopen("/proc/self/smaps", "r");
+  if (!f) return h;
+  char line[512];
+  bool ours = false;
+  while (std::fgets(line, sizeof line, f)) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && std::strchr(line, '-') < std::strchr(line, ' ')) {
+      ours = std::find(bases, bases + n, static_cast<uintptr_t>(lo)) != bases + n;
+      continue;
+    }
+    unsigned long kb = 0;
+    if (ours && std::sscanf(line, "AnonHugePages: %lu kB", &kb) == 1 && kb > 0) h.huge++;
+  }
+  std::fclose(f);
+  return h;
 }
 
 }  // namespace aiflame

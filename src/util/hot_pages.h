@@ -30,4 +30,11 @@ T* hot_new(T*& owner) {
   return owner;
 }
 
+// For the capture breakdown (AIFLAME_CAPTURE_STATS=1; reads /proc/self/smaps, never on the launch
+// path): of the regions of threads alive now (at most 64 counted), how many have a huge page.
+struct HotRegions {
+  int regions = 0, huge = 0;
+};
+HotRegions hot_regions();
+
 }  // namespace aiflame

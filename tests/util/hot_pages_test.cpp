@@ -109,7 +109,21 @@ TEST(HotPages, TheRegionIsAHugePageWhereTheKernelGivesThem) {
       if (in && line.rfind("AnonHugePages:", 0) == 0) huge_kb = std::stoull(line.substr(14));
     }
     EXPECT_GE(huge_kb, 2048u);
+    // The capture breakdown's count says the same.
+    HotRegions h = hot_regions();
+    EXPECT_GE(h.regions, 1);
+    EXPECT_GE(h.huge, 1);
   }).join();
+}
+
+TEST(HotPages, TheBreakdownCountsTheRegionsOfLiveThreads) {
+  const int before = hot_regions().regions;
+  std::thread([&] {
+    void* owner = nullptr;
+    hot_alloc(64, &owner);
+    EXPECT_EQ(hot_regions().regions, before + 1);
+  }).join();
+  EXPECT_EQ(hot_regions().regions, before);
 }
 
 }  // namespace
