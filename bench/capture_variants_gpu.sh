@@ -11,6 +11,9 @@
 #   dyn   GLIBC_TUNABLES=glibc.rtld.optional_static_tls=0: the injection library's thread-locals in
 #         dynamic TLS (each access a __tls_get_addr call), as before the TLS-descriptor build
 #   noag  AIFLAME_AUTOGRAD=0 (no autograd tracking)
+#   light AIFLAME_AUTOGRAD_LIGHT=1 (torch's state read at every launch and backward()'s caller found,
+#         but no forward table, backward-id sets or counts: what a tracker that leaves those to the
+#         collector would cost the launch path)
 #   old   the previous build (A)
 #
 # Usage: bench/capture_variants_gpu.sh [ROUNDS=2]
@@ -32,6 +35,7 @@ run() {  # variant workload round
     vm) env_+=(AIFLAME_SAFE_READ=vm) ;;
     dyn) env_+=(GLIBC_TUNABLES=glibc.rtld.optional_static_tls=0) ;;
     noag) env_+=(AIFLAME_AUTOGRAD=0) ;;
+    light) env_+=(AIFLAME_AUTOGRAD_LIGHT=1) ;;
     old) bin=$a ;;
   esac
   steps_var="STEPS_$w"

@@ -12,6 +12,7 @@
 #include "record/capture_stats.h"
 #include "record/crash_report.h"
 #include "record/module_map.h"
+#include "util/hot_pages.h"
 
 namespace aiflame {
 
@@ -32,7 +33,10 @@ bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std
   std::string path = opt.output + "." + std::to_string(getpid());
   if (!writer_.open(path, /*overwrite=*/true, error)) return false;
   writer_.add(process);
-  if (opt.measure.capture_stats) CaptureStats::enable();
+  if (opt.measure.capture_stats) {
+    CaptureStats::enable();
+    hot_pages_audit(true);
+  }
   stacks_.set_incremental_unwind(!opt.measure.full_unwind);
   stacks_.set_verify_memos(opt.measure.verify_memos);
   stacks_.set_memo_key_site(opt.measure.memo_key_kernel);

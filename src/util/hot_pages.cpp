@@ -29,9 +29,12 @@ struct Region {
 };
 thread_local Region* t_region = nullptr;
 
-// The regions mapped now, for hot_regions().
+// The regions mapped now, and with hot_pages_audit on those released, for hot_regions().
 constexpr int kListed = 64;
 std::atomic<uintptr_t> g_listed[kListed];
+std::atomic<bool> g_audit{false};
+std::atomic<int> g_released{0}, g_released_huge{0};
+int huge_among(const uintptr_t* bases, int n);
 
 void list_region(char* base, bool add) {
   for (auto& slot : g_listed) {
@@ -43,7 +46,14 @@ void list_region(char* base, bool add) {
 void release_region() {
   Region* r = t_region;
   if (!r) return;
-  if (r->base) list_region(r->base, false);
+  if (r->base) {
+    list_region(r->base, false);
+    if (g_audit.load(std::memory_order_relaxed)) {
+      const auto base = reinterpret_cast<uintptr_t>(r->base);
+      g_released_huge.fetch_add(huge_among(&base, 1));
+      g_released.fetch_add(1);
+    }
+  }
   for (int i = 0; i < r->owners; i++) *r->owner[i] = nullptr;
   for (int i = 0; i < r->heaps; i++) ::operator delete(r->heap[i], std::align_val_t{64});
   if (r->base) munmap(r->base, kRegion);
@@ -97,17 +107,15 @@ void* hot_alloc(size_t bytes, void** owner) {
   return p;
 }
 
-HotRegions hot_regions() {
-  HotRegions h;
-  uintptr_t bases[kListed];
-  int n = 0;
-  for (auto& slot : g_listed)
-    if (uintptr_t b = slot.load()) bases[n++] = b;
-  h.regions = n;
+namespace {
+// How many of the given region bases have a huge page (/proc/self/smaps).
+int huge_among(const uintptr_t* bases, int n) {
+  if (n == 0) return 0;
   std::FILE* f = std::fopen("/proc/self/smaps", "r");
-  if (!f) return h;
+  if (!f) return 0;
   char line[512];
   bool ours = false;
+  int huge = 0;
   while (std::fgets(line, sizeof line, f)) {
     unsigned long lo = 0, hi = 0;
     if (std::sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && std::strchr(line, '-') < std::strchr(line, ' ')) {
@@ -115,9 +123,23 @@ HotRegions hot_regions() {
       continue;
     }
     unsigned long kb = 0;
-    if (ours && std::sscanf(line, "AnonHugePages: %lu kB", &kb) == 1 && kb > 0) h.huge++;
+    if (ours && std::sscanf(line, "AnonHugePages: %lu kB", &kb) == 1 && kb > 0) huge++;
   }
   std::fclose(f);
+  return huge;
+}
+}  // namespace
+
+void hot_pages_audit(bool on) { g_audit.store(on, std::memory_order_relaxed); }
+
+HotRegions hot_regions() {
+  HotRegions h;
+  uintptr_t bases[kListed];
+  int n = 0;
+  for (auto& slot : g_listed)
+    if (uintptr_t b = slot.load()) bases[n++] = b;
+  h.regions = n + g_released.load();
+  h.huge = huge_among(bases, n) + g_released_huge.load();
   return h;
 }
 

@@ -31,10 +31,12 @@ T* hot_new(T*& owner) {
 }
 
 // For the capture breakdown (AIFLAME_CAPTURE_STATS=1; reads /proc/self/smaps, never on the launch
-// path): of the regions of threads alive now (at most 64 counted), how many have a huge page.
+// path): of the regions of threads alive now (at most 64 counted) and, once hot_pages_audit(true),
+// of those released since (checked as their thread ends), how many have a huge page.
 struct HotRegions {
   int regions = 0, huge = 0;
 };
 HotRegions hot_regions();
+void hot_pages_audit(bool on);
 
 }  // namespace aiflame

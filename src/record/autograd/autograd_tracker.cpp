@@ -67,6 +67,10 @@ void AutogradTracker::init(bool python, Warn warn) {
     return;
   }
   if (python_) frames_.init();
+  // A measurement of the launch path only: torch's state is read at every launch, the caller of
+  // backward() found, but no forward table, backward-id sets or counts (backward kernels then sit
+  // under the caller and "[backward]" without their forward code).
+  if (const char* light = std::getenv("AIFLAME_AUTOGRAD_LIGHT"); light && std::strcmp(light, "1") == 0) light_ = true;
   TorchApi api = resolve_torch();
   if (api.library.empty()) {
     state_ = "off: torch is not loaded";
@@ -149,10 +153,10 @@ AutogradTracker::Pending AutogradTracker::before_capture() {
     if (!node_on) return p;
     p.forward = true;
     p.seq = hot_.peek();
-    if (p.seq != t.last_seq && t.tid) __builtin_prefetch(&hot_.table[slot_index(p.seq, t.tid)], 1);
+    if (p.seq != t.last_seq && t.tid && !light_) __builtin_prefetch(&hot_.table[slot_index(p.seq, t.tid)], 1);
     return p;
   }
-  if (t.counts) {
+  if (t.counts && !light_) {
     __builtin_prefetch(t.counts, 1);
     if (t_sets) __builtin_prefetch(&t_sets->sets[t.next_set]);
   }
@@ -164,7 +168,7 @@ AutogradTracker::Pending AutogradTracker::before_capture() {
   std::memcpy(&p.tid, n + hot_.node_thread_id, sizeof p.tid);
   p.node = true;
   // The node's forward launch is looked up from seq + 1 on (its op launches after making it).
-  if (p.seq != kAccumulateGrad) __builtin_prefetch(&hot_.table[slot_index(p.seq + 1, p.tid)]);
+  if (p.seq != kAccumulateGrad && !light_) __builtin_prefetch(&hot_.table[slot_index(p.seq + 1, p.tid)]);
   return p;
 }
 
@@ -172,7 +176,7 @@ uint32_t AutogradTracker::on_launch(uint32_t stack_id, const Pending& p) {
   if (!p.valid) return stack_id;
   if (p.graph_task < 0) {
     // (node_on only goes off after start: a forward launch read seq whenever it is on here.)
-    if (p.forward && hot_.node_on.load(std::memory_order_relaxed)) remember_forward(stack_id, p);
+    if (p.forward && !light_ && hot_.node_on.load(std::memory_order_relaxed)) remember_forward(stack_id, p);
     return stack_id;
   }
   return on_backward(stack_id, p);
@@ -302,7 +306,7 @@ uint32_t AutogradTracker::on_backward(uint32_t stack_id, const Pending& p) {
                                    [&] { return find_caller(p.graph_task, &t.self); });
   }
   // The caller's own thread running nodes of the CPU queue: its stack already holds backward()'s caller.
-  if (t.self) return stack_id;
+  if (t.self || light_) return stack_id;
   BackwardCounts& counts = t.counts ? *t.counts : *counts_of(t);
   bump(counts.launches);
   if (t.caller) bump(counts.with_caller);
