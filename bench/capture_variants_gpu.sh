@@ -14,6 +14,8 @@
 #   light AIFLAME_AUTOGRAD_LIGHT=1 (torch's state read at every launch and backward()'s caller found,
 #         but no forward table, backward-id sets or counts: what a tracker that leaves those to the
 #         collector would cost the launch path)
+#   light2 AIFLAME_AUTOGRAD_LIGHT=2: as light, and no call into torch at a launch (a thread's graph task
+#         read once; no node, no sequence number): what the tracker's own lines and caller scan cost
 #   old   the previous build (A)
 #
 # Usage: bench/capture_variants_gpu.sh [ROUNDS=2]
@@ -36,6 +38,7 @@ run() {  # variant workload round
     dyn) env_+=(GLIBC_TUNABLES=glibc.rtld.optional_static_tls=0) ;;
     noag) env_+=(AIFLAME_AUTOGRAD=0) ;;
     light) env_+=(AIFLAME_AUTOGRAD_LIGHT=1) ;;
+    light2) env_+=(AIFLAME_AUTOGRAD_LIGHT=2) ;;
     old) bin=$a ;;
   esac
   steps_var="STEPS_$w"

@@ -70,7 +70,8 @@ void AutogradTracker::init(bool python, Warn warn) {
   // A measurement of the launch path only: torch's state is read at every launch, the caller of
   // backward() found, but no forward table, backward-id sets or counts (backward kernels then sit
   // under the caller and "[backward]" without their forward code).
-  if (const char* light = std::getenv("AIFLAME_AUTOGRAD_LIGHT"); light && std::strcmp(light, "1") == 0) light_ = true;
+  // =2: not even torch's state (a thread's graph task read once; no node, no sequence number).
+  if (const char* light = std::getenv("AIFLAME_AUTOGRAD_LIGHT")) light_ = std::atoi(light);
   TorchApi api = resolve_torch();
   if (api.library.empty()) {
     state_ = "off: torch is not loaded";
@@ -145,6 +146,14 @@ AutogradTracker::Pending AutogradTracker::before_capture() {
   ThreadState& t = thread_state(hot_.serial);
   p.thread = &t;
   const bool node_on = hot_.node_on.load(std::memory_order_relaxed);
+  if (light_ == 2) {
+    if (t.kind == ThreadState::Unknown) {
+      p.graph_task = hot_.graph_task_id();
+      t.kind = p.graph_task < 0 ? ThreadState::Forward : ThreadState::Engine;
+    }
+    p.graph_task = t.kind == ThreadState::Engine ? (t.graph_task >= 0 ? t.graph_task : hot_.graph_task_id()) : -1;
+    return p;
+  }
   if (t.kind != ThreadState::Forward) {
     p.graph_task = hot_.graph_task_id();
     if (t.kind == ThreadState::Unknown) t.kind = p.graph_task < 0 ? ThreadState::Forward : ThreadState::Engine;

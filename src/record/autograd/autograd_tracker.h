@@ -170,7 +170,7 @@ class AutogradTracker {
   std::atomic<uint64_t> unprobed_{0};  // nodes skipped so: too many of them, and the layout is wrong after all
   std::string state_ = "off: not started";
   bool launches_sampled_ = false;  // set_launches_sampled
-  bool light_ = false;             // AIFLAME_AUTOGRAD_LIGHT=1 (a measurement)
+  int light_ = 0;                  // AIFLAME_AUTOGRAD_LIGHT=1 or 2 (a measurement)
 
   std::mutex mu_;  // below: interning and the per-graph-task caller cache (once per backward call)
   struct Caller {
