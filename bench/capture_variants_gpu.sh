@@ -18,6 +18,10 @@
 #         read once; no node, no sequence number): what the tracker's own lines and caller scan cost
 #   old   the previous build (A)
 #
+# The first recording of a call on a fresh machine ran 0.4-0.9 us per launch slower than the rest
+# (H200, 2026-11-27, four calls in a row): WARMUP=1 (the default) makes one recording first that
+# counts in nothing.
+#
 # Usage: bench/capture_variants_gpu.sh [ROUNDS=2]
 # Env:   A (.dist/old), B (.dist), WORKLOADS ("gpt_train hf_gpt2"), STATS (1), STEPS_<workload>
 #        (gpt_train 100, resnet_train 20, others 30), OUT (a temporary directory)
@@ -51,6 +55,13 @@ run() {  # variant workload round
   echo "$w r$r $v cost_us=${cost:-?} ${line}" | tee -a "$out/lines"
 }
 nvidia-smi --query-gpu=name --format=csv,noheader
+if [ "${WARMUP:-1}" = 1 ]; then
+  set -- $workloads
+  w0=$1
+  set -- $variants
+  run "$1" "$w0" warmup >/dev/null
+  sed -i '/ rwarmup /d' "$out/lines"
+fi
 for w in $workloads; do
   for ((r = 0; r < rounds; r++)); do
     set -- $variants

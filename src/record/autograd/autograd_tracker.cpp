@@ -71,7 +71,7 @@ void AutogradTracker::init(bool python, Warn warn) {
   // backward() found, but no forward table, backward-id sets or counts (backward kernels then sit
   // under the caller and "[backward]" without their forward code).
   // =2: not even torch's state (a thread's graph task read once; no node, no sequence number).
-  if (const char* light = std::getenv("AIFLAME_AUTOGRAD_LIGHT")) light_ = std::atoi(light);
+  if (const char* light = std::getenv("AIFLAME_AUTOGRAD_LIGHT")) hot_.light = static_cast<uint8_t>(std::atoi(light));
   TorchApi api = resolve_torch();
   if (api.library.empty()) {
     state_ = "off: torch is not loaded";
@@ -146,7 +146,7 @@ AutogradTracker::Pending AutogradTracker::before_capture() {
   ThreadState& t = thread_state(hot_.serial);
   p.thread = &t;
   const bool node_on = hot_.node_on.load(std::memory_order_relaxed);
-  if (light_ == 2) {
+  if (hot_.light == 2) {
     if (t.kind == ThreadState::Unknown) {
       p.graph_task = hot_.graph_task_id();
       t.kind = p.graph_task < 0 ? ThreadState::Forward : ThreadState::Engine;
@@ -162,10 +162,10 @@ AutogradTracker::Pending AutogradTracker::before_capture() {
     if (!node_on) return p;
     p.forward = true;
     p.seq = hot_.peek();
-    if (p.seq != t.last_seq && t.tid && !light_) __builtin_prefetch(&hot_.table[slot_index(p.seq, t.tid)], 1);
+    if (p.seq != t.last_seq && t.tid && !hot_.light) __builtin_prefetch(&hot_.table[slot_index(p.seq, t.tid)], 1);
     return p;
   }
-  if (t.counts && !light_) {
+  if (t.counts && !hot_.light) {
     __builtin_prefetch(t.counts, 1);
     if (t_sets) __builtin_prefetch(&t_sets->sets[t.next_set]);
   }
@@ -177,7 +177,7 @@ AutogradTracker::Pending AutogradTracker::before_capture() {
   std::memcpy(&p.tid, n + hot_.node_thread_id, sizeof p.tid);
   p.node = true;
   // The node's forward launch is looked up from seq + 1 on (its op launches after making it).
-  if (p.seq != kAccumulateGrad && !light_) __builtin_prefetch(&hot_.table[slot_index(p.seq + 1, p.tid)]);
+  if (p.seq != kAccumulateGrad && !hot_.light) __builtin_prefetch(&hot_.table[slot_index(p.seq + 1, p.tid)]);
   return p;
 }
 
@@ -185,7 +185,7 @@ uint32_t AutogradTracker::on_launch(uint32_t stack_id, const Pending& p) {
   if (!p.valid) return stack_id;
   if (p.graph_task < 0) {
     // (node_on only goes off after start: a forward launch read seq whenever it is on here.)
-    if (p.forward && !light_ && hot_.node_on.load(std::memory_order_relaxed)) remember_forward(stack_id, p);
+    if (p.forward && !hot_.light && hot_.node_on.load(std::memory_order_relaxed)) remember_forward(stack_id, p);
     return stack_id;
   }
   return on_backward(stack_id, p);
@@ -315,7 +315,7 @@ uint32_t AutogradTracker::on_backward(uint32_t stack_id, const Pending& p) {
                                    [&] { return find_caller(p.graph_task, &t.self); });
   }
   // The caller's own thread running nodes of the CPU queue: its stack already holds backward()'s caller.
-  if (t.self || light_) return stack_id;
+  if (t.self || hot_.light) return stack_id;
   BackwardCounts& counts = t.counts ? *t.counts : *counts_of(t);
   bump(counts.launches);
   if (t.caller) bump(counts.with_caller);

@@ -144,6 +144,7 @@ class AutogradTracker {
   struct alignas(64) Hot {
     std::atomic<bool> ready{false};
     std::atomic<bool> node_on{false};
+    uint8_t light = 0;  // AIFLAME_AUTOGRAD_LIGHT=1 or 2 (a measurement; on this line, read at every launch)
     uint16_t node_sequence_nr = 0, node_thread_id = 0;  // the node layout's offsets
     std::atomic<int> probed{0};  // nodes the layout probe looked at (written only until kProbe)
     uint64_t serial = 0;         // tells the per-thread state of two trackers apart (tests)
@@ -153,6 +154,7 @@ class AutogradTracker {
     std::shared_ptr<void> (*current_node)() = nullptr;
     uint64_t (*thread_id)() = nullptr;
   } hot_;
+  static_assert(sizeof(Hot) == 64);
   static inline std::atomic<uint64_t> next_serial_{1};
   bool python_ = false;
   PythonFrames frames_;
@@ -170,7 +172,6 @@ class AutogradTracker {
   std::atomic<uint64_t> unprobed_{0};  // nodes skipped so: too many of them, and the layout is wrong after all
   std::string state_ = "off: not started";
   bool launches_sampled_ = false;  // set_launches_sampled
-  int light_ = 0;                  // AIFLAME_AUTOGRAD_LIGHT=1 or 2 (a measurement)
 
   std::mutex mu_;  // below: interning and the per-graph-task caller cache (once per backward call)
   struct Caller {
