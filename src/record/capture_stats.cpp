@@ -51,7 +51,7 @@ std::string CaptureStats::line() const {
       "capture stats: {} launches; us per launch: total {:.3f} = python walk {:.3f} + native unwind {:.3f} + hash and "
       "local lookup {:.3f} + shared intern {:.3f} (lock wait {:.3f}, Python names {:.3f}, stack record write {:.3f}) + autograd {:.3f} (backward launches {:.1f}%, {:.3f} each, of which {:.3f} in {} caller scans of {:.1f} us each, {:.1f} us of it reading {:.1f} thread stacks, {} scans the last caller's stack read again in one; forward {:.3f} each) + launch record write {:.3f}; per launch: {:.1f} "
       "native frames ({:.1f} by frame pointer, {:.1f} reused from the thread's previous walk), {:.1f}% of launches from their path's memo ({:.1f}% had none, {:.1f}% had one that did not hold; {:.3f} us per walked launch's unwind), {:.1f} Python frames, {:.2f} unwind cache misses, {:.4f} stacks new to "
-      "the thread ({:.4f} new to the process); walk ends: outermost {} limit {} bad {} not-ready {} stale {} off-stack {}; thread-locals in static TLS: {}; hot-page regions on a huge page: {} of {}",
+      "the thread ({:.4f} new to the process); walk ends: outermost {} limit {} bad {} not-ready {} stale {} off-stack {}; forward lookups {} ({:.2f} slots read each, {:.1f}% found); thread-locals in static TLS: {}; hot-page regions on a huge page: {} of {}",
       n, us(Total), us(Python), us(Unwind), us(Hash), us(Intern), us(InternLock), us(InternNames), us(InternWrite), us(Autograd),
       100.0 * per(backward_launches), bw ? tick_us(AutogradBackward) / static_cast<double>(bw) : 0.0,
       bw ? tick_us(CallerScan) / static_cast<double>(bw) : 0.0, caller_scans.load(),
@@ -62,7 +62,10 @@ std::string CaptureStats::line() const {
       n > bw ? (tick_us(Autograd) - tick_us(AutogradBackward)) / static_cast<double>(n - bw) : 0.0, us(Write), per(native_frames),
       per(fp_frames), per(reused_frames), 100.0 * per(memo_held), 100.0 * per(memo_missing), 100.0 * per(memo_failed),
       walked ? tick_us(UnwindWalked) / static_cast<double>(walked) : 0.0, per(python_frames), per(cache_misses), per(thread_new), per(process_new), ends[0].load(), ends[1].load(),
-      ends[2].load(), ends[3].load(), ends[4].load(), ends[5].load(), thread_locals_static() ? "yes" : "no", regions.huge,
+      ends[2].load(), ends[3].load(), ends[4].load(), ends[5].load(), forward_lookups.load(),
+      forward_lookups.load() ? static_cast<double>(forward_slots.load()) / static_cast<double>(forward_lookups.load()) : 0.0,
+      forward_lookups.load() ? 100.0 * static_cast<double>(forward_found.load()) / static_cast<double>(forward_lookups.load()) : 0.0,
+      thread_locals_static() ? "yes" : "no", regions.huge,
       regions.regions);
 }
 

@@ -37,6 +37,10 @@ struct CaptureStats {
   std::atomic<uint64_t> caller_scans{0};  // CallerScan's count
   std::atomic<uint64_t> caller_reads{0};  // CallerRead's count (thread stacks read)
   std::atomic<uint64_t> caller_rereads{0};  // of those, the last caller found at its stack in one read
+  // Backward launches' lookups of their node's forward launch, the table slots they read (seq + 1,
+  // seq + 2 ... until found or 16: a slot past the prefetched first is a line the launch waits for
+  // when it is not the same line), and how many found one.
+  std::atomic<uint64_t> forward_lookups{0}, forward_slots{0}, forward_found{0};
   std::atomic<uint64_t> ends[6] = {};   // unwind::WalkEnd counts
   uint64_t tsc0 = 0, ns0 = 0;           // calibration taken when switched on
 

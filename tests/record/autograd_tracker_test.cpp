@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "profile/profile.h"
+#include "record/capture_stats.h"
 #include "test_util.h"
 
 namespace aiflame {
@@ -168,6 +169,38 @@ TEST(AutogradTracker, BackwardLaunchesNameTheForwardLaunchOfTheirNode) {
   EXPECT_EQ(p.autograd->with_node, 4u);
   EXPECT_EQ(p.autograd->with_forward, 4u);
   EXPECT_TRUE(h.notes.empty());
+}
+
+// The capture breakdown counts each backward launch's lookup of its forward launch and the table
+// slots it read: the first is prefetched, each further one may be a line the launch waits for.
+TEST(AutogradTracker, TheBreakdownCountsForwardLookupsAndTheirSlots) {
+  CaptureStats::enable();
+  CaptureStats& cs = CaptureStats::instance();
+  cs.reset();
+  Harness h(fake_api());
+  std::vector<FakeNode> nodes;
+  std::thread forward([&] {
+    nodes.push_back(fake::node());  // node 0, its launch at 1
+    h.tracker.on_launch(11);
+    nodes.push_back(fake::node());  // node 1, no launch
+    nodes.push_back(fake::node());  // node 2, its launch at 3
+    h.tracker.on_launch(13);
+  });
+  forward.join();
+  FakeNode orphan;  // made after the forward pass's last launch: nothing within 16 numbers
+  orphan.sequence_nr = nodes[2].sequence_nr + 1;
+  orphan.thread_id = nodes[0].thread_id;
+  on_engine(&nodes[2], [&] { h.tracker.on_launch(100); });  // 1 slot
+  on_engine(&nodes[1], [&] { h.tracker.on_launch(100); });  // 2 slots
+  on_engine(&nodes[0], [&] { h.tracker.on_launch(100); });  // 1 slot
+  on_engine(&orphan, [&] { h.tracker.on_launch(100); });    // 16 slots, none found
+  EXPECT_EQ(cs.forward_lookups.load(), 4u);
+  EXPECT_EQ(cs.forward_slots.load(), 1u + 2u + 1u + 16u);
+  EXPECT_EQ(cs.forward_found.load(), 3u);
+  EXPECT_NE(cs.line().find("forward lookups 4 (5.00 slots read each, 75.0% found)"), std::string::npos) << cs.line();
+  CaptureStats::disable();
+  cs.reset();
+  h.close();
 }
 
 // Nodes of another forward thread have their own sequence numbers: the thread id keeps them apart.

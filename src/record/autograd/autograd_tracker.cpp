@@ -221,6 +221,15 @@ void AutogradTracker::remember_forward(uint32_t stack_id, const Pending& p) {
 }
 
 uint32_t AutogradTracker::lookup(uint64_t seq, uint64_t tid) const {
+  auto counted = [&](int slots, uint32_t id) {
+    if (CaptureStats::on()) {
+      CaptureStats& cs = CaptureStats::instance();
+      cs.forward_lookups.fetch_add(1, std::memory_order_relaxed);
+      cs.forward_slots.fetch_add(static_cast<uint64_t>(slots), std::memory_order_relaxed);
+      if (id) cs.forward_found.fetch_add(1, std::memory_order_relaxed);
+    }
+    return id;
+  };
   for (int d = 1; d <= kLookAhead; d++) {
     uint64_t at = seq + static_cast<uint64_t>(d);
     const Slot& s = hot_.table[slot_index(at, tid)];
@@ -228,9 +237,9 @@ uint32_t AutogradTracker::lookup(uint64_t seq, uint64_t tid) const {
     if (s.key.load(std::memory_order_acquire) != key) continue;
     uint32_t id = s.stack.load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (s.key.load(std::memory_order_relaxed) == key) return id;
+    if (s.key.load(std::memory_order_relaxed) == key) return counted(d, id);
   }
-  return 0;
+  return counted(kLookAhead, 0);
 }
 
 uint32_t AutogradTracker::forward_of(uint64_t seq, uint64_t tid, BackwardCounts& counts) {
