@@ -16,6 +16,9 @@
 #         collector would cost the launch path)
 #   light2 AIFLAME_AUTOGRAD_LIGHT=2: as light, and no call into torch at a launch (a thread's graph task
 #         read once; no node, no sequence number): what the tracker's own lines and caller scan cost
+#   ab    AIFLAME_AUTOGRAD_AB=1: the tracking on and off in alternate 40-70 ms slices of one run; the
+#         line's ab= is the with-minus-without capture cost of that run (issue 23 item 5 without the
+#         drift between runs)
 #   old   the previous build (A)
 #
 # The first recording of a call on a fresh machine ran 0.4-0.9 us per launch slower than the rest
@@ -43,6 +46,7 @@ run() {  # variant workload round
     noag) env_+=(AIFLAME_AUTOGRAD=0) ;;
     light) env_+=(AIFLAME_AUTOGRAD_LIGHT=1) ;;
     light2) env_+=(AIFLAME_AUTOGRAD_LIGHT=2) ;;
+    ab) env_+=(AIFLAME_AUTOGRAD_AB=1) ;;
     old) bin=$a ;;
   esac
   steps_var="STEPS_$w"
@@ -52,7 +56,8 @@ run() {  # variant workload round
           env STEPS="$steps" python3 "bench/workloads/$w.py" 2>&1)
   cost=$(grep -o 'stack capture cost [0-9.]*' <<<"$log" | grep -o '[0-9.]*$')
   line=$(grep -o 'capture stats: .*' <<<"$log")
-  echo "$w r$r $v cost_us=${cost:-?} ${line}" | tee -a "$out/lines"
+  ab=$(grep -o 'autograd A/B: .*' <<<"$log" | grep -o '[-+][0-9.]* us$' | grep -o '^[-+][0-9.]*')
+  echo "$w r$r $v cost_us=${cost:-?}${ab:+ ab=$ab} ${line}" | tee -a "$out/lines"
 }
 nvidia-smi --query-gpu=name --format=csv,noheader
 if [ "${WARMUP:-1}" = 1 ]; then
@@ -76,10 +81,14 @@ python3 - "$out/lines" "$variants" <<'PY'
 import collections, re, statistics, sys
 variants = sys.argv[2].split()
 cost = collections.defaultdict(dict)
+ab = collections.defaultdict(list)
 for l in open(sys.argv[1]):
     m = re.match(r"(\S+) r(\d+) (\S+) cost_us=([0-9.]+)", l)
     if m:
         cost[(m[1], int(m[2]))][m[3]] = float(m[4])
+    m = re.match(r"(\S+) r\d+ \S+ cost_us=\S+ ab=([-+0-9.]+)", l)
+    if m:
+        ab[m[1]].append(float(m[2]))
 def f(v):
     return "%.3f [%.3f, %.3f] (%d)" % (statistics.median(v), min(v), max(v), len(v)) if v else "-"
 for w in sorted({k[0] for k in cost}):
@@ -89,4 +98,6 @@ for w in sorted({k[0] for k in cost}):
         vals = [c[v] for c in rows if v in c]
         d = [c[v] - c[variants[0]] for c in rows if v in c and variants[0] in c]
         print("  %-5s cost %s; minus %s %s" % (v, f(vals), variants[0], f(d) if v != variants[0] else ""))
+    if ab[w]:
+        print("  autograd A/B inside each ab run (with minus without): %s" % f(ab[w]))
 PY

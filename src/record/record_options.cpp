@@ -138,6 +138,9 @@ constexpr RecordOptionSpec kSchema[] = {
     {"verify_memos", "AIFLAME_VERIFY_MEMOS", nullptr, nullptr, "0 or 1",
      "Walk every frame again at each launch that took its memo and count launches whose stacks differ",
      FLAG_OPTION(measure.verify_memos)},
+    {"autograd_ab", "AIFLAME_AUTOGRAD_AB", nullptr, nullptr, "0 or 1",
+     "The autograd tracking skipped in every other 40-70 ms slice; print each kind's capture cost per launch at the end",
+     FLAG_OPTION(measure.autograd_ab)},
     {"memo_key_kernel", "AIFLAME_MEMO_KEY_KERNEL", nullptr, nullptr, "0 or 1",
      "Key a launch's walk memo by its kernel too (0: by depth and Python frames alone)", FLAG_OPTION(measure.memo_key_kernel)},
 };

@@ -82,6 +82,7 @@ struct MeasurementSwitches {
   bool full_unwind = false;
   bool memo_key_kernel = true;  // AIFLAME_MEMO_KEY_KERNEL: the walk memo's key includes the kernel (site)
   bool verify_memos = false;  // AIFLAME_VERIFY_MEMOS: a memo's stack against a full walk, at every launch
+  bool autograd_ab = false;   // AIFLAME_AUTOGRAD_AB: the autograd tracking on and off in alternate slices (Recorder::autograd_ab)
 };
 
 struct RecordOptions {

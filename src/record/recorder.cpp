@@ -33,6 +33,7 @@ bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std
   std::string path = opt.output + "." + std::to_string(getpid());
   if (!writer_.open(path, /*overwrite=*/true, error)) return false;
   writer_.add(process);
+  autograd_ab_ = opt.measure.autograd_ab;
   if (opt.measure.capture_stats) {
     CaptureStats::enable();
     hot_pages_audit(true);
@@ -71,6 +72,18 @@ Recorder::LaunchTally& Recorder::tally() {
   return *t.tally;
 }
 
+Recorder::AutogradAB Recorder::autograd_ab() const {
+  uint64_t launches = 0, ticks = 0, off_launches = 0, off_ticks = 0;
+  for (size_t i = 0; i <= kTallies; i++) {
+    launches += tallies_[i].launches.load(std::memory_order_relaxed);
+    ticks += tallies_[i].ticks.load(std::memory_order_relaxed);
+    off_launches += tallies_[i].off_launches.load(std::memory_order_relaxed);
+    off_ticks += tallies_[i].off_ticks.load(std::memory_order_relaxed);
+  }
+  auto ns = [&](uint64_t t) { return static_cast<uint64_t>(static_cast<double>(t) * clock_.ns_per_tick()); };
+  return {launches - off_launches, ns(ticks - off_ticks), off_launches, ns(off_ticks)};
+}
+
 Recorder::LaunchTotals Recorder::launch_totals() const {
   LaunchTotals s;
   uint64_t ticks = 0;
@@ -93,11 +106,12 @@ uint32_t Recorder::graph_node_stack(uint64_t) {
 void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, uint64_t timestamp, uint32_t device) {
   PhaseScope phase(Phase::LaunchCallback);
   const uint64_t t0 = clock_.now();
+  const bool ab_off = autograd_ab_ && ((t0 >> 27) & 1);  // AIFLAME_AUTOGRAD_AB: a slice without tracking
   const bool stats = CaptureStats::on();
   uint64_t cw = stats ? CaptureStats::now() : 0;
   writer_.prefetch_buffered();
   uint64_t c0 = stats ? CaptureStats::now() : 0;
-  AutogradTracker::Pending pending = autograd_.before_capture();  // prefetches what it will write
+  AutogradTracker::Pending pending = ab_off ? AutogradTracker::Pending{} : autograd_.before_capture();  // prefetches what it will write
   uint64_t c0b = stats ? CaptureStats::now() : 0;
   StackCapture::Result st = stacks_.capture(site ^ (static_cast<uint64_t>(api) << 48));
   uint64_t c1 = stats ? CaptureStats::now() : 0;
@@ -107,7 +121,7 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
   if (!thread.tid) thread.tid = static_cast<uint32_t>(gettid());
   rec.tid = thread.tid;
   rec.timestamp = timestamp;
-  rec.stack_id = autograd_.on_launch(st.stack_id, pending);
+  rec.stack_id = ab_off ? st.stack_id : autograd_.on_launch(st.stack_id, pending);
   uint64_t c2 = stats ? CaptureStats::now() : 0;
   thread.in_launch = true;
   thread.launch_stack = rec.stack_id;
@@ -136,10 +150,18 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
     tally.launches.store(tally.launches.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     if (st.unwound) tally.unwound.store(tally.unwound.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     tally.ticks.store(tally.ticks.load(std::memory_order_relaxed) + dt, std::memory_order_relaxed);
+    if (ab_off) {
+      tally.off_launches.store(tally.off_launches.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+      tally.off_ticks.store(tally.off_ticks.load(std::memory_order_relaxed) + dt, std::memory_order_relaxed);
+    }
   } else {
     tally.launches.fetch_add(1, std::memory_order_relaxed);
     if (st.unwound) tally.unwound.fetch_add(1, std::memory_order_relaxed);
     tally.ticks.fetch_add(dt, std::memory_order_relaxed);
+    if (ab_off) {
+      tally.off_launches.fetch_add(1, std::memory_order_relaxed);
+      tally.off_ticks.fetch_add(dt, std::memory_order_relaxed);
+    }
   }
 }
 
@@ -233,6 +255,16 @@ void Recorder::finish(uint64_t end_timestamp) {
   end.window_ns = counters_.window_ns;
   writer_.add(end);
   if (CaptureStats::on()) std::fprintf(stderr, "aiflame: %s\n", CaptureStats::instance().line().c_str());
+  if (autograd_ab_) {
+    const AutogradAB ab = autograd_ab();
+    auto per = [](uint64_t ns, uint64_t n) { return n ? static_cast<double>(ns) / 1e3 / static_cast<double>(n) : 0.0; };
+    std::fprintf(stderr,
+                 "aiflame: autograd A/B: stack capture %.3f us per launch with the tracking (%llu launches), %.3f without "
+                 "(%llu): %+.3f us\n",
+                 per(ab.with_ns, ab.with_launches), static_cast<unsigned long long>(ab.with_launches),
+                 per(ab.without_ns, ab.without_launches), static_cast<unsigned long long>(ab.without_launches),
+                 per(ab.with_ns, ab.with_launches) - per(ab.without_ns, ab.without_launches));
+  }
   if (opt_.measure.verify_memos) {
     const StackCapture::MemoCheck c = stacks_.memo_check();
     std::fprintf(stderr, "aiflame: memo check: %llu launches took their memo, each walked again in full: %llu got another stack\n",

@@ -88,16 +88,26 @@ class Recorder {
   // (the forward thread and autograd's engine thread, or eight threads on eight streams).
   struct alignas(64) LaunchTally {
     std::atomic<uint64_t> launches{0}, unwound{0}, ticks{0};
+    std::atomic<uint64_t> off_launches{0}, off_ticks{0};  // AIFLAME_AUTOGRAD_AB: launches in slices without tracking
   };
   struct LaunchTotals {
     uint64_t launches = 0, unwound = 0, capture_ns = 0;
   };
   LaunchTotals launch_totals() const;
+  // AIFLAME_AUTOGRAD_AB=1 (a measurement of issue 23 item 5 in one run, so that the host's drift
+  // between runs cancels): the autograd tracking is skipped in every other slice of 2^27 clock ticks
+  // (40-70 ms); the capture cost per launch of the two kinds of slices. A step whose forward and
+  // backward fall in different slices finds fewer forward launches, so "with" reads a little high.
+  struct AutogradAB {
+    uint64_t with_launches = 0, with_ns = 0, without_launches = 0, without_ns = 0;
+  };
+  AutogradAB autograd_ab() const;
 
  private:
   LaunchTally& tally();  // this thread's (the shared overflow tally past kTallies threads)
   static constexpr size_t kTallies = 256;
   const uint64_t serial_;  // tells this recorder's per-thread state from another's (tests make several)
+  bool autograd_ab_ = false;  // AIFLAME_AUTOGRAD_AB
   std::unique_ptr<LaunchTally[]> tallies_;  // [kTallies] is the overflow tally, updated atomically
   std::atomic<uint32_t> tally_count_{0};
   TscClock clock_;

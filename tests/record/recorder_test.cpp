@@ -20,10 +20,11 @@ namespace {
 struct Recording {
   std::string path = test::temp_path("recorder");
   Recorder rec;
-  Recording() {
+  explicit Recording(bool autograd_ab = false) {
     RecordOptions o;
     o.output = path;
     o.quiet = true;
+    o.measure.autograd_ab = autograd_ab;
     std::string err;
     EXPECT_TRUE(rec.start(o, ProcessRecord{}, &err)) << err;
     rec.stacks().init(UnwindPolicy::Off, /*python=*/false);
@@ -77,6 +78,33 @@ TEST(Recorder, CaptureTimeIsInNanoseconds) {
   EndRecord end = r.finish();
   EXPECT_GT(end.capture_ns, 20000u * 10);  // at least 10 ns a launch
   EXPECT_LE(end.capture_ns, static_cast<uint64_t>(wall));
+}
+
+// AIFLAME_AUTOGRAD_AB: launches fall in slices with and without the tracking, about half each over a
+// run of many slices, and every launch in one of the two.
+TEST(Recorder, TheAutogradABSplitsLaunchesBetweenSlicesWithAndWithoutTracking) {
+  Recording r(/*autograd_ab=*/true);
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(800);
+  uint32_t n = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    r.rec.on_launch(211, ++n, 0x1000, 1);
+    if (n % 64 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  const Recorder::AutogradAB ab = r.rec.autograd_ab();
+  EndRecord end = r.finish();
+  EXPECT_EQ(ab.with_launches + ab.without_launches, uint64_t{n});
+  EXPECT_EQ(end.launches, uint64_t{n});
+  EXPECT_GT(ab.with_launches, n / 5u) << "slices without tracking: " << ab.without_launches;
+  EXPECT_GT(ab.without_launches, n / 5u) << "slices with tracking: " << ab.with_launches;
+  EXPECT_GT(ab.with_ns, 0u);
+  EXPECT_GT(ab.without_ns, 0u);
+}
+
+TEST(Recorder, WithoutTheAutogradABEveryLaunchHasTheTracking) {
+  Recording r;
+  for (int i = 0; i < 2000; i++) r.rec.on_launch(211, i + 1, 0x1000, 1);
+  EXPECT_EQ(r.rec.autograd_ab().without_launches, 0u);
+  EXPECT_EQ(r.finish().launches, 2000u);
 }
 
 }  // namespace
