@@ -19,6 +19,8 @@
 #   ab    AIFLAME_AUTOGRAD_AB=1: the tracking on and off in alternate 40-70 ms slices of one run; the
 #         line's ab= is the with-minus-without capture cost of that run (issue 23 item 5 without the
 #         drift between runs)
+#   defer AIFLAME_AUTOGRAD_DEFER=1: backward launches' forward lookup, counts and interning left to the
+#         collector (AutogradTracker::resolve); abdefer: the same with AIFLAME_AUTOGRAD_AB=1
 #   old   the previous build (A)
 #
 # The first recording of a call on a fresh machine ran 0.4-0.9 us per launch slower than the rest
@@ -47,6 +49,8 @@ run() {  # variant workload round
     light) env_+=(AIFLAME_AUTOGRAD_LIGHT=1) ;;
     light2) env_+=(AIFLAME_AUTOGRAD_LIGHT=2) ;;
     ab) env_+=(AIFLAME_AUTOGRAD_AB=1) ;;
+    defer) env_+=(AIFLAME_AUTOGRAD_DEFER=1) ;;
+    abdefer) env_+=(AIFLAME_AUTOGRAD_AB=1 AIFLAME_AUTOGRAD_DEFER=1) ;;
     old) bin=$a ;;
   esac
   steps_var="STEPS_$w"

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <thread>
@@ -564,6 +565,8 @@ void on_launch_cold(benchmark::State& state, bool stats, Pass pass = Pass::Forwa
   with_gil([&] { rec.stacks().init(UnwindPolicy::Always, /*python=*/true); });
   uint64_t lo, hi;
   if (find_module_range("libaiflame_capture_bench", &lo, &hi)) rec.stacks().add_skip_range(lo, hi);
+  // AIFLAME_AUTOGRAD_DEFER=1: backward launches resolved by the collector's flush (as the recorder does).
+  if (const char* d = std::getenv("AIFLAME_AUTOGRAD_DEFER")) rec.autograd().set_deferred(std::strcmp(d, "1") == 0);
   if (pass != Pass::NoTracker) rec.autograd().init_with(fake_torch::api(), /*python=*/true, [](const std::string&) {});
   std::vector<std::shared_ptr<fake_torch::Node>> nodes;
   if (pass == Pass::Backward) {

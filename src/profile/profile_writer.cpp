@@ -159,7 +159,7 @@ void ProfileWriter::add_framed(const char* frame, size_t n) {
     // Full (the collector has not flushed for a while): hand it over now, then this record.
     std::lock_guard<std::mutex> lock(add_mu_);
     take_buffer(b);
-    pending_.raw(frame, n);
+    append_frames(frame, n);
     if (pending_.size() >= kSegment) seal_pending();
     return;
   }
@@ -174,9 +174,49 @@ void ProfileWriter::take_buffer(ThreadBuffer& b) {
   uint64_t head = b.head.load(std::memory_order_acquire), tail = b.tail.load(std::memory_order_relaxed);
   if (head == tail) return;
   size_t at = tail % ThreadBuffer::kBytes, n = head - tail, first = std::min(n, ThreadBuffer::kBytes - at);
-  pending_.raw(b.data + at, first);
-  pending_.raw(b.data, n - first);
+  if (!b.deferred.load(std::memory_order_relaxed)) {  // launch records alone: copied as they are
+    pending_.raw(b.data + at, first);
+    pending_.raw(b.data, n - first);
+  } else {
+    std::string frames(b.data + at, first);
+    frames.append(b.data, n - first);
+    append_frames(frames.data(), frames.size());
+  }
   b.tail.store(head, std::memory_order_release);
+}
+
+void ProfileWriter::append_frames(const char* p, size_t n) {
+  // Frames of the thread buffers: type, one length byte, payload (add_buffered).
+  BackwardResolver* resolver = resolver_.load(std::memory_order_acquire);
+  std::vector<BackwardStackRecord> fresh;
+  for (size_t at = 0; at + 2 <= n;) {
+    const auto type = static_cast<RecordType>(static_cast<uint8_t>(p[at]));
+    const size_t len = static_cast<uint8_t>(p[at + 1]);
+    if (at + 2 + len > n) break;  // never: the launch path writes whole frames
+    if (type != RecordType::DeferredLaunch) {
+      pending_.raw(p + at, 2 + len);
+      at += 2 + len;
+      continue;
+    }
+    ByteReader r(std::string_view(p + at + 2, len));
+    at += 2 + len;
+    BackwardNote note;
+    LaunchRecord launch;
+    if (!decode(r, note) || !decode(r, launch)) continue;
+    fresh.clear();
+    if (resolver) launch.stack_id = resolver->resolve(launch, note, &fresh);
+    ByteWriter w;
+    for (const auto& rec : fresh) {
+      w.clear();
+      encode(w, rec);
+      pending_.u8(static_cast<uint8_t>(RecordType::BackwardStack));
+      pending_.str(w.data());
+    }
+    w.clear();
+    encode(w, launch);
+    pending_.u8(static_cast<uint8_t>(RecordType::Launch));
+    pending_.str(w.data());
+  }
 }
 
 bool compress_chunk(Compression c, int level, const std::string& raw, std::string& out) {

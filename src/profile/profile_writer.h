@@ -61,6 +61,31 @@ class ProfileWriter {
     f.set(1, static_cast<uint8_t>(f.size() - 2));
     add_framed(f.data(), f.size());
   }
+  // A backward launch whose stack id is resolved later, off the launch path: when the buffer is taken
+  // (the collector's flush, close(), or this thread when its buffer is full), under the writer's
+  // lock, by the resolver, which names the launch's stack and may return BackwardStack records new to
+  // the profile (written before the launch). Without a resolver the launch keeps rec.stack_id.
+  void add_buffered(const LaunchRecord& rec, const BackwardNote& note) {
+    if (!accepting_.load(std::memory_order_relaxed)) return;
+    static_assert(kMaxNotePayload + kMaxLaunchPayload < 0x80);
+    FixedBytes<2 + kMaxNotePayload + kMaxLaunchPayload> f;
+    f.u8(static_cast<uint8_t>(RecordType::DeferredLaunch));
+    f.u8(0);
+    encode_note(f, note);
+    encode_launch(f, rec);
+    f.set(1, static_cast<uint8_t>(f.size() - 2));
+    ThreadBuffer& b = *thread_buffer();
+    if (!b.deferred.load(std::memory_order_relaxed)) b.deferred.store(true, std::memory_order_relaxed);
+    add_framed(f.data(), f.size());
+  }
+  class BackwardResolver {
+   public:
+    virtual ~BackwardResolver() = default;
+    // Under the writer's lock: must neither add records nor take a lock that is held around an add.
+    virtual uint32_t resolve(const LaunchRecord& launch, const BackwardNote& note,
+                             std::vector<BackwardStackRecord>* fresh) = 0;
+  };
+  void set_backward_resolver(BackwardResolver* r) { resolver_.store(r, std::memory_order_release); }
   // Prefetches, for writing, the line of this thread's buffer that the next add_buffered writes and
   // the line of the buffer's consumer position it reads: the launch path calls it first, so that the
   // record's write at its end does not wait for them (issue 22: 0.21-0.35 us per launch on the H100).
@@ -92,12 +117,15 @@ class ProfileWriter {
   struct ThreadBuffer {
     static constexpr size_t kBytes = 64 * 1024;
     std::atomic<uint64_t> head{0};  // bytes written, published with release by the owner thread
+    std::atomic<bool> deferred{false};  // it has held a DeferredLaunch (taken frame by frame from then on)
     alignas(64) std::atomic<uint64_t> tail{0};  // bytes taken, under add_mu_
     alignas(64) char data[kBytes];
   };
   void add_framed(const char* frame, size_t n);  // a framed record into this thread's buffer
   ThreadBuffer* thread_buffer();
   void take_buffer(ThreadBuffer& b);  // under add_mu_: appends its records to pending_
+  void append_frames(const char* p, size_t n);  // under add_mu_: framed records, DeferredLaunch resolved
+  std::atomic<BackwardResolver*> resolver_{nullptr};
   // Read at every launch (add_buffered, prefetch_buffered): on a line of their own. Beside add_mu_
   // and pending_, which every add() of another thread writes, each launch after such an add took a
   // coherence miss for them.

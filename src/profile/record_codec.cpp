@@ -86,6 +86,11 @@ bool decode(ByteReader& r, LaunchRecord& o) {
   return r.ok();
 }
 
+bool decode(ByteReader& r, BackwardNote& o) {
+  o.caller = r.varint32(); o.node = r.u8() != 0; o.seq = r.varint(); o.tid = r.varint();
+  return r.ok();
+}
+
 void encode(ByteWriter& w, const KernelRecord& r) {
   w.varint(r.correlation_id); w.varint(r.start); w.varint(r.end >= r.start ? r.end - r.start : 0);
   w.varint(r.device); w.varint(r.context); w.varint(r.stream); w.varint(r.name);

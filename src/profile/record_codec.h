@@ -20,6 +20,13 @@ void encode_launch(W& w, const LaunchRecord& r) {
   w.varint(r.device == kNoDevice ? 0 : uint64_t{r.device} + 1);
 }
 inline void encode(ByteWriter& w, const LaunchRecord& r) { encode_launch(w, r); }
+// A DeferredLaunch's payload: the note, then the launch (whose decoder reads to the payload's end).
+constexpr size_t kMaxNotePayload = 5 + 1 + 10 + 10;
+template <class W>
+void encode_note(W& w, const BackwardNote& n) {
+  w.varint(n.caller); w.u8(n.node ? 1 : 0); w.varint(n.seq); w.varint(n.tid);
+}
+bool decode(ByteReader& r, BackwardNote& o);
 void encode(ByteWriter& w, const KernelRecord& r);
 void encode(ByteWriter& w, const PcBatchRecord& r);
 void encode(ByteWriter& w, const CodeObjectRecord& r);

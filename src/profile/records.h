@@ -27,6 +27,9 @@ enum class RecordType : uint8_t {
   BackwardCaller = 21,  // autograd (format version 2): see BackwardStackRecord
   BackwardStack = 22,
   AutogradSummary = 23,
+  // Never in a file: a launch the recorder's thread buffer holds with a BackwardNote, whose stack id
+  // the writer has resolved (ProfileWriter::BackwardResolver) before the Launch record is written.
+  DeferredLaunch = 0xF0,
 };
 
 struct ProcessRecord {
@@ -130,6 +133,16 @@ inline constexpr uint32_t kBackwardStackBit = 0x40000000u;  // BackwardStack ids
 struct BackwardCallerRecord {
   uint32_t id = 0;             // own id space, from 1
   std::vector<PyFrame> python; // leaf first (the leaf is torch's backward entry, e.g. _engine_run_backward)
+};
+
+// Not a record of the file: what a backward launch's stack id is resolved from off the launch path
+// (AIFLAME_AUTOGRAD_DEFER, AutogradTracker::resolve): backward()'s caller (0: none found), and the
+// sequence number and torch thread id of the autograd node being evaluated (node: one was current).
+struct BackwardNote {
+  uint32_t caller = 0;
+  bool node = false;
+  uint64_t seq = 0;
+  uint64_t tid = 0;
 };
 
 struct BackwardStackRecord {

@@ -121,14 +121,21 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
   if (!thread.tid) thread.tid = static_cast<uint32_t>(gettid());
   rec.tid = thread.tid;
   rec.timestamp = timestamp;
-  rec.stack_id = ab_off ? st.stack_id : autograd_.on_launch(st.stack_id, pending);
+  const AutogradTracker::Launch ag =
+      ab_off ? AutogradTracker::Launch{st.stack_id} : autograd_.on_launch(st.stack_id, pending, timestamp);
+  rec.stack_id = ag.stack_id;
   uint64_t c2 = stats ? CaptureStats::now() : 0;
   thread.in_launch = true;
   thread.launch_stack = rec.stack_id;
   rec.api = api;
   rec.native_unwound = st.unwound;
   rec.device = device;
-  writer_.add_buffered(rec);  // no lock: a buffer of this thread, taken by the collector's flush
+  // No lock: a buffer of this thread, taken by the collector's flush (which resolves a deferred
+  // backward launch's stack id: AutogradTracker::resolve).
+  if (ag.deferred)
+    writer_.add_buffered(rec, ag.note);
+  else
+    writer_.add_buffered(rec);
   if (stats) {
     CaptureStats& cs = CaptureStats::instance();
     uint64_t c3 = CaptureStats::now();

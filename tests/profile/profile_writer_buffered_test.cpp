@@ -120,6 +120,66 @@ TEST(ProfileWriterBuffered, FullBuffersAreHandedOverWithoutLoss) {
   std::remove(path.c_str());
 }
 
+// Deferred launches (AIFLAME_AUTOGRAD_DEFER): each reaches the file as a Launch whose stack id the
+// resolver named, after the BackwardStack records it made, through full buffers and wrap-around,
+// mixed with plain launches; none of the internal frames is written.
+struct StubResolver : ProfileWriter::BackwardResolver {
+  std::map<uint32_t, uint32_t> ids;
+  uint32_t resolve(const LaunchRecord& launch, const BackwardNote& note, std::vector<BackwardStackRecord>* fresh) override {
+    EXPECT_EQ(note.seq, uint64_t{launch.correlation_id} * 3);  // the note travels with its launch
+    EXPECT_EQ(note.caller, launch.tid);
+    auto [it, added] = ids.try_emplace(launch.stack_id, kBackwardStackBit | (launch.stack_id + 100));
+    if (added) fresh->push_back({it->second, launch.stack_id, note.caller, 0});
+    return it->second;
+  }
+};
+
+TEST(ProfileWriterBuffered, DeferredLaunchesAreResolvedWhenTaken) {
+  std::string path = test::temp_path("buffered_deferred.aiflame");
+  std::string err;
+  ProfileWriter w;
+  StubResolver resolver;
+  w.set_backward_resolver(&resolver);
+  ASSERT_TRUE(w.open(path, true, &err)) << err;
+  std::vector<std::thread> threads;
+  for (uint32_t t = 1; t <= 2; t++)
+    threads.emplace_back([&w, t] {
+      for (uint32_t i = 0; i < 30000; i++) {
+        LaunchRecord l = launch(t, i);
+        if (i % 3 == 0) {
+          w.add_buffered(l);
+          continue;
+        }
+        BackwardNote note;
+        note.caller = t;
+        note.node = true;
+        note.seq = uint64_t{l.correlation_id} * 3;
+        note.tid = 7;
+        w.add_buffered(l, note);
+      }
+    });
+  for (int k = 0; k < 10; k++) ASSERT_TRUE(w.flush());
+  for (auto& th : threads) th.join();
+  ASSERT_TRUE(w.close());
+  auto p = read_profile(path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  auto m = by_thread(path);
+  ASSERT_EQ(m.size(), 2u);
+  for (auto& [t, v] : m) {
+    ASSERT_EQ(v.size(), 30000u);
+    for (uint32_t i = 0; i < 30000; i++) {
+      LaunchRecord want = launch(t, i);
+      ASSERT_EQ(v[i].correlation_id, want.correlation_id);
+      EXPECT_EQ(v[i].timestamp, want.timestamp);
+      EXPECT_EQ(v[i].device, want.device);
+      EXPECT_EQ(v[i].stack_id, i % 3 == 0 ? want.stack_id : kBackwardStackBit | (want.stack_id + 100)) << i;
+    }
+  }
+  EXPECT_EQ(p->backward_stacks.size(), 7u);  // one per stack id, written once
+  for (const auto& [id, b] : p->backward_stacks) EXPECT_EQ(id, kBackwardStackBit | (b.stack_id + 100));
+  std::remove(path.c_str());
+}
+
 // Two writers on one thread (tests and the benchmark make several): each gets its own records.
 TEST(ProfileWriterBuffered, TwoWritersOnOneThreadKeepTheirOwnRecords) {
   std::string a_path = test::temp_path("buffered_a.aiflame"), b_path = test::temp_path("buffered_b.aiflame");

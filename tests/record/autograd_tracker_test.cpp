@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -72,9 +73,10 @@ struct Harness {
   StringTable strings{writer};
   AutogradTracker tracker{writer, strings};
   std::vector<std::string> notes;
-  explicit Harness(const TorchApi& api) {
+  explicit Harness(const TorchApi& api, bool deferred = false) {
     std::string error;
     EXPECT_TRUE(writer.open(path, true, &error)) << error;
+    tracker.set_deferred(deferred);
     tracker.init_with(api, /*python=*/false, [this](const std::string& n) { notes.push_back(n); });
   }
   Profile close() {
@@ -169,6 +171,92 @@ TEST(AutogradTracker, BackwardLaunchesNameTheForwardLaunchOfTheirNode) {
   EXPECT_EQ(p.autograd->with_node, 4u);
   EXPECT_EQ(p.autograd->with_forward, 4u);
   EXPECT_TRUE(h.notes.empty());
+}
+
+// AIFLAME_AUTOGRAD_DEFER: backward launches go to the writer with a note and are resolved when their
+// thread's buffer is taken; the profile names the same BackwardStack parts as resolving at the launch
+// does, and counts the same. A forward launch made after a backward launch (the next step's first op,
+// numbered right after the last node of this step's forward pass) is not its node's forward launch.
+std::map<uint32_t, std::tuple<uint32_t, uint32_t, uint32_t>> backward_parts_by_launch(bool deferred,
+                                                                                     AutogradSummaryRecord* summary) {
+  TorchApi api = fake_api();
+  Harness h(api, deferred);
+  std::vector<FakeNode> nodes;
+  uint64_t clock = 1 << 20;
+  std::thread forward([&] {
+    nodes.push_back(fake::node());  // mm: node 0, its kernel at 1
+    h.tracker.on_launch(11, h.tracker.before_capture(), clock += 5000);
+    nodes.push_back(fake::node());  // a view: node 1, no kernel
+    nodes.push_back(fake::node());  // add: node 2, its kernels at 3
+    h.tracker.on_launch(13, h.tracker.before_capture(), clock += 5000);
+    h.tracker.on_launch(14, h.tracker.before_capture(), clock += 5000);
+    nodes.push_back(fake::node());  // the loss: node 3, made last, no kernel
+  });
+  forward.join();
+  uint32_t corr = 0;
+  auto launch = [&](const FakeNode* node, uint32_t stack) {
+    on_engine(node, [&] {
+      AutogradTracker::Launch l = h.tracker.on_launch(stack, h.tracker.before_capture(), clock += 5000);
+      EXPECT_EQ(l.deferred, deferred);
+      LaunchRecord rec;
+      rec.correlation_id = ++corr;
+      rec.timestamp = clock;
+      rec.stack_id = l.stack_id;
+      if (l.deferred)
+        h.writer.add_buffered(rec, l.note);
+      else
+        h.writer.add_buffered(rec);
+    });
+  };
+  launch(&nodes[3], 100);  // the loss's backward: nothing after node 3 yet
+  launch(&nodes[2], 100);
+  launch(&nodes[1], 100);
+  launch(&nodes[0], 100);
+  launch(&nodes[0], 100);
+  FakeNode accumulate;
+  accumulate.sequence_nr = UINT64_MAX;
+  accumulate.thread_id = nodes[0].thread_id;
+  launch(&accumulate, 101);
+  launch(nullptr, 101);
+  // The next step's first op: node 4, its kernel right after it (a launch numbered within node 3's
+  // look-ahead), made after every backward launch above.
+  std::thread next([&] {
+    fake::tid = nodes[0].thread_id;  // the same torch thread as the forward pass
+    fake::sequence = nodes[3].sequence_nr + 1;
+    fake::node();
+    h.tracker.on_launch(15, h.tracker.before_capture(), clock += 5000);
+  });
+  next.join();
+  Profile p = h.close();
+  std::map<uint32_t, std::tuple<uint32_t, uint32_t, uint32_t>> out;
+  for (size_t i = 0; i < p.launches.size(); i++) {
+    const LaunchRow& l = p.launches[i];
+    auto b = p.backward_stacks.find(l.stack_id);
+    out[l.correlation_id] = b == p.backward_stacks.end() ? std::make_tuple(l.stack_id, 0u, 0u)
+                                                         : std::make_tuple(b->second.stack_id, b->second.caller_id,
+                                                                           b->second.forward_stack_id);
+    EXPECT_TRUE(l.stack_id & kBackwardStackBit) << l.correlation_id;
+  }
+  if (summary && p.autograd) *summary = *p.autograd;
+  return out;
+}
+
+TEST(AutogradTracker, DeferredBackwardLaunchesResolveAsAtTheLaunch) {
+  AutogradSummaryRecord at_launch, deferred;
+  auto a = backward_parts_by_launch(false, &at_launch);
+  auto b = backward_parts_by_launch(true, &deferred);
+  ASSERT_EQ(a.size(), 7u);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a.at(1), std::make_tuple(100u, 0u, 0u));   // the loss: not the next step's op
+  EXPECT_EQ(a.at(2), std::make_tuple(100u, 0u, 13u));
+  EXPECT_EQ(a.at(3), std::make_tuple(100u, 0u, 13u));  // the view: the next launch after it
+  EXPECT_EQ(a.at(4), std::make_tuple(100u, 0u, 11u));
+  EXPECT_EQ(a.at(6), std::make_tuple(101u, 0u, 0u));
+  EXPECT_EQ(at_launch.backward_launches, 7u);
+  EXPECT_EQ(deferred.backward_launches, at_launch.backward_launches);
+  EXPECT_EQ(deferred.with_node, at_launch.with_node);
+  EXPECT_EQ(deferred.with_forward, at_launch.with_forward);
+  EXPECT_EQ(deferred.with_forward, 4u);
 }
 
 // The capture breakdown counts each backward launch's lookup of its forward launch and the table

@@ -72,6 +72,7 @@ void AutogradTracker::init(bool python, Warn warn) {
   // under the caller and "[backward]" without their forward code).
   // =2: not even torch's state (a thread's graph task read once; no node, no sequence number).
   if (const char* light = std::getenv("AIFLAME_AUTOGRAD_LIGHT")) hot_.light = static_cast<uint8_t>(std::atoi(light));
+  if (const char* defer = std::getenv("AIFLAME_AUTOGRAD_DEFER"); defer && std::strcmp(defer, "1") == 0) set_deferred(true);
   TorchApi api = resolve_torch();
   if (api.library.empty()) {
     state_ = "off: torch is not loaded";
@@ -88,7 +89,12 @@ void AutogradTracker::init_with(const TorchApi& api, bool python, Warn warn) {
   start(api);
 }
 
+AutogradTracker::~AutogradTracker() {
+  if (deferred()) writer_.set_backward_resolver(nullptr);
+}
+
 void AutogradTracker::poll() {
+  emit_late();
   if (disabled_ || started_.load()) return;
   TorchApi api = resolve_torch();
   if (!api.library.empty()) start(api);
@@ -128,7 +134,22 @@ void AutogradTracker::start(const TorchApi& api) {
     std::lock_guard<std::mutex> lock(mu_);
     state_ = node ? "on" : "on without forward stacks: " + api_.problem;
   }
+  if (deferred()) writer_.set_backward_resolver(this);
   hot_.ready.store(true, std::memory_order_release);
+}
+
+void AutogradTracker::off_later(const std::string& note) {
+  std::lock_guard<std::mutex> lock(late_mu_);
+  if (late_note_.empty()) late_note_ = note;
+}
+
+void AutogradTracker::emit_late() {
+  std::string note;
+  {
+    std::lock_guard<std::mutex> lock(late_mu_);
+    note.swap(late_note_);
+  }
+  if (!note.empty()) off(note);
 }
 
 void AutogradTracker::off(const std::string& note) {
@@ -165,7 +186,7 @@ AutogradTracker::Pending AutogradTracker::before_capture() {
     if (p.seq != t.last_seq && t.tid && !hot_.light) __builtin_prefetch(&hot_.table[slot_index(p.seq, t.tid)], 1);
     return p;
   }
-  if (t.counts && !hot_.light) {
+  if (t.counts && !hot_.light && !hot_.defer) {
     __builtin_prefetch(t.counts, 1);
     if (t_sets) __builtin_prefetch(&t_sets->sets[t.next_set]);
   }
@@ -177,21 +198,21 @@ AutogradTracker::Pending AutogradTracker::before_capture() {
   std::memcpy(&p.tid, n + hot_.node_thread_id, sizeof p.tid);
   p.node = true;
   // The node's forward launch is looked up from seq + 1 on (its op launches after making it).
-  if (p.seq != kAccumulateGrad && !hot_.light) __builtin_prefetch(&hot_.table[slot_index(p.seq + 1, p.tid)]);
+  if (p.seq != kAccumulateGrad && !hot_.light && !hot_.defer) __builtin_prefetch(&hot_.table[slot_index(p.seq + 1, p.tid)]);
   return p;
 }
 
-uint32_t AutogradTracker::on_launch(uint32_t stack_id, const Pending& p) {
-  if (!p.valid) return stack_id;
+AutogradTracker::Launch AutogradTracker::on_launch(uint32_t stack_id, const Pending& p, uint64_t timestamp) {
+  if (!p.valid) return {stack_id};
   if (p.graph_task < 0) {
     // (node_on only goes off after start: a forward launch read seq whenever it is on here.)
-    if (p.forward && !hot_.light && hot_.node_on.load(std::memory_order_relaxed)) remember_forward(stack_id, p);
-    return stack_id;
+    if (p.forward && !hot_.light && hot_.node_on.load(std::memory_order_relaxed)) remember_forward(stack_id, p, timestamp);
+    return {stack_id};
   }
   return on_backward(stack_id, p);
 }
 
-void AutogradTracker::remember_forward(uint32_t stack_id, const Pending& p) {
+void AutogradTracker::remember_forward(uint32_t stack_id, const Pending& p, uint64_t timestamp) {
   ThreadState& t = *p.thread;
   const uint64_t seq = p.seq;
   // No node created since this thread's last launch: the slot already holds the first launch after it.
@@ -203,6 +224,7 @@ void AutogradTracker::remember_forward(uint32_t stack_id, const Pending& p) {
   s.key.store(0, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   s.stack.store(stack_id, std::memory_order_relaxed);
+  s.when.store(when_of(timestamp), std::memory_order_relaxed);
   s.key.store(slot_key(seq, t.tid), std::memory_order_release);
   // The threads that run forward code and how far their numbers went: the layout probe's reference
   // (not needed once the probe has looked at its nodes: two shared lines fewer per launch).
@@ -220,7 +242,7 @@ void AutogradTracker::remember_forward(uint32_t stack_id, const Pending& p) {
   }
 }
 
-uint32_t AutogradTracker::lookup(uint64_t seq, uint64_t tid) const {
+uint32_t AutogradTracker::lookup(uint64_t seq, uint64_t tid, uint64_t before) const {
   auto counted = [&](int slots, uint32_t id) {
     if (CaptureStats::on()) {
       CaptureStats& cs = CaptureStats::instance();
@@ -236,19 +258,25 @@ uint32_t AutogradTracker::lookup(uint64_t seq, uint64_t tid) const {
     uint64_t key = slot_key(at, tid);
     if (s.key.load(std::memory_order_acquire) != key) continue;
     uint32_t id = s.stack.load(std::memory_order_relaxed);
+    uint32_t when = s.when.load(std::memory_order_relaxed);
     std::atomic_thread_fence(std::memory_order_acquire);
-    if (s.key.load(std::memory_order_relaxed) == key) return counted(d, id);
+    if (s.key.load(std::memory_order_relaxed) != key) continue;
+    // A deferred lookup runs after the launch: a forward launch made since (the next step's) is not
+    // the one this node's op made before it.
+    if (before && static_cast<int32_t>(when_of(before) - when) < 0) continue;
+    return counted(d, id);
   }
   return counted(kLookAhead, 0);
 }
 
-uint32_t AutogradTracker::forward_of(uint64_t seq, uint64_t tid, BackwardCounts& counts) {
+uint32_t AutogradTracker::forward_of(uint64_t seq, uint64_t tid, BackwardCounts& counts, uint64_t before) {
   if (seq == kAccumulateGrad) return 0;
   bump(counts.with_node);
-  uint32_t found = lookup(seq, tid);
+  uint32_t found = lookup(seq, tid, before);
   if (hot_.probed.load(std::memory_order_relaxed) < kProbe) {
-    if (!found && before_tracking(seq, tid)) return 0;
-    if (!probe(seq, tid, found != 0)) return 0;
+    const bool later = before != 0;  // from resolve(), under the writer's lock
+    if (!found && before_tracking(seq, tid, later)) return 0;
+    if (!probe(seq, tid, found != 0, later)) return 0;
   }
   if (found) bump(counts.with_forward);
   return found;
@@ -265,20 +293,23 @@ int AutogradTracker::seen_slot(uint64_t tid) const {
 // numbered below that thread's first seen forward launch (tracking began mid-step: `record --pid`).
 // A wrong layout would read thread ids never seen, so past 65536 such nodes with none probed the
 // tracking is switched off as by a failed probe.
-bool AutogradTracker::before_tracking(uint64_t seq, uint64_t tid) {
+bool AutogradTracker::before_tracking(uint64_t seq, uint64_t tid, bool later) {
   if (tid < 1 || tid > 4096 || seq >= (1ull << 40)) return false;  // implausible: the probe says so
   if (int i = seen_slot(tid); i >= 0) return seq < seen_min_[i].load(std::memory_order_relaxed);
   if (unprobed_.fetch_add(1, std::memory_order_relaxed) + 1 == 65536 && hot_.probed.load() == 0 &&
-      hot_.node_on.exchange(false))
-    off("autograd node layout check failed (65536 nodes of threads never seen at a forward launch); backward kernels "
-        "sit under backward() but not under their forward code");
+      hot_.node_on.exchange(false)) {
+    const std::string note =
+        "autograd node layout check failed (65536 nodes of threads never seen at a forward launch); backward kernels "
+        "sit under backward() but not under their forward code";
+    later ? off_later(note) : off(note);
+  }
   return true;
 }
 
 // The running torch's version said the offsets are right; the first nodes must agree: sequence
 // numbers and thread ids of the size torch hands out, not beyond what the forward threads reached,
 // and forward launches found for some of them.
-bool AutogradTracker::probe(uint64_t seq, uint64_t tid, bool found) {
+bool AutogradTracker::probe(uint64_t seq, uint64_t tid, bool found, bool later) {
   int k = hot_.probed.fetch_add(1);
   if (k >= kProbe) return true;
   // torch numbers threads 1, 2, 3... as they first ask; a forward thread's nodes stay below the number
@@ -300,7 +331,10 @@ bool AutogradTracker::probe(uint64_t seq, uint64_t tid, bool found) {
   } else {
     return true;
   }
-  if (hot_.node_on.exchange(false)) off(std::string(detail) + "; backward kernels sit under backward() but not under their forward code");
+  if (hot_.node_on.exchange(false)) {
+    const std::string note = std::string(detail) + "; backward kernels sit under backward() but not under their forward code";
+    later ? off_later(note) : off(note);
+  }
   return false;
 }
 
@@ -310,7 +344,7 @@ AutogradTracker::BackwardCounts* AutogradTracker::counts_of(ThreadState& t) {
   return t.counts = counts_.back().get();
 }
 
-uint32_t AutogradTracker::on_backward(uint32_t stack_id, const Pending& p) {
+AutogradTracker::Launch AutogradTracker::on_backward(uint32_t stack_id, const Pending& p) {
   ThreadState& t = *p.thread;
   if (t.graph_task != p.graph_task) {
     t.graph_task = p.graph_task;
@@ -324,7 +358,15 @@ uint32_t AutogradTracker::on_backward(uint32_t stack_id, const Pending& p) {
                                    [&] { return find_caller(p.graph_task, &t.self); });
   }
   // The caller's own thread running nodes of the CPU queue: its stack already holds backward()'s caller.
-  if (t.self || hot_.light) return stack_id;
+  if (t.self || hot_.light) return {stack_id};
+  if (hot_.defer) {
+    Launch l{stack_id, true, {}};
+    l.note.caller = t.caller;
+    l.note.node = p.node && hot_.node_on.load(std::memory_order_relaxed);
+    l.note.seq = p.seq;
+    l.note.tid = p.tid;
+    return l;
+  }
   BackwardCounts& counts = t.counts ? *t.counts : *counts_of(t);
   bump(counts.launches);
   if (t.caller) bump(counts.with_caller);
@@ -338,14 +380,31 @@ uint32_t AutogradTracker::on_backward(uint32_t stack_id, const Pending& p) {
   t.last_set = k;
   t.next_set = set.next;
   for (const auto& e : set.way)
-    if (e.id && e.stack == stack_id && e.caller == t.caller && e.forward == forward) return e.id;
+    if (e.id && e.stack == stack_id && e.caller == t.caller && e.forward == forward) return {e.id};
   uint32_t id = intern_backward(stack_id, t.caller, forward);
   // Replace an empty way, else one chosen by the id (spreads evictions over the ways).
   size_t w = id % BackwardCache::kWays;
   for (size_t i = 0; i < BackwardCache::kWays; i++)
     if (!set.way[i].id) { w = i; break; }
   set.way[w] = {stack_id, t.caller, forward, id};
-  return id;
+  return {id};
+}
+
+uint32_t AutogradTracker::resolve(const LaunchRecord& launch, const BackwardNote& note,
+                                  std::vector<BackwardStackRecord>* fresh) {
+  std::lock_guard<std::mutex> lock(resolve_mu_);
+  bump(resolved_counts_.launches);
+  if (note.caller) bump(resolved_counts_.with_caller);
+  uint32_t forward = 0;
+  // A timestamp of 0 (never from CUPTI) would switch the guard off: 1 keeps it on.
+  if (note.node && hot_.node_on.load(std::memory_order_relaxed))
+    forward = forward_of(note.seq, note.tid, resolved_counts_, launch.timestamp ? launch.timestamp : 1);
+  auto [it, added] = resolved_ids_.try_emplace(std::make_tuple(launch.stack_id, note.caller, forward), 0u);
+  if (added) {
+    it->second = kBackwardStackBit | next_backward_.fetch_add(1, std::memory_order_relaxed);
+    fresh->push_back(BackwardStackRecord{it->second, launch.stack_id, note.caller, forward});
+  }
+  return it->second;
 }
 
 bool AutogradTracker::is_backward_entry(const void* code) {
@@ -442,9 +501,11 @@ uint32_t AutogradTracker::intern_caller(const RawPyFrame* py, int n) {
 
 uint32_t AutogradTracker::intern_backward(uint32_t stack_id, uint32_t caller, uint32_t forward) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto [it, fresh] = backward_ids_.try_emplace(std::make_tuple(stack_id, caller, forward),
-                                               kBackwardStackBit | static_cast<uint32_t>(backward_ids_.size() + 1));
-  if (fresh) writer_.add(BackwardStackRecord{it->second, stack_id, caller, forward});
+  auto [it, fresh] = backward_ids_.try_emplace(std::make_tuple(stack_id, caller, forward), 0u);
+  if (fresh) {
+    it->second = kBackwardStackBit | next_backward_.fetch_add(1, std::memory_order_relaxed);
+    writer_.add(BackwardStackRecord{it->second, stack_id, caller, forward});
+  }
   return it->second;
 }
 
@@ -456,7 +517,10 @@ AutogradSummaryRecord AutogradTracker::summary() {
   }
   s.torch_version = api_.version;
   std::lock_guard<std::mutex> lock(mu_);
-  for (const auto& c : counts_) {
+  std::vector<const BackwardCounts*> all;
+  for (const auto& c : counts_) all.push_back(c.get());
+  all.push_back(&resolved_counts_);
+  for (const BackwardCounts* c : all) {
     s.backward_launches += c->launches.load(std::memory_order_relaxed);
     s.with_caller += c->with_caller.load(std::memory_order_relaxed);
     s.with_node += c->with_node.load(std::memory_order_relaxed);
@@ -465,6 +529,10 @@ AutogradSummaryRecord AutogradTracker::summary() {
   return s;
 }
 
-void AutogradTracker::finish() { writer_.add(summary()); }
+void AutogradTracker::finish() {
+  if (deferred()) writer_.flush();  // the deferred launches in the thread buffers resolved and counted
+  emit_late();
+  writer_.add(summary());
+}
 
 }  // namespace aiflame

@@ -35,10 +35,18 @@
 
 namespace aiflame {
 
-class AutogradTracker {
+class AutogradTracker : public ProfileWriter::BackwardResolver {
  public:
   using Warn = std::function<void(const std::string&)>;
   AutogradTracker(ProfileWriter& w, StringTable& strings) : writer_(w), strings_(strings) { hot_.serial = next_serial_++; }
+  ~AutogradTracker() override;
+  // Before init: backward launches leave their forward lookup, counts and interning to the writer,
+  // which calls resolve() when it takes the launching thread's buffer (AIFLAME_AUTOGRAD_DEFER=1: the
+  // launch path then reads torch's state and finds backward()'s caller, nothing more; issue 23 item
+  // 5). A kernel node that CUDA graph capture records during a deferred backward launch keeps the
+  // engine's stack.
+  void set_deferred(bool on) { hot_.defer = on ? 1 : 0; }
+  bool deferred() const { return hot_.defer != 0; }
   // Looks for a loaded torch (resolve_torch) and the interpreter. warn prints a note once.
   void init(bool python, Warn warn);
   // Uses the given functions instead of a loaded torch (tests).
@@ -102,8 +110,19 @@ class AutogradTracker {
   Pending before_capture();
   // After its stack was captured: the stack id the Launch record names (stack_id itself, or a
   // BackwardStack id).
-  uint32_t on_launch(uint32_t stack_id, const Pending& p);
+  uint32_t on_launch(uint32_t stack_id, const Pending& p) { return on_launch(stack_id, p, 0).stack_id; }
   uint32_t on_launch(uint32_t stack_id) { return on_launch(stack_id, before_capture()); }
+  // The same with the launch's timestamp (a forward launch's is kept for resolve()); deferred: the
+  // launch goes to ProfileWriter::add_buffered(rec, note), its stack id still the engine's.
+  struct Launch {
+    uint32_t stack_id = 0;
+    bool deferred = false;
+    BackwardNote note;
+  };
+  Launch on_launch(uint32_t stack_id, const Pending& p, uint64_t timestamp);
+  // ProfileWriter::BackwardResolver: a deferred backward launch's BackwardStack id, as on_launch
+  // would have named it at the launch (forward launches after it are not counted).
+  uint32_t resolve(const LaunchRecord& launch, const BackwardNote& note, std::vector<BackwardStackRecord>* fresh) override;
   // Writes the AutogradSummary record.
   void finish();
 
@@ -115,18 +134,24 @@ class AutogradTracker {
   struct Slot {
     std::atomic<uint64_t> key{0};
     std::atomic<uint32_t> stack{0};
+    std::atomic<uint32_t> when{0};  // the forward launch's timestamp / 1024 (wraps in 73 minutes)
   };
+  static uint32_t when_of(uint64_t timestamp) { return static_cast<uint32_t>(timestamp >> 10); }
   BackwardCounts* counts_of(ThreadState& t);
   static constexpr size_t kSlots = 1u << 16;  // forward launches remembered (1 MiB); a forward pass creating more nodes loses its oldest
   static constexpr int kProbe = 64;           // nodes the layout probe looks at
   static size_t slot_index(uint64_t seq, uint64_t tid) { return (seq + tid * 0x9e3779b97f4a7c15ull) & (kSlots - 1); }
   void start(const TorchApi& api);
-  void remember_forward(uint32_t stack_id, const Pending& p);
-  uint32_t on_backward(uint32_t stack_id, const Pending& p);
-  uint32_t forward_of(uint64_t seq, uint64_t tid, BackwardCounts& counts);
-  uint32_t lookup(uint64_t seq, uint64_t tid) const;
-  bool probe(uint64_t seq, uint64_t tid, bool found);
-  bool before_tracking(uint64_t seq, uint64_t tid);
+  void remember_forward(uint32_t stack_id, const Pending& p, uint64_t timestamp);
+  Launch on_backward(uint32_t stack_id, const Pending& p);
+  // before: resolve()'s launch timestamp (forward launches at or after it do not count), else 0.
+  uint32_t forward_of(uint64_t seq, uint64_t tid, BackwardCounts& counts, uint64_t before = 0);
+  uint32_t lookup(uint64_t seq, uint64_t tid, uint64_t before) const;
+  bool probe(uint64_t seq, uint64_t tid, bool found, bool later);
+  bool before_tracking(uint64_t seq, uint64_t tid, bool later);
+  // off() from resolve(), which runs under the writer's lock: the note waits for poll() or finish().
+  void off_later(const std::string& note);
+  void emit_late();
   int seen_slot(uint64_t tid) const;
   // The BackwardCaller id of a graph task (0: none found); *self: this thread is the caller.
   uint32_t find_caller(int graph_task, bool* self);
@@ -145,6 +170,7 @@ class AutogradTracker {
     std::atomic<bool> ready{false};
     std::atomic<bool> node_on{false};
     uint8_t light = 0;  // AIFLAME_AUTOGRAD_LIGHT=1 or 2 (a measurement; on this line, read at every launch)
+    uint8_t defer = 0;  // set_deferred
     uint16_t node_sequence_nr = 0, node_thread_id = 0;  // the node layout's offsets
     std::atomic<int> probed{0};  // nodes the layout probe looked at (written only until kProbe)
     uint64_t serial = 0;         // tells the per-thread state of two trackers apart (tests)
@@ -186,6 +212,15 @@ class AutogradTracker {
   std::map<std::vector<uint64_t>, uint32_t> caller_ids_;
   std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> backward_ids_;
   std::vector<std::unique_ptr<BackwardCounts>> counts_;  // one per engine thread seen
+  std::atomic<uint32_t> next_backward_{1};  // BackwardStack ids, both ways
+
+  // resolve()'s state: its own lock, never held around a writer's add (the writer holds its lock
+  // around resolve(), and mu_ is held around adds: taking mu_ there could deadlock).
+  std::mutex resolve_mu_;
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> resolved_ids_;
+  BackwardCounts resolved_counts_;
+  std::mutex late_mu_;  // below: off_later()'s note
+  std::string late_note_;
 };
 
 }  // namespace aiflame
