@@ -37,6 +37,8 @@ b=${B:-.dist}
 workloads=${WORKLOADS:-gpt_train hf_gpt2}
 variants=${VARIANTS:-new vm dyn old}
 stats=${STATS:-1}
+# Without a previous build (A), no old variant.
+[ -x "$a/aiflame" ] || variants=$(tr ' ' '\n' <<<"$variants" | grep -vx old | tr '\n' ' ')
 out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
 run() {  # variant workload round

@@ -138,7 +138,8 @@ void AutogradTracker::start(const TorchApi& api) {
   hot_.ready.store(true, std::memory_order_release);
 }
 
-void AutogradTracker::off_later(const std::string& note) {
+void AutogradTracker::off_now_or_later(bool later, const std::string& note) {
+  if (!later) return off(note);
   std::lock_guard<std::mutex> lock(late_mu_);
   if (late_note_.empty()) late_note_ = note;
 }
@@ -298,10 +299,9 @@ bool AutogradTracker::before_tracking(uint64_t seq, uint64_t tid, bool later) {
   if (int i = seen_slot(tid); i >= 0) return seq < seen_min_[i].load(std::memory_order_relaxed);
   if (unprobed_.fetch_add(1, std::memory_order_relaxed) + 1 == 65536 && hot_.probed.load() == 0 &&
       hot_.node_on.exchange(false)) {
-    const std::string note =
-        "autograd node layout check failed (65536 nodes of threads never seen at a forward launch); backward kernels "
-        "sit under backward() but not under their forward code";
-    later ? off_later(note) : off(note);
+    off_now_or_later(later,
+                     "autograd node layout check failed (65536 nodes of threads never seen at a forward launch); backward "
+                     "kernels sit under backward() but not under their forward code");
   }
   return true;
 }
@@ -331,10 +331,8 @@ bool AutogradTracker::probe(uint64_t seq, uint64_t tid, bool found, bool later) 
   } else {
     return true;
   }
-  if (hot_.node_on.exchange(false)) {
-    const std::string note = std::string(detail) + "; backward kernels sit under backward() but not under their forward code";
-    later ? off_later(note) : off(note);
-  }
+  if (hot_.node_on.exchange(false))
+    off_now_or_later(later, std::string(detail) + "; backward kernels sit under backward() but not under their forward code");
   return false;
 }
 

@@ -149,8 +149,9 @@ class AutogradTracker : public ProfileWriter::BackwardResolver {
   uint32_t lookup(uint64_t seq, uint64_t tid, uint64_t before) const;
   bool probe(uint64_t seq, uint64_t tid, bool found, bool later);
   bool before_tracking(uint64_t seq, uint64_t tid, bool later);
-  // off() from resolve(), which runs under the writer's lock: the note waits for poll() or finish().
-  void off_later(const std::string& note);
+  // off(), or from resolve(), which runs under the writer's lock, later: the note waits for poll() or
+  // finish().
+  void off_now_or_later(bool later, const std::string& note);
   void emit_late();
   int seen_slot(uint64_t tid) const;
   // The BackwardCaller id of a graph task (0: none found); *self: this thread is the caller.
@@ -219,7 +220,7 @@ class AutogradTracker : public ProfileWriter::BackwardResolver {
   std::mutex resolve_mu_;
   std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> resolved_ids_;
   BackwardCounts resolved_counts_;
-  std::mutex late_mu_;  // below: off_later()'s note
+  std::mutex late_mu_;  // below: off_now_or_later()'s note
   std::string late_note_;
 };
 
