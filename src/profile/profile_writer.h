@@ -50,16 +50,7 @@ class ProfileWriter {
   // kept (the reader keys launches by correlation id). Issue 22: the launch record's add, under
   // add_mu_ against the collector's sample batches, cost 0.46-0.54 us per launch on the H100.
   void add_buffered(const LaunchRecord& rec) {
-    if (!accepting_.load(std::memory_order_relaxed)) return;
-    // The framed record (type, payload length, payload) built in place: a launch record's payload is
-    // under 128 bytes, so its length is one varint byte.
-    static_assert(kMaxLaunchPayload < 0x80);
-    FixedBytes<2 + kMaxLaunchPayload> f;
-    f.u8(static_cast<uint8_t>(RecordType::Launch));
-    f.u8(0);
-    encode_launch(f, rec);
-    f.set(1, static_cast<uint8_t>(f.size() - 2));
-    add_framed(f.data(), f.size());
+    add_launch_frame<kMaxLaunchPayload>(RecordType::Launch, [&](auto& f) { encode_launch(f, rec); });
   }
   // A backward launch whose stack id is resolved later, off the launch path: when the buffer is taken
   // (the collector's flush, close(), or this thread when its buffer is full), under the writer's
@@ -67,16 +58,12 @@ class ProfileWriter {
   // the profile (written before the launch). Without a resolver the launch keeps rec.stack_id.
   void add_buffered(const LaunchRecord& rec, const BackwardNote& note) {
     if (!accepting_.load(std::memory_order_relaxed)) return;
-    static_assert(kMaxNotePayload + kMaxLaunchPayload < 0x80);
-    FixedBytes<2 + kMaxNotePayload + kMaxLaunchPayload> f;
-    f.u8(static_cast<uint8_t>(RecordType::DeferredLaunch));
-    f.u8(0);
-    encode_note(f, note);
-    encode_launch(f, rec);
-    f.set(1, static_cast<uint8_t>(f.size() - 2));
     ThreadBuffer& b = *thread_buffer();
     if (!b.deferred.load(std::memory_order_relaxed)) b.deferred.store(true, std::memory_order_relaxed);
-    add_framed(f.data(), f.size());
+    add_launch_frame<kMaxNotePayload + kMaxLaunchPayload>(RecordType::DeferredLaunch, [&](auto& f) {
+      encode_note(f, note);
+      encode_launch(f, rec);
+    });
   }
   class BackwardResolver {
    public:
@@ -92,7 +79,7 @@ class ProfileWriter {
   void prefetch_buffered();
   // The calling thread's buffer for encoding a record (add_encoded never adds another, so one serves
   // every record type: one thread_local pointer, where one per type made the injection library's TLS
-  // too big for glibc's static TLS surplus, see src/CMakeLists.txt).
+  // too big for glibc's static TLS surplus, see util/static_tls.h).
   static ByteWriter& scratch();
   template <class T>
   static T* keep(T* p) {
@@ -122,6 +109,19 @@ class ProfileWriter {
     alignas(64) char data[kBytes];
   };
   void add_framed(const char* frame, size_t n);  // a framed record into this thread's buffer
+  // The framed record (type, payload length, payload) built in place: a launch record's payload is
+  // under 128 bytes, so its length is one varint byte.
+  template <size_t kPayload, class Encode>
+  void add_launch_frame(RecordType type, Encode&& encode_payload) {
+    if (!accepting_.load(std::memory_order_relaxed)) return;
+    static_assert(kPayload < 0x80);
+    FixedBytes<2 + kPayload> f;
+    f.u8(static_cast<uint8_t>(type));
+    f.u8(0);
+    encode_payload(f);
+    f.set(1, static_cast<uint8_t>(f.size() - 2));
+    add_framed(f.data(), f.size());
+  }
   ThreadBuffer* thread_buffer();
   void take_buffer(ThreadBuffer& b);  // under add_mu_: appends its records to pending_
   void append_frames(const char* p, size_t n);  // under add_mu_: framed records, DeferredLaunch resolved
