@@ -16,7 +16,7 @@ constexpr size_t kHugePage = size_t{2} << 20;
 constexpr int kMaxOwners = 16;
 
 // On the heap, one pointer in TLS: the injection library's TLS must stay small enough for glibc's
-// static TLS surplus (src/CMakeLists.txt). A use during the process's exit (CUPTI calls back then,
+// static TLS surplus (util/static_tls.h). A use during the process's exit (CUPTI calls back then,
 // after the main thread's thread_local destructors ran and released it) makes a new one.
 struct Region {
   char* base = nullptr;
