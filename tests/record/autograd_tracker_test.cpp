@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
@@ -13,6 +15,7 @@
 
 #include "profile/profile.h"
 #include "record/capture_stats.h"
+#include "record/recorder.h"
 #include "test_util.h"
 
 namespace aiflame {
@@ -257,6 +260,49 @@ TEST(AutogradTracker, DeferredBackwardLaunchesResolveAsAtTheLaunch) {
   EXPECT_EQ(deferred.with_node, at_launch.with_node);
   EXPECT_EQ(deferred.with_forward, at_launch.with_forward);
   EXPECT_EQ(deferred.with_forward, 4u);
+}
+
+// The recorder's launch path with AIFLAME_AUTOGRAD_DEFER: a backward launch reaches the profile under
+// a BackwardStack that names the forward launch of its node, resolved by the collector's flush.
+TEST(AutogradTracker, TheRecorderWritesDeferredBackwardLaunchesResolved) {
+  const std::string path = test::temp_path("deferred_recorder");
+  Recorder rec;
+  RecordOptions o;
+  o.output = path;
+  o.quiet = true;
+  std::string err;
+  ASSERT_TRUE(rec.start(o, ProcessRecord{}, &err)) << err;
+  rec.stacks().init(UnwindPolicy::Off, /*python=*/false);
+  rec.autograd().set_deferred(true);
+  rec.autograd().init_with(fake_api(), /*python=*/false, [](const std::string&) {});
+  rec.start_collector([] {});
+  FakeNode node;
+  std::thread forward([&] {
+    node = fake::node();
+    rec.on_launch(211, 1, 0x1000, 5000, 0);  // the node's op
+    rec.on_launch_exit();
+  });
+  forward.join();
+  on_engine(&node, [&] {
+    rec.on_launch(211, 2, 0x2000, 9000, 0);  // its backward
+    rec.on_launch_exit();
+  });
+  rec.stop_collector();
+  rec.finish(1);
+  const std::string file = path + "." + std::to_string(getpid());
+  auto p = read_profile(file);
+  std::remove(file.c_str());
+  ASSERT_TRUE(p.ok()) << p.error();
+  std::map<uint32_t, uint32_t> stack_of;
+  for (size_t i = 0; i < p->launches.size(); i++) stack_of[p->launches[i].correlation_id] = p->launches[i].stack_id;
+  ASSERT_EQ(stack_of.size(), 2u);
+  const uint32_t backward = stack_of.at(2);
+  ASSERT_TRUE(backward & kBackwardStackBit) << backward;
+  const BackwardStackRecord& b = p->backward_stacks.at(backward);
+  EXPECT_EQ(b.forward_stack_id, stack_of.at(1));
+  ASSERT_TRUE(p->autograd);
+  EXPECT_EQ(p->autograd->backward_launches, 1u);
+  EXPECT_EQ(p->autograd->with_forward, 1u);
 }
 
 // The capture breakdown counts each backward launch's lookup of its forward launch and the table
