@@ -166,10 +166,7 @@ void session(Request r) {
   rec->stacks().init(opt.unwind, opt.python, opt.unwind == UnwindPolicy::Sampled ? opt.unstable_sample : 1);
   for (const auto& w : option_warnings) rec->warn(w);
   injection_skip_own_frames(rec->stacks());
-  // Windows mode with the launch callbacks on only around windows records no launch between them.
-  rec->autograd().set_launches_sampled(opt.pc_sampling && opt.pc_mode == PcMode::Windows &&
-                                       opt.measure.win_toggle_callbacks);
-  rec->autograd().init(opt.python, [rec](const std::string& note) { rec->warn(note); });
+  rec->start_autograd(opt);
   rec->write_modules_if_changed();
   if (!backend->start()) {
     std::string why = control->start_refusal();

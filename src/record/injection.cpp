@@ -139,10 +139,7 @@ int initialize() {
   rec->stacks().init(opt.unwind, opt.python, opt.unwind == UnwindPolicy::Sampled ? opt.unstable_sample : 1);
   skip_frames_of(rec->stacks(), "libaiflame_cupti");
   for (const char* lib : backend->runtime_libraries()) skip_frames_of(rec->stacks(), lib);
-  // Windows mode with the launch callbacks on only around windows records no launch between them.
-  rec->autograd().set_launches_sampled(opt.pc_sampling && opt.pc_mode == PcMode::Windows &&
-                                       opt.measure.win_toggle_callbacks);
-  rec->autograd().init(opt.python, [rec](const std::string& note) { rec->warn(note); });
+  rec->start_autograd(opt);
   rec->write_modules_if_changed();
   g_recorder = rec;
   g_pid = getpid();

@@ -141,6 +141,13 @@ constexpr RecordOptionSpec kSchema[] = {
     {"autograd_ab", "AIFLAME_AUTOGRAD_AB", nullptr, nullptr, "0 or 1",
      "The autograd tracking skipped in every other 40-70 ms slice; print each kind's capture cost per launch at the end",
      FLAG_OPTION(measure.autograd_ab)},
+    {"autograd_defer", "AIFLAME_AUTOGRAD_DEFER", nullptr, nullptr, "0 or 1",
+     "Experimental: a backward launch's forward lookup and interning done by the collector, off the launch path",
+     FLAG_OPTION(measure.autograd_defer)},
+    {"autograd_light", "AIFLAME_AUTOGRAD_LIGHT", nullptr, nullptr, "0, 1 or 2",
+     "A measurement: the autograd tracking without its tables (1; backward kernels lose their forward code), nor "
+     "its calls into torch (2)",
+     UINT_OPTION(measure.autograd_light, 0, 2)},
     {"memo_key_kernel", "AIFLAME_MEMO_KEY_KERNEL", nullptr, nullptr, "0 or 1",
      "Key a launch's walk memo by its kernel too (0: by depth and Python frames alone)", FLAG_OPTION(measure.memo_key_kernel)},
 };

@@ -72,6 +72,14 @@ Recorder::LaunchTally& Recorder::tally() {
   return *t.tally;
 }
 
+void Recorder::start_autograd(const RecordOptions& opt) {
+  // Windows mode with the launch callbacks on only around windows records no launch between them.
+  autograd_.set_launches_sampled(opt.pc_sampling && opt.pc_mode == PcMode::Windows && opt.measure.win_toggle_callbacks);
+  autograd_.set_deferred(opt.measure.autograd_defer);
+  autograd_.set_light(opt.measure.autograd_light);
+  autograd_.init(opt.python, [this](const std::string& note) { warn(note); });
+}
+
 Recorder::AutogradAB Recorder::autograd_ab() const {
   uint64_t launches = 0, ticks = 0, off_launches = 0, off_ticks = 0;
   for (size_t i = 0; i <= kTallies; i++) {

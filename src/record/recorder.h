@@ -69,6 +69,9 @@ class Recorder {
   ProfileWriter& writer() { return writer_; }
   StackCapture& stacks() { return stacks_; }
   AutogradTracker& autograd() { return autograd_; }
+  // Sets the autograd tracker up from the options and starts it (torch looked for now, then by the
+  // collector until found).
+  void start_autograd(const RecordOptions& opt);
   void write_modules_if_changed();
 
   // Writes the End record and closes the file; the counters below go into it.

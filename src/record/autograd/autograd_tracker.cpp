@@ -67,12 +67,6 @@ void AutogradTracker::init(bool python, Warn warn) {
     return;
   }
   if (python_) frames_.init();
-  // A measurement of the launch path only: torch's state is read at every launch, the caller of
-  // backward() found, but no forward table, backward-id sets or counts (backward kernels then sit
-  // under the caller and "[backward]" without their forward code).
-  // =2: not even torch's state (a thread's graph task read once; no node, no sequence number).
-  if (const char* light = std::getenv("AIFLAME_AUTOGRAD_LIGHT")) hot_.light = static_cast<uint8_t>(std::atoi(light));
-  if (const char* defer = std::getenv("AIFLAME_AUTOGRAD_DEFER"); defer && std::strcmp(defer, "1") == 0) set_deferred(true);
   TorchApi api = resolve_torch();
   if (api.library.empty()) {
     state_ = "off: torch is not loaded";

@@ -46,6 +46,11 @@ class AutogradTracker : public ProfileWriter::BackwardResolver {
   // 5). A kernel node that CUDA graph capture records during a deferred backward launch keeps the
   // engine's stack.
   void set_deferred(bool on) { hot_.defer = on ? 1 : 0; }
+  // Before init, a measurement of the launch path only (AIFLAME_AUTOGRAD_LIGHT): 1, torch's state is
+  // read at every launch and the caller of backward() found, but no forward table, backward-id sets
+  // or counts (backward kernels then sit under the caller and "[backward]" without their forward
+  // code); 2, not even torch's state (a thread's graph task read once; no node, no sequence number).
+  void set_light(uint32_t level) { hot_.light = static_cast<uint8_t>(level); }
   bool deferred() const { return hot_.defer != 0; }
   // Looks for a loaded torch (resolve_torch) and the interpreter. warn prints a note once.
   void init(bool python, Warn warn);
