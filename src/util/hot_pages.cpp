@@ -34,7 +34,27 @@ constexpr int kListed = 64;
 std::atomic<uintptr_t> g_listed[kListed];
 std::atomic<bool> g_audit{false};
 std::atomic<int> g_released{0}, g_released_huge{0};
-int huge_among(const uintptr_t* bases, int n);
+
+// How many of the given region bases have a huge page (/proc/self/smaps).
+int huge_among(const uintptr_t* bases, int n) {
+  if (n == 0) return 0;
+  std::FILE* f = std::fopen("/proc/self/smaps", "r");
+  if (!f) return 0;
+  char line[512];
+  bool ours = false;
+  int huge = 0;
+  while (std::fgets(line, sizeof line, f)) {
+    unsigned long lo = 0, hi = 0;
+    if (std::sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && std::strchr(line, '-') < std::strchr(line, ' ')) {
+      ours = std::find(bases, bases + n, static_cast<uintptr_t>(lo)) != bases + n;
+      continue;
+    }
+    unsigned long kb = 0;
+    if (ours && std::sscanf(line, "AnonHugePages: %lu kB", &kb) == 1 && kb > 0) huge++;
+  }
+  std::fclose(f);
+  return huge;
+}
 
 void list_region(char* base, bool add) {
   for (auto& slot : g_listed) {
@@ -107,28 +127,6 @@ void* hot_alloc(size_t bytes, void** owner) {
   return p;
 }
 
-namespace {
-// How many of the given region bases have a huge page (/proc/self/smaps).
-int huge_among(const uintptr_t* bases, int n) {
-  if (n == 0) return 0;
-  std::FILE* f = std::fopen("/proc/self/smaps", "r");
-  if (!f) return 0;
-  char line[512];
-  bool ours = false;
-  int huge = 0;
-  while (std::fgets(line, sizeof line, f)) {
-    unsigned long lo = 0, hi = 0;
-    if (std::sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && std::strchr(line, '-') < std::strchr(line, ' ')) {
-      ours = std::find(bases, bases + n, static_cast<uintptr_t>(lo)) != bases + n;
-      continue;
-    }
-    unsigned long kb = 0;
-    if (ours && std::sscanf(line, "AnonHugePages: %lu kB", &kb) == 1 && kb > 0) huge++;
-  }
-  std::fclose(f);
-  return huge;
-}
-}  // namespace
 
 void hot_pages_audit(bool on) { g_audit.store(on, std::memory_order_relaxed); }
 

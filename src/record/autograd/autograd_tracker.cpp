@@ -163,10 +163,7 @@ AutogradTracker::Pending AutogradTracker::before_capture() {
   p.thread = &t;
   const bool node_on = hot_.node_on.load(std::memory_order_relaxed);
   if (hot_.light == 2) {
-    if (t.kind == ThreadState::Unknown) {
-      p.graph_task = hot_.graph_task_id();
-      t.kind = p.graph_task < 0 ? ThreadState::Forward : ThreadState::Engine;
-    }
+    if (t.kind == ThreadState::Unknown) t.kind = hot_.graph_task_id() < 0 ? ThreadState::Forward : ThreadState::Engine;
     p.graph_task = t.kind == ThreadState::Engine ? (t.graph_task >= 0 ? t.graph_task : hot_.graph_task_id()) : -1;
     return p;
   }
