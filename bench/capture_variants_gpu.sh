@@ -62,8 +62,18 @@ run() {  # variant workload round
           env STEPS="$steps" python3 "bench/workloads/$w.py" 2>&1)
   cost=$(grep -o 'stack capture cost [0-9.]*' <<<"$log" | grep -o '[0-9.]*$')
   line=$(grep -o 'capture stats: .*' <<<"$log")
+  # The A/B line's last figure compares walked launches apart from memo launches (stratified); the
+  # one before it is all launches together (raw).
   ab=$(grep -o 'autograd A/B: .*' <<<"$log" | grep -o '[-+][0-9.]* us$' | grep -o '^[-+][0-9.]*')
-  echo "$w r$r $v cost_us=${cost:-?}${ab:+ ab=$ab} ${line}" | tee -a "$out/lines"
+  abraw=$(grep -o 'autograd A/B: .*' <<<"$log" | grep -o '[-+][0-9.]* us;' | grep -o '^[-+][0-9.]*')
+  echo "$w r$r $v cost_us=${cost:-?}${ab:+ ab=$ab}${abraw:+ abraw=$abraw} ${line}" | tee -a "$out/lines"
+  # A run that printed no figure (a crash, a hang killed by the timeout, a warning instead of the
+  # summary): its log is kept and its end shown, so that a failure is never only a "?".
+  if [ -z "$cost" ]; then
+    printf '%s\n' "$log" > "$out/failed_${w}_r${r}_${v}.log"
+    echo "  no figure; the log's end ($out/failed_${w}_r${r}_${v}.log):"
+    tail -15 <<<"$log" | sed 's/^/    /'
+  fi
 }
 nvidia-smi --query-gpu=name --format=csv,noheader
 if [ "${WARMUP:-1}" = 1 ]; then
@@ -87,14 +97,14 @@ python3 - "$out/lines" "$variants" <<'PY'
 import collections, re, statistics, sys
 variants = sys.argv[2].split()
 cost = collections.defaultdict(dict)
-ab = collections.defaultdict(list)
+ab = collections.defaultdict(lambda: collections.defaultdict(list))
 for l in open(sys.argv[1]):
     m = re.match(r"(\S+) r(\d+) (\S+) cost_us=([0-9.]+)", l)
     if m:
         cost[(m[1], int(m[2]))][m[3]] = float(m[4])
-    m = re.match(r"(\S+) r\d+ \S+ cost_us=\S+ ab=([-+0-9.]+)", l)
+    m = re.match(r"(\S+) r\d+ (\S+) cost_us=\S+ ab=([-+0-9.]+)", l)
     if m:
-        ab[m[1]].append(float(m[2]))
+        ab[m[1]][m[2]].append(float(m[3]))
 def f(v):
     return "%.3f [%.3f, %.3f] (%d)" % (statistics.median(v), min(v), max(v), len(v)) if v else "-"
 for w in sorted({k[0] for k in cost}):
@@ -104,6 +114,6 @@ for w in sorted({k[0] for k in cost}):
         vals = [c[v] for c in rows if v in c]
         d = [c[v] - c[variants[0]] for c in rows if v in c and variants[0] in c]
         print("  %-5s cost %s; minus %s %s" % (v, f(vals), variants[0], f(d) if v != variants[0] else ""))
-    if ab[w]:
-        print("  autograd A/B inside each ab run (with minus without): %s" % f(ab[w]))
+    for v, vals in sorted(ab[w].items()):
+        print("  autograd A/B inside each %s run (with minus without, walked and memo launches apart): %s" % (v, f(vals)))
 PY

@@ -82,14 +82,48 @@ void Recorder::start_autograd(const RecordOptions& opt) {
 
 Recorder::AutogradAB Recorder::autograd_ab() const {
   uint64_t launches = 0, ticks = 0, off_launches = 0, off_ticks = 0;
+  uint64_t unwound = 0, unwound_ticks = 0, off_unwound = 0, off_unwound_ticks = 0;
   for (size_t i = 0; i <= kTallies; i++) {
-    launches += tallies_[i].launches.load(std::memory_order_relaxed);
-    ticks += tallies_[i].ticks.load(std::memory_order_relaxed);
-    off_launches += tallies_[i].off_launches.load(std::memory_order_relaxed);
-    off_ticks += tallies_[i].off_ticks.load(std::memory_order_relaxed);
+    const LaunchTally& t = tallies_[i];
+    launches += t.launches.load(std::memory_order_relaxed);
+    ticks += t.ticks.load(std::memory_order_relaxed);
+    off_launches += t.off_launches.load(std::memory_order_relaxed);
+    off_ticks += t.off_ticks.load(std::memory_order_relaxed);
+    unwound += t.unwound.load(std::memory_order_relaxed);
+    unwound_ticks += t.unwound_ticks.load(std::memory_order_relaxed);
+    off_unwound += t.off_unwound.load(std::memory_order_relaxed);
+    off_unwound_ticks += t.off_unwound_ticks.load(std::memory_order_relaxed);
   }
   auto ns = [&](uint64_t t) { return static_cast<uint64_t>(static_cast<double>(t) * clock_.ns_per_tick()); };
-  return {launches - off_launches, ns(ticks - off_ticks), off_launches, ns(off_ticks)};
+  AutogradAB ab{launches - off_launches, ns(ticks - off_ticks), off_launches, ns(off_ticks)};
+  ab.with_walked = unwound - off_unwound;
+  ab.with_walked_ns = ns(unwound_ticks - off_unwound_ticks);
+  ab.without_walked = off_unwound;
+  ab.without_walked_ns = ns(off_unwound_ticks);
+  return ab;
+}
+
+namespace {
+double per_launch_us(uint64_t ns, uint64_t n) { return n ? static_cast<double>(ns) / 1e3 / static_cast<double>(n) : 0.0; }
+}  // namespace
+
+double Recorder::AutogradAB::raw_us() const {
+  return per_launch_us(with_ns, with_launches) - per_launch_us(without_ns, without_launches);
+}
+
+double Recorder::AutogradAB::stratified_us() const {
+  const uint64_t with_memo = with_launches - with_walked, without_memo = without_launches - without_walked;
+  const uint64_t walked = with_walked + without_walked, memo = with_memo + without_memo;
+  if (walked + memo == 0) return 0.0;
+  // A kind seen on one side only tells nothing about the difference: then the raw figure.
+  if ((walked && (!with_walked || !without_walked)) || (memo && (!with_memo || !without_memo))) return raw_us();
+  double d = 0.0;
+  if (walked)
+    d += static_cast<double>(walked) * (per_launch_us(with_walked_ns, with_walked) - per_launch_us(without_walked_ns, without_walked));
+  if (memo)
+    d += static_cast<double>(memo) * (per_launch_us(with_ns - with_walked_ns, with_memo) -
+                                      per_launch_us(without_ns - without_walked_ns, without_memo));
+  return d / static_cast<double>(walked + memo);
 }
 
 Recorder::LaunchTotals Recorder::launch_totals() const {
@@ -165,17 +199,32 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
     tally.launches.store(tally.launches.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     if (st.unwound) tally.unwound.store(tally.unwound.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     tally.ticks.store(tally.ticks.load(std::memory_order_relaxed) + dt, std::memory_order_relaxed);
-    if (ab_off) {
-      tally.off_launches.store(tally.off_launches.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-      tally.off_ticks.store(tally.off_ticks.load(std::memory_order_relaxed) + dt, std::memory_order_relaxed);
+    if (autograd_ab_) {
+      auto bump = [](std::atomic<uint64_t>& a, uint64_t v) { a.store(a.load(std::memory_order_relaxed) + v, std::memory_order_relaxed); };
+      if (st.unwound) bump(tally.unwound_ticks, dt);
+      if (ab_off) {
+        bump(tally.off_launches, 1);
+        bump(tally.off_ticks, dt);
+        if (st.unwound) {
+          bump(tally.off_unwound, 1);
+          bump(tally.off_unwound_ticks, dt);
+        }
+      }
     }
   } else {
     tally.launches.fetch_add(1, std::memory_order_relaxed);
     if (st.unwound) tally.unwound.fetch_add(1, std::memory_order_relaxed);
     tally.ticks.fetch_add(dt, std::memory_order_relaxed);
-    if (ab_off) {
-      tally.off_launches.fetch_add(1, std::memory_order_relaxed);
-      tally.off_ticks.fetch_add(dt, std::memory_order_relaxed);
+    if (autograd_ab_) {
+      if (st.unwound) tally.unwound_ticks.fetch_add(dt, std::memory_order_relaxed);
+      if (ab_off) {
+        tally.off_launches.fetch_add(1, std::memory_order_relaxed);
+        tally.off_ticks.fetch_add(dt, std::memory_order_relaxed);
+        if (st.unwound) {
+          tally.off_unwound.fetch_add(1, std::memory_order_relaxed);
+          tally.off_unwound_ticks.fetch_add(dt, std::memory_order_relaxed);
+        }
+      }
     }
   }
 }
@@ -272,13 +321,13 @@ void Recorder::finish(uint64_t end_timestamp) {
   if (CaptureStats::on()) std::fprintf(stderr, "aiflame: %s\n", CaptureStats::instance().line().c_str());
   if (autograd_ab_) {
     const AutogradAB ab = autograd_ab();
-    auto per = [](uint64_t ns, uint64_t n) { return n ? static_cast<double>(ns) / 1e3 / static_cast<double>(n) : 0.0; };
     std::fprintf(stderr,
-                 "aiflame: autograd A/B: stack capture %.3f us per launch with the tracking (%llu launches), %.3f without "
-                 "(%llu): %+.3f us\n",
-                 per(ab.with_ns, ab.with_launches), static_cast<unsigned long long>(ab.with_launches),
-                 per(ab.without_ns, ab.without_launches), static_cast<unsigned long long>(ab.without_launches),
-                 per(ab.with_ns, ab.with_launches) - per(ab.without_ns, ab.without_launches));
+                 "aiflame: autograd A/B: stack capture %.3f us per launch with the tracking (%llu launches, %llu walked), "
+                 "%.3f without (%llu, %llu walked): %+.3f us; walked and memo launches compared apart: %+.3f us\n",
+                 per_launch_us(ab.with_ns, ab.with_launches), static_cast<unsigned long long>(ab.with_launches),
+                 static_cast<unsigned long long>(ab.with_walked), per_launch_us(ab.without_ns, ab.without_launches),
+                 static_cast<unsigned long long>(ab.without_launches), static_cast<unsigned long long>(ab.without_walked),
+                 ab.raw_us(), ab.stratified_us());
   }
   if (opt_.measure.verify_memos) {
     const StackCapture::MemoCheck c = stacks_.memo_check();

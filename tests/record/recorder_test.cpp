@@ -98,6 +98,36 @@ TEST(Recorder, TheAutogradABSplitsLaunchesBetweenSlicesWithAndWithoutTracking) {
   EXPECT_GT(ab.without_launches, n / 5u) << "slices with tracking: " << ab.with_launches;
   EXPECT_GT(ab.with_ns, 0u);
   EXPECT_GT(ab.without_ns, 0u);
+  // The walked launches are a part of each side.
+  EXPECT_LE(ab.with_walked, ab.with_launches);
+  EXPECT_LE(ab.without_walked, ab.without_launches);
+  EXPECT_LE(ab.with_walked_ns, ab.with_ns);
+  EXPECT_LE(ab.without_walked_ns, ab.without_ns);
+}
+
+// The A/B's stratified figure: walked launches (10 us) crowd into the slices with tracking, which add
+// 0.2 us to every launch. The raw difference reads the walks; the stratified one the 0.2 us.
+TEST(Recorder, TheAutogradABComparesWalkedLaunchesApartFromMemoLaunches) {
+  Recorder::AutogradAB ab;
+  ab.with_walked = 300;
+  ab.with_walked_ns = 300 * 10200;
+  ab.with_launches = 300 + 9700;
+  ab.with_ns = ab.with_walked_ns + 9700 * 1200;
+  ab.without_walked = 20;
+  ab.without_walked_ns = 20 * 10000;
+  ab.without_launches = 20 + 9980;
+  ab.without_ns = ab.without_walked_ns + 9980 * 1000;
+  EXPECT_GT(ab.raw_us(), 0.4);
+  EXPECT_NEAR(ab.stratified_us(), 0.2, 1e-9);
+  // The weights are each kind's share of all launches: memo launches 0.2 us more, walked 1 us more.
+  ab.with_walked_ns = 300 * 11000;
+  ab.with_ns = ab.with_walked_ns + 9700 * 1200;
+  EXPECT_NEAR(ab.stratified_us(), (320.0 * 1.0 + 19680.0 * 0.2) / 20000.0, 1e-9);
+  // No walked launch without tracking: nothing to compare them with, so the raw figure.
+  ab.without_walked = 0;
+  ab.without_walked_ns = 0;
+  EXPECT_DOUBLE_EQ(ab.stratified_us(), ab.raw_us());
+  EXPECT_DOUBLE_EQ(Recorder::AutogradAB{}.stratified_us(), 0.0);
 }
 
 TEST(Recorder, WithoutTheAutogradABEveryLaunchHasTheTracking) {
