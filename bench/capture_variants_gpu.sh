@@ -62,11 +62,12 @@ run() {  # variant workload round
           env STEPS="$steps" python3 "bench/workloads/$w.py" 2>&1)
   cost=$(grep -o 'stack capture cost [0-9.]*' <<<"$log" | grep -o '[0-9.]*$')
   line=$(grep -o 'capture stats: .*' <<<"$log")
+  full=$(grep -o 'record buffer full [0-9]*' <<<"$log" | grep -o '[0-9]*$')
   # The A/B line's last figure compares walked launches apart from memo launches (stratified); the
   # one before it is all launches together (raw).
   ab=$(grep -o 'autograd A/B: .*' <<<"$log" | grep -o '[-+][0-9.]* us$' | grep -o '^[-+][0-9.]*')
   abraw=$(grep -o 'autograd A/B: .*' <<<"$log" | grep -o '[-+][0-9.]* us;' | grep -o '^[-+][0-9.]*')
-  echo "$w r$r $v cost_us=${cost:-?}${ab:+ ab=$ab}${abraw:+ abraw=$abraw} ${line}" | tee -a "$out/lines"
+  echo "$w r$r $v cost_us=${cost:-?}${ab:+ ab=$ab}${abraw:+ abraw=$abraw}${full:+ full=$full} ${line}" | tee -a "$out/lines"
   # A run that printed no figure (a crash, a hang killed by the timeout, a warning instead of the
   # summary): its log is kept and its end shown, so that a failure is never only a "?".
   if [ -z "$cost" ]; then

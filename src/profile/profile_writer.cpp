@@ -103,7 +103,7 @@ void ProfileWriter::seal_pending() {
 
 size_t ProfileWriter::pending_bytes() {
   std::lock_guard<std::mutex> lock(add_mu_);
-  size_t n = pending_.size() + pending_bytes_sealed_;
+  size_t n = pending_.size() + pending_bytes_sealed_ + unresolved_.size();
   for (const auto& b : buffers_) n += b->head.load(std::memory_order_acquire) - b->tail.load(std::memory_order_relaxed);
   return n;
 }
@@ -156,10 +156,16 @@ void ProfileWriter::add_framed(const char* frame, size_t n) {
   ThreadBuffer& b = *thread_buffer();
   uint64_t head = b.head.load(std::memory_order_relaxed);
   if (ThreadBuffer::kBytes - (head - b.tail.load(std::memory_order_acquire)) < n) {
-    // Full (the collector has not flushed for a while): hand it over now, then this record.
+    // Full (the collector has not flushed for a while): hand it over now, then this record. A buffer
+    // with deferred launches is only copied: its launches are resolved by the next flush, never here on
+    // the launch path (a full buffer holds ~1,000 launches).
     std::lock_guard<std::mutex> lock(add_mu_);
-    take_buffer(b);
-    append_frames(frame, n);
+    full_handovers_.fetch_add(1, std::memory_order_relaxed);
+    take_buffer(b, unresolved_);
+    if (b.deferred.load(std::memory_order_relaxed))
+      unresolved_.append(frame, n);
+    else
+      pending_.raw(frame, n);
     if (pending_.size() >= kSegment) seal_pending();
     return;
   }
@@ -170,7 +176,7 @@ void ProfileWriter::add_framed(const char* frame, size_t n) {
   t_last.head = head + n;  // thread_buffer() above made t_last this writer's
 }
 
-void ProfileWriter::take_buffer(ThreadBuffer& b) {
+void ProfileWriter::take_buffer(ThreadBuffer& b, std::string& deferred) {
   uint64_t head = b.head.load(std::memory_order_acquire), tail = b.tail.load(std::memory_order_relaxed);
   if (head == tail) return;
   size_t at = tail % ThreadBuffer::kBytes, n = head - tail, first = std::min(n, ThreadBuffer::kBytes - at);
@@ -178,23 +184,23 @@ void ProfileWriter::take_buffer(ThreadBuffer& b) {
     pending_.raw(b.data + at, first);
     pending_.raw(b.data, n - first);
   } else {
-    std::string frames(b.data + at, first);
-    frames.append(b.data, n - first);
-    append_frames(frames.data(), frames.size());
+    deferred.append(b.data + at, first);
+    deferred.append(b.data, n - first);
   }
   b.tail.store(head, std::memory_order_release);
 }
 
-void ProfileWriter::append_frames(const char* p, size_t n) {
+void ProfileWriter::append_frames(const char* p, size_t n, ByteWriter& out) {
   // Frames of the thread buffers: type, one length byte, payload (add_buffered).
   BackwardResolver* resolver = resolver_.load(std::memory_order_acquire);
   std::vector<BackwardStackRecord> fresh;
+  ByteWriter w;
   for (size_t at = 0; at + 2 <= n;) {
     const auto type = static_cast<RecordType>(static_cast<uint8_t>(p[at]));
     const size_t len = static_cast<uint8_t>(p[at + 1]);
     if (at + 2 + len > n) break;  // never: the launch path writes whole frames
     if (type != RecordType::DeferredLaunch) {
-      pending_.raw(p + at, 2 + len);
+      out.raw(p + at, 2 + len);
       at += 2 + len;
       continue;
     }
@@ -205,17 +211,16 @@ void ProfileWriter::append_frames(const char* p, size_t n) {
     if (!decode(r, note) || !decode(r, launch)) continue;
     fresh.clear();
     if (resolver) launch.stack_id = resolver->resolve(launch, note, &fresh);
-    ByteWriter w;
     for (const auto& rec : fresh) {
       w.clear();
       encode(w, rec);
-      pending_.u8(static_cast<uint8_t>(RecordType::BackwardStack));
-      pending_.str(w.data());
+      out.u8(static_cast<uint8_t>(RecordType::BackwardStack));
+      out.str(w.data());
     }
     w.clear();
     encode(w, launch);
-    pending_.u8(static_cast<uint8_t>(RecordType::Launch));
-    pending_.str(w.data());
+    out.u8(static_cast<uint8_t>(RecordType::Launch));
+    out.str(w.data());
   }
 }
 
@@ -242,11 +247,21 @@ bool compress_chunk(Compression c, int level, const std::string& raw, std::strin
 }
 
 bool ProfileWriter::flush() {
+  // One flush at a time resolves deferred launches, so that a thread's launches keep their order.
+  std::lock_guard<std::mutex> resolving(resolve_mu_);
   std::string raw;
   std::vector<std::string> sealed;
+  std::string deferred;  // frames of buffers with deferred launches: resolved outside add_mu_
   {
     std::lock_guard<std::mutex> lock(add_mu_);
-    for (auto& b : buffers_) take_buffer(*b);
+    deferred.swap(unresolved_);
+    for (auto& b : buffers_) take_buffer(*b, deferred);
+  }
+  ByteWriter resolved;
+  if (!deferred.empty()) append_frames(deferred.data(), deferred.size(), resolved);
+  {
+    std::lock_guard<std::mutex> lock(add_mu_);
+    pending_.raw(resolved.data().data(), resolved.size());
     seal_pending();
     if (sealed_.empty()) return error_.empty();
     sealed.swap(sealed_);

@@ -52,10 +52,11 @@ class ProfileWriter {
   void add_buffered(const LaunchRecord& rec) {
     add_launch_frame<kMaxLaunchPayload>(RecordType::Launch, [&](auto& f) { encode_launch(f, rec); });
   }
-  // A backward launch whose stack id is resolved later, off the launch path: when the buffer is taken
-  // (the collector's flush, close(), or this thread when its buffer is full), under the writer's
-  // lock, by the resolver, which names the launch's stack and may return BackwardStack records new to
-  // the profile (written before the launch). Without a resolver the launch keeps rec.stack_id.
+  // A backward launch whose stack id is resolved later, off the launch path: by the next flush (the
+  // collector's, or close()'s), outside the writer's add lock, by the resolver, which names the
+  // launch's stack and may return BackwardStack records new to the profile (written before the
+  // launch). A thread whose buffer is full only copies it then. Without a resolver the launch keeps
+  // rec.stack_id.
   void add_buffered(const LaunchRecord& rec, const BackwardNote& note) {
     if (!accepting_.load(std::memory_order_relaxed)) return;
     ThreadBuffer& b = *thread_buffer();
@@ -68,7 +69,7 @@ class ProfileWriter {
   class BackwardResolver {
    public:
     virtual ~BackwardResolver() = default;
-    // Under the writer's lock: must neither add records nor take a lock that is held around an add.
+    // In a flush, one at a time: must not add records (a flush of the resolver's own would wait on itself).
     virtual uint32_t resolve(const LaunchRecord& launch, const BackwardNote& note,
                              std::vector<BackwardStackRecord>* fresh) = 0;
   };
@@ -93,6 +94,8 @@ class ProfileWriter {
   bool flush();
   bool close();
   size_t pending_bytes();
+  // Times a launching thread found its buffer full and handed it over itself (under the add lock).
+  uint64_t full_handovers() const { return full_handovers_.load(std::memory_order_relaxed); }
   uint64_t bytes_written() const { return bytes_written_.load(); }
   const std::string& error() const { return error_; }
 
@@ -123,8 +126,11 @@ class ProfileWriter {
     add_framed(f.data(), f.size());
   }
   ThreadBuffer* thread_buffer();
-  void take_buffer(ThreadBuffer& b);  // under add_mu_: appends its records to pending_
-  void append_frames(const char* p, size_t n);  // under add_mu_: framed records, DeferredLaunch resolved
+  // Under add_mu_: appends its records to pending_, or its frames to `deferred` once it has held a
+  // deferred launch.
+  void take_buffer(ThreadBuffer& b, std::string& deferred);
+  // Framed records into out as records, each DeferredLaunch resolved (under resolve_mu_).
+  void append_frames(const char* p, size_t n, ByteWriter& out);
   std::atomic<BackwardResolver*> resolver_{nullptr};
   // Read at every launch (add_buffered, prefetch_buffered): on a line of their own. Beside add_mu_
   // and pending_, which every add() of another thread writes, each launch after such an add took a
@@ -134,6 +140,9 @@ class ProfileWriter {
   alignas(64) std::vector<std::unique_ptr<ThreadBuffer>> buffers_;  // under add_mu_
   std::mutex add_mu_;
   std::mutex write_mu_;
+  std::mutex resolve_mu_;   // held through a flush: deferred launches resolved in order, by one flush
+  std::string unresolved_;  // under add_mu_: frames of full buffers with deferred launches, for the next flush
+  std::atomic<uint64_t> full_handovers_{0};
   // What was added and not yet flushed, in order: sealed_ (whole segments, big records moved in),
   // then pending_ (being appended to).
   static constexpr size_t kBigRecord = 16 * 1024, kSegment = 256 * 1024;

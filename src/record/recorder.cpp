@@ -82,24 +82,24 @@ void Recorder::start_autograd(const RecordOptions& opt) {
 
 Recorder::AutogradAB Recorder::autograd_ab() const {
   uint64_t launches = 0, ticks = 0, off_launches = 0, off_ticks = 0;
-  uint64_t unwound = 0, unwound_ticks = 0, off_unwound = 0, off_unwound_ticks = 0;
+  uint64_t walked = 0, walked_ticks = 0, off_walked = 0, off_walked_ticks = 0;
   for (size_t i = 0; i <= kTallies; i++) {
     const LaunchTally& t = tallies_[i];
     launches += t.launches.load(std::memory_order_relaxed);
     ticks += t.ticks.load(std::memory_order_relaxed);
     off_launches += t.off_launches.load(std::memory_order_relaxed);
     off_ticks += t.off_ticks.load(std::memory_order_relaxed);
-    unwound += t.unwound.load(std::memory_order_relaxed);
-    unwound_ticks += t.unwound_ticks.load(std::memory_order_relaxed);
-    off_unwound += t.off_unwound.load(std::memory_order_relaxed);
-    off_unwound_ticks += t.off_unwound_ticks.load(std::memory_order_relaxed);
+    walked += t.walked.load(std::memory_order_relaxed);
+    walked_ticks += t.walked_ticks.load(std::memory_order_relaxed);
+    off_walked += t.off_walked.load(std::memory_order_relaxed);
+    off_walked_ticks += t.off_walked_ticks.load(std::memory_order_relaxed);
   }
   auto ns = [&](uint64_t t) { return static_cast<uint64_t>(static_cast<double>(t) * clock_.ns_per_tick()); };
   AutogradAB ab{launches - off_launches, ns(ticks - off_ticks), off_launches, ns(off_ticks)};
-  ab.with_walked = unwound - off_unwound;
-  ab.with_walked_ns = ns(unwound_ticks - off_unwound_ticks);
-  ab.without_walked = off_unwound;
-  ab.without_walked_ns = ns(off_unwound_ticks);
+  ab.with_walked = walked - off_walked;
+  ab.with_walked_ns = ns(walked_ticks - off_walked_ticks);
+  ab.without_walked = off_walked;
+  ab.without_walked_ns = ns(off_walked_ticks);
   return ab;
 }
 
@@ -201,13 +201,16 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
     tally.ticks.store(tally.ticks.load(std::memory_order_relaxed) + dt, std::memory_order_relaxed);
     if (autograd_ab_) {
       auto bump = [](std::atomic<uint64_t>& a, uint64_t v) { a.store(a.load(std::memory_order_relaxed) + v, std::memory_order_relaxed); };
-      if (st.unwound) bump(tally.unwound_ticks, dt);
+      if (st.walked) {
+        bump(tally.walked, 1);
+        bump(tally.walked_ticks, dt);
+      }
       if (ab_off) {
         bump(tally.off_launches, 1);
         bump(tally.off_ticks, dt);
-        if (st.unwound) {
-          bump(tally.off_unwound, 1);
-          bump(tally.off_unwound_ticks, dt);
+        if (st.walked) {
+          bump(tally.off_walked, 1);
+          bump(tally.off_walked_ticks, dt);
         }
       }
     }
@@ -216,13 +219,16 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
     if (st.unwound) tally.unwound.fetch_add(1, std::memory_order_relaxed);
     tally.ticks.fetch_add(dt, std::memory_order_relaxed);
     if (autograd_ab_) {
-      if (st.unwound) tally.unwound_ticks.fetch_add(dt, std::memory_order_relaxed);
+      if (st.walked) {
+        tally.walked.fetch_add(1, std::memory_order_relaxed);
+        tally.walked_ticks.fetch_add(dt, std::memory_order_relaxed);
+      }
       if (ab_off) {
         tally.off_launches.fetch_add(1, std::memory_order_relaxed);
         tally.off_ticks.fetch_add(dt, std::memory_order_relaxed);
-        if (st.unwound) {
-          tally.off_unwound.fetch_add(1, std::memory_order_relaxed);
-          tally.off_unwound_ticks.fetch_add(dt, std::memory_order_relaxed);
+        if (st.walked) {
+          tally.off_walked.fetch_add(1, std::memory_order_relaxed);
+          tally.off_walked_ticks.fetch_add(dt, std::memory_order_relaxed);
         }
       }
     }
@@ -329,6 +335,9 @@ void Recorder::finish(uint64_t end_timestamp) {
                  static_cast<unsigned long long>(ab.without_launches), static_cast<unsigned long long>(ab.without_walked),
                  ab.raw_us(), ab.stratified_us());
   }
+  if (autograd_ab_ || CaptureStats::on())
+    std::fprintf(stderr, "aiflame: launching threads found their record buffer full %llu times\n",
+                 static_cast<unsigned long long>(writer_.full_handovers()));
   if (opt_.measure.verify_memos) {
     const StackCapture::MemoCheck c = stacks_.memo_check();
     std::fprintf(stderr, "aiflame: memo check: %llu launches took their memo, each walked again in full: %llu got another stack\n",

@@ -92,9 +92,9 @@ class Recorder {
   struct alignas(64) LaunchTally {
     std::atomic<uint64_t> launches{0}, unwound{0}, ticks{0};
     std::atomic<uint64_t> off_launches{0}, off_ticks{0};  // AIFLAME_AUTOGRAD_AB: launches in slices without tracking
-    // AIFLAME_AUTOGRAD_AB: the walked launches' share of the above (ticks of all walked launches; of
-    // those in slices without tracking).
-    std::atomic<uint64_t> unwound_ticks{0}, off_unwound{0}, off_unwound_ticks{0};
+    // AIFLAME_AUTOGRAD_AB: launches walked in full (no memo held) and their ticks, all and those in
+    // slices without tracking.
+    std::atomic<uint64_t> walked{0}, walked_ticks{0}, off_walked{0}, off_walked_ticks{0};
   };
   struct LaunchTotals {
     uint64_t launches = 0, unwound = 0, capture_ns = 0;

@@ -520,7 +520,7 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
     cs.add(CaptureStats::Intern, t3, CaptureStats::now());
     if (thread_new) cs.thread_new.fetch_add(1, std::memory_order_relaxed);
   }
-  return {id, policy_ != UnwindPolicy::Off};
+  return {id, policy_ != UnwindPolicy::Off, policy_ != UnwindPolicy::Off};
 }
 
 }  // namespace aiflame

@@ -56,6 +56,7 @@ class StackCapture {
   struct Result {
     uint32_t stack_id = 0;
     bool unwound = false;
+    bool walked = false;  // walked in full: no memo of the thread held (AIFLAME_AUTOGRAD_AB's kinds)
   };
   // site: the kernel and API of the launch; not needed to find its stack any more (kept for callers).
   Result capture(uint64_t site);

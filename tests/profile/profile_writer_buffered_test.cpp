@@ -7,6 +7,7 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -122,10 +123,14 @@ TEST(ProfileWriterBuffered, FullBuffersAreHandedOverWithoutLoss) {
 
 // Deferred launches (AIFLAME_AUTOGRAD_DEFER): each reaches the file as a Launch whose stack id the
 // resolver named, after the BackwardStack records it made, through full buffers and wrap-around,
-// mixed with plain launches; none of the internal frames is written.
+// mixed with plain launches; none of the internal frames is written. The launching threads never
+// resolve: a thread whose buffer is full only copies it (resolving ~1,000 launches there would be a
+// stall on the launch path), and the next flush resolves.
 struct StubResolver : ProfileWriter::BackwardResolver {
   std::map<uint32_t, uint32_t> ids;
+  std::set<std::thread::id> callers;
   uint32_t resolve(const LaunchRecord& launch, const BackwardNote& note, std::vector<BackwardStackRecord>* fresh) override {
+    callers.insert(std::this_thread::get_id());
     EXPECT_EQ(note.seq, uint64_t{launch.correlation_id} * 3);  // the note travels with its launch
     EXPECT_EQ(note.caller, launch.tid);
     auto [it, added] = ids.try_emplace(launch.stack_id, kBackwardStackBit | (launch.stack_id + 100));
@@ -142,8 +147,10 @@ TEST(ProfileWriterBuffered, DeferredLaunchesAreResolvedWhenTaken) {
   w.set_backward_resolver(&resolver);
   ASSERT_TRUE(w.open(path, true, &err)) << err;
   std::vector<std::thread> threads;
+  std::vector<std::thread::id> launching(3);
   for (uint32_t t = 1; t <= 2; t++)
-    threads.emplace_back([&w, t] {
+    threads.emplace_back([&w, &launching, t] {
+      launching[t] = std::this_thread::get_id();
       for (uint32_t i = 0; i < 30000; i++) {
         LaunchRecord l = launch(t, i);
         if (i % 3 == 0) {
@@ -161,6 +168,10 @@ TEST(ProfileWriterBuffered, DeferredLaunchesAreResolvedWhenTaken) {
   for (int k = 0; k < 10; k++) ASSERT_TRUE(w.flush());
   for (auto& th : threads) th.join();
   ASSERT_TRUE(w.close());
+  EXPECT_GE(w.full_handovers(), 1u);  // 30,000 launches of ~30 bytes fill a 64 KiB buffer
+  EXPECT_EQ(resolver.callers.count(launching[1]), 0u);
+  EXPECT_EQ(resolver.callers.count(launching[2]), 0u);
+  EXPECT_EQ(resolver.callers.count(std::this_thread::get_id()), 1u);
   auto p = read_profile(path);
   ASSERT_TRUE(p.ok()) << p.error();
   auto m = by_thread(path);

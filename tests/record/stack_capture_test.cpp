@@ -107,6 +107,23 @@ TEST(StackCapture, TwoPathsSharingAKeyKeepTheirMemos) {
   EXPECT_EQ(c.differed, 0u);
 }
 
+// A launch says whether it was walked in full or took a memo (AIFLAME_AUTOGRAD_AB compares the two
+// kinds apart): in A B A B ... only each path's first launches walk.
+TEST(StackCapture, OnlyLaunchesWithoutAMemoThatHoldsAreWalked) {
+  Fixture f(UnwindPolicy::Always);
+  unwind::ObjectTable::instance().build_all_now();
+  const Path paths[2] = {path_a, path_b};
+  int walked = 0;
+  std::vector<StackCapture::Result> r;
+  for (int i = 0; i < 1000; i++) r.push_back(via(paths[i % 2], f.capture));
+  for (const auto& x : r) walked += x.walked;
+  EXPECT_TRUE(r[0].walked);
+  EXPECT_TRUE(r[1].walked);
+  EXPECT_GE(walked, 2);
+  EXPECT_LE(walked, 4);
+  for (const auto& x : r) EXPECT_TRUE(x.unwound);
+}
+
 // A training loop's thread launches from a few hundred call paths (hf_gpt2.py's main thread ~190 on
 // the H100): each keeps its memo between its launches. Three rounds over 256 paths (kernels at one
 // call site): after the first round nearly every launch takes its memo (a set of 4 ways that five

@@ -220,8 +220,8 @@ class AutogradTracker : public ProfileWriter::BackwardResolver {
   std::vector<std::unique_ptr<BackwardCounts>> counts_;  // one per engine thread seen
   std::atomic<uint32_t> next_backward_{1};  // BackwardStack ids, both ways
 
-  // resolve()'s state: its own lock, never held around a writer's add (the writer holds its lock
-  // around resolve(), and mu_ is held around adds: taking mu_ there could deadlock).
+  // resolve()'s state: its own lock, never held around a writer's add (resolve() runs inside the
+  // writer's flush, and mu_ is held around adds: taking mu_ there could deadlock).
   std::mutex resolve_mu_;
   std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> resolved_ids_;
   BackwardCounts resolved_counts_;
