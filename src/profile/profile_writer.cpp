@@ -195,6 +195,20 @@ void ProfileWriter::append_frames(const char* p, size_t n, ByteWriter& out) {
   BackwardResolver* resolver = resolver_.load(std::memory_order_acquire);
   std::vector<BackwardStackRecord> fresh;
   ByteWriter w;
+  if (resolver) {  // the forward launches first (BackwardResolver::remember)
+    for (size_t at = 0; at + 2 <= n;) {
+      const auto type = static_cast<RecordType>(static_cast<uint8_t>(p[at]));
+      const size_t len = static_cast<uint8_t>(p[at + 1]);
+      if (at + 2 + len > n) break;
+      if (type == RecordType::DeferredLaunch) {
+        ByteReader r(std::string_view(p + at + 2, len));
+        BackwardNote note;
+        LaunchRecord launch;
+        if (decode(r, note) && note.forward && decode(r, launch)) resolver->remember(launch, note);
+      }
+      at += 2 + len;
+    }
+  }
   for (size_t at = 0; at + 2 <= n;) {
     const auto type = static_cast<RecordType>(static_cast<uint8_t>(p[at]));
     const size_t len = static_cast<uint8_t>(p[at + 1]);
@@ -210,7 +224,7 @@ void ProfileWriter::append_frames(const char* p, size_t n, ByteWriter& out) {
     LaunchRecord launch;
     if (!decode(r, note) || !decode(r, launch)) continue;
     fresh.clear();
-    if (resolver) launch.stack_id = resolver->resolve(launch, note, &fresh);
+    if (resolver && !note.forward) launch.stack_id = resolver->resolve(launch, note, &fresh);
     for (const auto& rec : fresh) {
       w.clear();
       encode(w, rec);

@@ -72,6 +72,10 @@ class ProfileWriter {
     // In a flush, one at a time: must not add records (a flush of the resolver's own would wait on itself).
     virtual uint32_t resolve(const LaunchRecord& launch, const BackwardNote& note,
                              std::vector<BackwardStackRecord>* fresh) = 0;
+    // A deferred forward launch (note.forward): called for every one a flush takes before any
+    // backward launch of that flush is resolved, since a step's forward launches may sit in a buffer
+    // taken after the engine thread's. Its launch is then written as it is.
+    virtual void remember(const LaunchRecord& launch, const BackwardNote& note) = 0;
   };
   void set_backward_resolver(BackwardResolver* r) { resolver_.store(r, std::memory_order_release); }
   // Prefetches, for writing, the line of this thread's buffer that the next add_buffered writes and

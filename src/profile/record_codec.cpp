@@ -87,7 +87,11 @@ bool decode(ByteReader& r, LaunchRecord& o) {
 }
 
 bool decode(ByteReader& r, BackwardNote& o) {
-  o.caller = r.varint32(); o.node = r.u8() != 0; o.seq = r.varint(); o.tid = r.varint();
+  o.caller = r.varint32();
+  const uint8_t kind = r.u8();
+  o.node = kind == 1;
+  o.forward = kind == 2;
+  o.seq = r.varint(); o.tid = r.varint();
   return r.ok();
 }
 

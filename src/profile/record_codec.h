@@ -24,7 +24,7 @@ inline void encode(ByteWriter& w, const LaunchRecord& r) { encode_launch(w, r); 
 constexpr size_t kMaxNotePayload = 5 + 1 + 10 + 10;
 template <class W>
 void encode_note(W& w, const BackwardNote& n) {
-  w.varint(n.caller); w.u8(n.node ? 1 : 0); w.varint(n.seq); w.varint(n.tid);
+  w.varint(n.caller); w.u8(n.forward ? 2 : n.node ? 1 : 0); w.varint(n.seq); w.varint(n.tid);
 }
 bool decode(ByteReader& r, BackwardNote& o);
 void encode(ByteWriter& w, const KernelRecord& r);

@@ -137,7 +137,65 @@ struct StubResolver : ProfileWriter::BackwardResolver {
     if (added) fresh->push_back({it->second, launch.stack_id, note.caller, 0});
     return it->second;
   }
+  std::map<uint64_t, uint32_t> forward;  // seq -> stack of a remembered forward launch
+  void remember(const LaunchRecord& launch, const BackwardNote& note) override { forward[note.seq] = launch.stack_id; }
 };
+
+// A deferred forward launch is remembered before any backward launch of the same flush resolves,
+// whatever the order of the buffers the flush takes: here the engine thread's buffer is made first,
+// so its backward launch is taken before the forward launch it looks for.
+struct LookupResolver : ProfileWriter::BackwardResolver {
+  std::map<uint64_t, uint32_t> forward;
+  uint32_t resolve(const LaunchRecord&, const BackwardNote& note, std::vector<BackwardStackRecord>* fresh) override {
+    auto it = forward.find(note.seq);
+    const uint32_t f = it == forward.end() ? 0 : it->second;
+    fresh->push_back({kBackwardStackBit | (f + 1), 100, 0, f});
+    return kBackwardStackBit | (f + 1);
+  }
+  void remember(const LaunchRecord& launch, const BackwardNote& note) override { forward[note.seq] = launch.stack_id; }
+};
+
+TEST(ProfileWriterBuffered, ForwardLaunchesOfAFlushAreRememberedBeforeItsBackwardLaunchesResolve) {
+  std::string path = test::temp_path("buffered_forward.aiflame");
+  std::string err;
+  ProfileWriter w;
+  LookupResolver resolver;
+  w.set_backward_resolver(&resolver);
+  ASSERT_TRUE(w.open(path, true, &err)) << err;
+  std::atomic<int> step{0};
+  std::thread engine([&] {
+    w.add_buffered(launch(1, 0));  // this thread's buffer, made first
+    step = 1;
+    while (step.load() != 2) std::this_thread::yield();
+    BackwardNote note;
+    note.node = true;
+    note.seq = 42;
+    note.tid = 1;
+    LaunchRecord l = launch(1, 1);
+    l.stack_id = 100;
+    w.add_buffered(l, note);
+  });
+  while (step.load() != 1) std::this_thread::yield();
+  BackwardNote f;
+  f.forward = true;
+  f.seq = 42;
+  f.tid = 1;
+  LaunchRecord fl = launch(2, 0);
+  fl.stack_id = 7;
+  w.add_buffered(fl, f);  // the forward launch, in a buffer made after the engine's
+  step = 2;
+  engine.join();
+  ASSERT_TRUE(w.close());  // one flush takes both
+  auto m = by_thread(path);
+  ASSERT_EQ(m[2].size(), 1u);
+  EXPECT_EQ(m[2][0].stack_id, 7u);  // the forward launch written as it is
+  ASSERT_EQ(m[1].size(), 2u);
+  EXPECT_EQ(m[1][1].stack_id, kBackwardStackBit | 8u);  // found its forward launch (stack 7)
+  auto p = read_profile(path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  EXPECT_EQ(p->backward_stacks.at(kBackwardStackBit | 8u).forward_stack_id, 7u);
+  std::remove(path.c_str());
+}
 
 TEST(ProfileWriterBuffered, DeferredLaunchesAreResolvedWhenTaken) {
   std::string path = test::temp_path("buffered_deferred.aiflame");

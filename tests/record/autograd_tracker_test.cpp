@@ -186,13 +186,29 @@ std::map<uint32_t, std::tuple<uint32_t, uint32_t, uint32_t>> backward_parts_by_l
   Harness h(api, deferred);
   std::vector<FakeNode> nodes;
   uint64_t clock = 1 << 20;
+  // Forward launches as the recorder makes them: deferred ones (the first after a new node) go to the
+  // writer with their note, for the flush to remember; correlation ids from 1000.
+  uint32_t forward_corr = 1000;
+  auto forward_launch = [&](uint32_t stack) {
+    AutogradTracker::Launch l = h.tracker.on_launch(stack, h.tracker.before_capture(), clock += 5000);
+    EXPECT_EQ(l.stack_id, stack);
+    LaunchRecord rec;
+    rec.correlation_id = ++forward_corr;
+    rec.timestamp = clock;
+    rec.stack_id = l.stack_id;
+    if (l.deferred)
+      h.writer.add_buffered(rec, l.note);
+    else
+      h.writer.add_buffered(rec);
+    return l.deferred;
+  };
   std::thread forward([&] {
     nodes.push_back(fake::node());  // mm: node 0, its kernel at 1
-    h.tracker.on_launch(11, h.tracker.before_capture(), clock += 5000);
+    EXPECT_EQ(forward_launch(11), deferred);
     nodes.push_back(fake::node());  // a view: node 1, no kernel
     nodes.push_back(fake::node());  // add: node 2, its kernels at 3
-    h.tracker.on_launch(13, h.tracker.before_capture(), clock += 5000);
-    h.tracker.on_launch(14, h.tracker.before_capture(), clock += 5000);
+    EXPECT_EQ(forward_launch(13), deferred);
+    EXPECT_FALSE(forward_launch(14));  // no new node since the last launch: nothing to remember
     nodes.push_back(fake::node());  // the loss: node 3, made last, no kernel
   });
   forward.join();
@@ -227,13 +243,17 @@ std::map<uint32_t, std::tuple<uint32_t, uint32_t, uint32_t>> backward_parts_by_l
     fake::tid = nodes[0].thread_id;  // the same torch thread as the forward pass
     fake::sequence = nodes[3].sequence_nr + 1;
     fake::node();
-    h.tracker.on_launch(15, h.tracker.before_capture(), clock += 5000);
+    forward_launch(15);
   });
   next.join();
   Profile p = h.close();
   std::map<uint32_t, std::tuple<uint32_t, uint32_t, uint32_t>> out;
   for (size_t i = 0; i < p.launches.size(); i++) {
     const LaunchRow& l = p.launches[i];
+    if (l.correlation_id > 1000) {  // forward launches keep their own stacks
+      EXPECT_FALSE(l.stack_id & kBackwardStackBit) << l.correlation_id;
+      continue;
+    }
     auto b = p.backward_stacks.find(l.stack_id);
     out[l.correlation_id] = b == p.backward_stacks.end() ? std::make_tuple(l.stack_id, 0u, 0u)
                                                          : std::make_tuple(b->second.stack_id, b->second.caller_id,

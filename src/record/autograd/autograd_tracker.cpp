@@ -175,7 +175,7 @@ AutogradTracker::Pending AutogradTracker::before_capture() {
     if (!node_on) return p;
     p.forward = true;
     p.seq = hot_.peek();
-    if (p.seq != t.last_seq && t.tid && !hot_.light) __builtin_prefetch(&hot_.table[slot_index(p.seq, t.tid)], 1);
+    if (p.seq != t.last_seq && t.tid && !hot_.light && !hot_.defer) __builtin_prefetch(&hot_.table[slot_index(p.seq, t.tid)], 1);
     return p;
   }
   if (t.counts && !hot_.light && !hot_.defer) {
@@ -198,7 +198,10 @@ AutogradTracker::Launch AutogradTracker::on_launch(uint32_t stack_id, const Pend
   if (!p.valid) return {stack_id};
   if (p.graph_task < 0) {
     // (node_on only goes off after start: a forward launch read seq whenever it is on here.)
-    if (p.forward && !hot_.light && hot_.node_on.load(std::memory_order_relaxed)) remember_forward(stack_id, p, timestamp);
+    if (p.forward && !hot_.light && hot_.node_on.load(std::memory_order_relaxed)) {
+      if (hot_.defer) return defer_forward(stack_id, p);
+      remember_forward(stack_id, p, timestamp);
+    }
     return {stack_id};
   }
   return on_backward(stack_id, p);
@@ -211,22 +214,47 @@ void AutogradTracker::remember_forward(uint32_t stack_id, const Pending& p, uint
   if (seq == t.last_seq) return;
   t.last_seq = seq;
   if (!t.tid) t.tid = hot_.thread_id();
-  Slot& s = hot_.table[slot_index(seq, t.tid)];
+  store_forward(seq, t.tid, stack_id, timestamp);
+}
+
+// Deferred (AIFLAME_AUTOGRAD_DEFER): the first launch after a new node goes to the writer with its
+// sequence number and thread, and the collector's flush stores it (remember) before it resolves the
+// backward launches it took: the forward table's line, a miss at nearly every such launch of a
+// training loop, leaves the launch path.
+AutogradTracker::Launch AutogradTracker::defer_forward(uint32_t stack_id, const Pending& p) {
+  ThreadState& t = *p.thread;
+  if (p.seq == t.last_seq) return {stack_id};
+  t.last_seq = p.seq;
+  if (!t.tid) t.tid = hot_.thread_id();
+  Launch l{stack_id, true, {}};
+  l.note.forward = true;
+  l.note.seq = p.seq;
+  l.note.tid = t.tid;
+  return l;
+}
+
+void AutogradTracker::remember(const LaunchRecord& launch, const BackwardNote& note) {
+  std::lock_guard<std::mutex> lock(resolve_mu_);
+  store_forward(note.seq, note.tid, launch.stack_id, launch.timestamp);
+}
+
+void AutogradTracker::store_forward(uint64_t seq, uint64_t tid, uint32_t stack_id, uint64_t timestamp) {
+  Slot& s = hot_.table[slot_index(seq, tid)];
   // Readers check the key before and after reading the stack (a torn entry reads as absent).
   s.key.store(0, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   s.stack.store(stack_id, std::memory_order_relaxed);
   s.when.store(when_of(timestamp), std::memory_order_relaxed);
-  s.key.store(slot_key(seq, t.tid), std::memory_order_release);
+  s.key.store(slot_key(seq, tid), std::memory_order_release);
   // The threads that run forward code and how far their numbers went: the layout probe's reference
   // (not needed once the probe has looked at its nodes: two shared lines fewer per launch).
   if (hot_.probed.load(std::memory_order_relaxed) >= kProbe) return;
   for (size_t i = 0; i < 8; i++) {
     uint64_t have = seen_tid_[i].load(std::memory_order_relaxed);
     if (have == 0) {
-      if (seen_tid_[i].compare_exchange_strong(have, t.tid)) seen_min_[i].store(seq, std::memory_order_relaxed);
-      else if (have != t.tid) continue;
-    } else if (have != t.tid) {
+      if (seen_tid_[i].compare_exchange_strong(have, tid)) seen_min_[i].store(seq, std::memory_order_relaxed);
+      else if (have != tid) continue;
+    } else if (have != tid) {
       continue;
     }
     if (seen_max_[i].load(std::memory_order_relaxed) < seq) seen_max_[i].store(seq, std::memory_order_relaxed);

@@ -128,6 +128,8 @@ class AutogradTracker : public ProfileWriter::BackwardResolver {
   // ProfileWriter::BackwardResolver: a deferred backward launch's BackwardStack id, as on_launch
   // would have named it at the launch (forward launches after it are not counted).
   uint32_t resolve(const LaunchRecord& launch, const BackwardNote& note, std::vector<BackwardStackRecord>* fresh) override;
+  // ProfileWriter::BackwardResolver: a deferred forward launch, stored in the forward table.
+  void remember(const LaunchRecord& launch, const BackwardNote& note) override;
   // Writes the AutogradSummary record.
   void finish();
 
@@ -148,6 +150,8 @@ class AutogradTracker : public ProfileWriter::BackwardResolver {
   static size_t slot_index(uint64_t seq, uint64_t tid) { return (seq + tid * 0x9e3779b97f4a7c15ull) & (kSlots - 1); }
   void start(const TorchApi& api);
   void remember_forward(uint32_t stack_id, const Pending& p, uint64_t timestamp);
+  Launch defer_forward(uint32_t stack_id, const Pending& p);
+  void store_forward(uint64_t seq, uint64_t tid, uint32_t stack_id, uint64_t timestamp);
   Launch on_backward(uint32_t stack_id, const Pending& p);
   // before: resolve()'s launch timestamp (forward launches at or after it do not count), else 0.
   uint32_t forward_of(uint64_t seq, uint64_t tid, BackwardCounts& counts, uint64_t before = 0);
