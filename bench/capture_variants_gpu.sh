@@ -19,8 +19,10 @@
 #   ab    AIFLAME_AUTOGRAD_AB=1: the tracking on and off in alternate 40-70 ms slices of one run; the
 #         line's ab= is the with-minus-without capture cost of that run (issue 23 item 5 without the
 #         drift between runs)
-#   defer AIFLAME_AUTOGRAD_DEFER=1: backward launches' forward lookup, counts and interning left to the
-#         collector (AutogradTracker::resolve); abdefer: the same with AIFLAME_AUTOGRAD_AB=1
+#   defer AIFLAME_AUTOGRAD_DEFER=1 (the default since 2026-11-27): the forward table and backward
+#         launches' forward lookup, counts and interning left to the collector (AutogradTracker::remember
+#         and resolve); abdefer: the same with AIFLAME_AUTOGRAD_AB=1
+#   atlaunch AIFLAME_AUTOGRAD_DEFER=0: all of it at the launch, as before 2026-11-27
 #   old   the previous build (A)
 #
 # The first recording of a call on a fresh machine ran 0.4-0.9 us per launch slower than the rest
@@ -53,6 +55,7 @@ run() {  # variant workload round
     ab) env_+=(AIFLAME_AUTOGRAD_AB=1) ;;
     defer) env_+=(AIFLAME_AUTOGRAD_DEFER=1) ;;
     abdefer) env_+=(AIFLAME_AUTOGRAD_AB=1 AIFLAME_AUTOGRAD_DEFER=1) ;;
+    atlaunch) env_+=(AIFLAME_AUTOGRAD_DEFER=0) ;;
     old) bin=$a ;;
   esac
   steps_var="STEPS_$w"

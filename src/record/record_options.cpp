@@ -142,7 +142,8 @@ constexpr RecordOptionSpec kSchema[] = {
      "The autograd tracking skipped in every other 40-70 ms slice; print each kind's capture cost per launch at the end",
      FLAG_OPTION(measure.autograd_ab)},
     {"autograd_defer", "AIFLAME_AUTOGRAD_DEFER", nullptr, nullptr, "0 or 1",
-     "Experimental: a backward launch's forward lookup and interning done by the collector, off the launch path",
+     "The forward table and the backward launches' stacks filled by the collector, off the launch path (default 1; "
+     "0: at each launch)",
      FLAG_OPTION(measure.autograd_defer)},
     {"autograd_light", "AIFLAME_AUTOGRAD_LIGHT", nullptr, nullptr, "0, 1 or 2",
      "A measurement: the autograd tracking without its tables (1; backward kernels lose their forward code), nor "

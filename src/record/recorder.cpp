@@ -52,8 +52,13 @@ namespace {
 // id, and its launch tally.
 struct LaunchThread {
   bool in_launch = false;
+  // The launch is a deferred backward launch (AIFLAME_AUTOGRAD_DEFER): what a graph node captured in
+  // it needs to name its stack now (Recorder::graph_node_stack).
+  bool deferred = false;
   uint32_t launch_stack = 0;
   uint32_t tid = 0;
+  uint64_t timestamp = 0;
+  BackwardNote note;
   uint64_t recorder = 0;  // the serial of the recorder whose tally this is
   Recorder::LaunchTally* tally = nullptr;
 };
@@ -139,7 +144,24 @@ Recorder::LaunchTotals Recorder::launch_totals() const {
 }
 
 uint32_t Recorder::graph_node_stack(uint64_t) {
-  if (t_launch.in_launch) return t_launch.launch_stack;
+  LaunchThread& t = t_launch;
+  if (t.in_launch) {
+    // A graph node captured during a deferred backward launch (torch.compile's CUDA graphs of a
+    // backward pass): its record is written now, so its stack is resolved now, not at the next flush.
+    // The flush first puts the forward launches still in the thread buffers into the forward table.
+    // Graph capture is rare (once per graph), the flush's cost with it.
+    if (t.deferred) {
+      t.deferred = false;
+      writer_.flush();
+      LaunchRecord rec;
+      rec.stack_id = t.launch_stack;
+      rec.timestamp = t.timestamp;
+      std::vector<BackwardStackRecord> fresh;
+      t.launch_stack = autograd_.resolve_uncounted(rec, t.note, &fresh);
+      for (const auto& f : fresh) writer_.add(f);
+    }
+    return t.launch_stack;
+  }
   // An explicit cuGraphAddKernelNode: a site of its own, told apart by its Python stack and depth.
   constexpr uint64_t kAddNodeSite = 0x67726170686e6f64ull;  // "graphnod"
   return stacks_.capture(kAddNodeSite).stack_id;
@@ -169,6 +191,11 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
   uint64_t c2 = stats ? CaptureStats::now() : 0;
   thread.in_launch = true;
   thread.launch_stack = rec.stack_id;
+  thread.deferred = ag.deferred && !ag.note.forward;
+  if (thread.deferred) {
+    thread.timestamp = timestamp;
+    thread.note = ag.note;
+  }
   rec.api = api;
   rec.native_unwound = st.unwound;
   rec.device = device;

@@ -325,6 +325,53 @@ TEST(AutogradTracker, TheRecorderWritesDeferredBackwardLaunchesResolved) {
   EXPECT_EQ(p->autograd->with_forward, 1u);
 }
 
+// A graph node captured during a deferred backward launch (torch.compile's CUDA graphs of a backward
+// pass) is written at once, so it must name the launch's resolved BackwardStack, with the forward
+// launch that is still in its thread's buffer, not the engine thread's own stack; the launch itself is
+// counted once.
+TEST(AutogradTracker, AGraphNodeCapturedInADeferredBackwardLaunchNamesItsForwardCode) {
+  const std::string path = test::temp_path("deferred_graph");
+  Recorder rec;
+  RecordOptions o;
+  o.output = path;
+  o.quiet = true;
+  std::string err;
+  ASSERT_TRUE(rec.start(o, ProcessRecord{}, &err)) << err;
+  rec.stacks().init(UnwindPolicy::Off, /*python=*/false);
+  rec.autograd().set_deferred(true);
+  rec.autograd().init_with(fake_api(), /*python=*/false, [](const std::string&) {});
+  FakeNode node;
+  std::thread forward([&] {
+    node = fake::node();
+    rec.on_launch(211, 1, 0x1000, 5000, 0);  // the node's op
+    rec.on_launch_exit();
+  });
+  forward.join();
+  uint32_t in_graph = 0, again = 0;
+  on_engine(&node, [&] {
+    rec.on_launch(211, 2, 0x2000, 9000, 0);  // its backward, captured into a graph
+    in_graph = rec.graph_node_stack(0x77);
+    again = rec.graph_node_stack(0x78);  // a second node of the same launch
+    rec.on_launch_exit();
+  });
+  rec.finish(1);
+  const std::string file = path + "." + std::to_string(getpid());
+  auto p = read_profile(file);
+  std::remove(file.c_str());
+  ASSERT_TRUE(p.ok()) << p.error();
+  std::map<uint32_t, uint32_t> stack_of;
+  for (size_t i = 0; i < p->launches.size(); i++) stack_of[p->launches[i].correlation_id] = p->launches[i].stack_id;
+  ASSERT_EQ(stack_of.size(), 2u);
+  ASSERT_TRUE(in_graph & kBackwardStackBit) << in_graph;
+  EXPECT_EQ(again, in_graph);
+  EXPECT_EQ(stack_of.at(2), in_graph);
+  ASSERT_TRUE(p->backward_stacks.count(in_graph));
+  EXPECT_EQ(p->backward_stacks.at(in_graph).forward_stack_id, stack_of.at(1));
+  ASSERT_TRUE(p->autograd);
+  EXPECT_EQ(p->autograd->backward_launches, 1u);
+  EXPECT_EQ(p->autograd->with_forward, 1u);
+}
+
 // The capture breakdown counts each backward launch's lookup of its forward launch and the table
 // slots it read: the first is prefetched, each further one may be a line the launch waits for.
 TEST(AutogradTracker, TheBreakdownCountsForwardLookupsAndTheirSlots) {

@@ -27,6 +27,7 @@ TEST(RecordOptions, MeasurementSwitchesFromTheEnvironment) {
   EXPECT_EQ(d.measure.activity_buffer_mb, 4u);
   EXPECT_EQ(d.measure.activity_flush_every, 10u);
   EXPECT_EQ(d.measure.skip_launches, 0u);
+  EXPECT_TRUE(d.measure.autograd_defer);  // resolved off the launch path unless AIFLAME_AUTOGRAD_DEFER=0
   setenv("AIFLAME_ACTIVITY_BUFFER_MB", "32", 1);
   setenv("AIFLAME_DEVICE_BUFFER_MB", "64", 1);
   setenv("AIFLAME_ACTIVITY_ZEROED", "1", 1);

@@ -416,10 +416,24 @@ uint32_t AutogradTracker::resolve(const LaunchRecord& launch, const BackwardNote
   // A timestamp of 0 (never from CUPTI) would switch the guard off: 1 keeps it on.
   if (note.node && hot_.node_on.load(std::memory_order_relaxed))
     forward = forward_of(note.seq, note.tid, resolved_counts_, launch.timestamp ? launch.timestamp : 1);
-  auto [it, added] = resolved_ids_.try_emplace(std::make_tuple(launch.stack_id, note.caller, forward), 0u);
+  return resolved_id(launch.stack_id, note.caller, forward, fresh);
+}
+
+uint32_t AutogradTracker::resolve_uncounted(const LaunchRecord& launch, const BackwardNote& note,
+                                            std::vector<BackwardStackRecord>* fresh) {
+  std::lock_guard<std::mutex> lock(resolve_mu_);
+  uint32_t forward = 0;
+  if (note.node && note.seq != kAccumulateGrad && hot_.node_on.load(std::memory_order_relaxed))
+    forward = lookup(note.seq, note.tid, launch.timestamp ? launch.timestamp : 1);
+  return resolved_id(launch.stack_id, note.caller, forward, fresh);
+}
+
+uint32_t AutogradTracker::resolved_id(uint32_t stack_id, uint32_t caller, uint32_t forward,
+                                      std::vector<BackwardStackRecord>* fresh) {
+  auto [it, added] = resolved_ids_.try_emplace(std::make_tuple(stack_id, caller, forward), 0u);
   if (added) {
     it->second = kBackwardStackBit | next_backward_.fetch_add(1, std::memory_order_relaxed);
-    fresh->push_back(BackwardStackRecord{it->second, launch.stack_id, note.caller, forward});
+    fresh->push_back(BackwardStackRecord{it->second, stack_id, caller, forward});
   }
   return it->second;
 }

@@ -40,11 +40,11 @@ class AutogradTracker : public ProfileWriter::BackwardResolver {
   using Warn = std::function<void(const std::string&)>;
   AutogradTracker(ProfileWriter& w, StringTable& strings) : writer_(w), strings_(strings) { hot_.serial = next_serial_++; }
   ~AutogradTracker() override;
-  // Before init: backward launches leave their forward lookup, counts and interning to the writer,
-  // which calls resolve() when it takes the launching thread's buffer (AIFLAME_AUTOGRAD_DEFER=1: the
-  // launch path then reads torch's state and finds backward()'s caller, nothing more; issue 23 item
-  // 5). A kernel node that CUDA graph capture records during a deferred backward launch keeps the
-  // engine's stack.
+  // Before init: launches leave the forward table, the backward launches' forward lookup, counts and
+  // interning to the writer's flush, which calls remember() and resolve() (AIFLAME_AUTOGRAD_DEFER, on
+  // by default: the launch path then reads torch's state and finds backward()'s caller, nothing more;
+  // issue 23 item 5). A graph node captured during a backward launch is resolved at once
+  // (resolve_uncounted, through Recorder::graph_node_stack).
   void set_deferred(bool on) { hot_.defer = on ? 1 : 0; }
   // Before init, a measurement of the launch path only (AIFLAME_AUTOGRAD_LIGHT): 1, torch's state is
   // read at every launch and the caller of backward() found, but no forward table, backward-id sets
@@ -128,6 +128,9 @@ class AutogradTracker : public ProfileWriter::BackwardResolver {
   // ProfileWriter::BackwardResolver: a deferred backward launch's BackwardStack id, as on_launch
   // would have named it at the launch (forward launches after it are not counted).
   uint32_t resolve(const LaunchRecord& launch, const BackwardNote& note, std::vector<BackwardStackRecord>* fresh) override;
+  // The same id for a graph node captured during that launch, before the launch itself is resolved
+  // (nothing counted: resolve() counts the launch when its flush comes).
+  uint32_t resolve_uncounted(const LaunchRecord& launch, const BackwardNote& note, std::vector<BackwardStackRecord>* fresh);
   // ProfileWriter::BackwardResolver: a deferred forward launch, stored in the forward table.
   void remember(const LaunchRecord& launch, const BackwardNote& note) override;
   // Writes the AutogradSummary record.
@@ -152,6 +155,8 @@ class AutogradTracker : public ProfileWriter::BackwardResolver {
   void remember_forward(uint32_t stack_id, const Pending& p, uint64_t timestamp);
   Launch defer_forward(uint32_t stack_id, const Pending& p);
   void store_forward(uint64_t seq, uint64_t tid, uint32_t stack_id, uint64_t timestamp);
+  // Under resolve_mu_: the BackwardStack id of (stack, caller, forward), made (and put in fresh) once.
+  uint32_t resolved_id(uint32_t stack_id, uint32_t caller, uint32_t forward, std::vector<BackwardStackRecord>* fresh);
   Launch on_backward(uint32_t stack_id, const Pending& p);
   // before: resolve()'s launch timestamp (forward launches at or after it do not count), else 0.
   uint32_t forward_of(uint64_t seq, uint64_t tid, BackwardCounts& counts, uint64_t before = 0);
