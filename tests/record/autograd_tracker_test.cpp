@@ -282,47 +282,63 @@ TEST(AutogradTracker, DeferredBackwardLaunchesResolveAsAtTheLaunch) {
   EXPECT_EQ(deferred.with_forward, 4u);
 }
 
+// A Recorder with deferred tracking over the fake torch, and the profile it wrote: the launches'
+// stack ids by correlation id. forward(): the forward pass makes a node and launches its op (1).
+struct DeferredRecording {
+  std::string path = test::temp_path("deferred_recorder");
+  Recorder rec;
+  FakeNode node;
+  DeferredRecording() {
+    RecordOptions o;
+    o.output = path;
+    o.quiet = true;
+    std::string err;
+    EXPECT_TRUE(rec.start(o, ProcessRecord{}, &err)) << err;
+    rec.stacks().init(UnwindPolicy::Off, /*python=*/false);
+    rec.autograd().set_deferred(true);
+    rec.autograd().init_with(fake_api(), /*python=*/false, [](const std::string&) {});
+  }
+  void forward() {
+    std::thread t([&] {
+      node = fake::node();
+      rec.on_launch(211, 1, 0x1000, 5000, 0);  // the node's op
+      rec.on_launch_exit();
+    });
+    t.join();
+  }
+  Profile finish(std::map<uint32_t, uint32_t>* stack_of) {
+    rec.finish(1);
+    const std::string file = path + "." + std::to_string(getpid());
+    auto p = read_profile(file);
+    std::remove(file.c_str());
+    EXPECT_TRUE(p.ok()) << p.error();
+    if (!p.ok()) return Profile{};
+    for (size_t i = 0; i < p->launches.size(); i++) (*stack_of)[p->launches[i].correlation_id] = p->launches[i].stack_id;
+    return std::move(*p);
+  }
+};
+
 // The recorder's launch path with AIFLAME_AUTOGRAD_DEFER: a backward launch reaches the profile under
 // a BackwardStack that names the forward launch of its node, resolved by the collector's flush.
 TEST(AutogradTracker, TheRecorderWritesDeferredBackwardLaunchesResolved) {
-  const std::string path = test::temp_path("deferred_recorder");
-  Recorder rec;
-  RecordOptions o;
-  o.output = path;
-  o.quiet = true;
-  std::string err;
-  ASSERT_TRUE(rec.start(o, ProcessRecord{}, &err)) << err;
-  rec.stacks().init(UnwindPolicy::Off, /*python=*/false);
-  rec.autograd().set_deferred(true);
-  rec.autograd().init_with(fake_api(), /*python=*/false, [](const std::string&) {});
-  rec.start_collector([] {});
-  FakeNode node;
-  std::thread forward([&] {
-    node = fake::node();
-    rec.on_launch(211, 1, 0x1000, 5000, 0);  // the node's op
-    rec.on_launch_exit();
+  DeferredRecording r;
+  r.rec.start_collector([] {});
+  r.forward();
+  on_engine(&r.node, [&] {
+    r.rec.on_launch(211, 2, 0x2000, 9000, 0);  // its backward
+    r.rec.on_launch_exit();
   });
-  forward.join();
-  on_engine(&node, [&] {
-    rec.on_launch(211, 2, 0x2000, 9000, 0);  // its backward
-    rec.on_launch_exit();
-  });
-  rec.stop_collector();
-  rec.finish(1);
-  const std::string file = path + "." + std::to_string(getpid());
-  auto p = read_profile(file);
-  std::remove(file.c_str());
-  ASSERT_TRUE(p.ok()) << p.error();
+  r.rec.stop_collector();
   std::map<uint32_t, uint32_t> stack_of;
-  for (size_t i = 0; i < p->launches.size(); i++) stack_of[p->launches[i].correlation_id] = p->launches[i].stack_id;
+  Profile p = r.finish(&stack_of);
   ASSERT_EQ(stack_of.size(), 2u);
   const uint32_t backward = stack_of.at(2);
   ASSERT_TRUE(backward & kBackwardStackBit) << backward;
-  const BackwardStackRecord& b = p->backward_stacks.at(backward);
+  const BackwardStackRecord& b = p.backward_stacks.at(backward);
   EXPECT_EQ(b.forward_stack_id, stack_of.at(1));
-  ASSERT_TRUE(p->autograd);
-  EXPECT_EQ(p->autograd->backward_launches, 1u);
-  EXPECT_EQ(p->autograd->with_forward, 1u);
+  ASSERT_TRUE(p.autograd);
+  EXPECT_EQ(p.autograd->backward_launches, 1u);
+  EXPECT_EQ(p.autograd->with_forward, 1u);
 }
 
 // A graph node captured during a deferred backward launch (torch.compile's CUDA graphs of a backward
@@ -330,46 +346,26 @@ TEST(AutogradTracker, TheRecorderWritesDeferredBackwardLaunchesResolved) {
 // launch that is still in its thread's buffer, not the engine thread's own stack; the launch itself is
 // counted once.
 TEST(AutogradTracker, AGraphNodeCapturedInADeferredBackwardLaunchNamesItsForwardCode) {
-  const std::string path = test::temp_path("deferred_graph");
-  Recorder rec;
-  RecordOptions o;
-  o.output = path;
-  o.quiet = true;
-  std::string err;
-  ASSERT_TRUE(rec.start(o, ProcessRecord{}, &err)) << err;
-  rec.stacks().init(UnwindPolicy::Off, /*python=*/false);
-  rec.autograd().set_deferred(true);
-  rec.autograd().init_with(fake_api(), /*python=*/false, [](const std::string&) {});
-  FakeNode node;
-  std::thread forward([&] {
-    node = fake::node();
-    rec.on_launch(211, 1, 0x1000, 5000, 0);  // the node's op
-    rec.on_launch_exit();
-  });
-  forward.join();
+  DeferredRecording r;
+  r.forward();
   uint32_t in_graph = 0, again = 0;
-  on_engine(&node, [&] {
-    rec.on_launch(211, 2, 0x2000, 9000, 0);  // its backward, captured into a graph
-    in_graph = rec.graph_node_stack(0x77);
-    again = rec.graph_node_stack(0x78);  // a second node of the same launch
-    rec.on_launch_exit();
+  on_engine(&r.node, [&] {
+    r.rec.on_launch(211, 2, 0x2000, 9000, 0);  // its backward, captured into a graph
+    in_graph = r.rec.graph_node_stack(0x77);
+    again = r.rec.graph_node_stack(0x78);  // a second node of the same launch
+    r.rec.on_launch_exit();
   });
-  rec.finish(1);
-  const std::string file = path + "." + std::to_string(getpid());
-  auto p = read_profile(file);
-  std::remove(file.c_str());
-  ASSERT_TRUE(p.ok()) << p.error();
   std::map<uint32_t, uint32_t> stack_of;
-  for (size_t i = 0; i < p->launches.size(); i++) stack_of[p->launches[i].correlation_id] = p->launches[i].stack_id;
+  Profile p = r.finish(&stack_of);
   ASSERT_EQ(stack_of.size(), 2u);
   ASSERT_TRUE(in_graph & kBackwardStackBit) << in_graph;
   EXPECT_EQ(again, in_graph);
   EXPECT_EQ(stack_of.at(2), in_graph);
-  ASSERT_TRUE(p->backward_stacks.count(in_graph));
-  EXPECT_EQ(p->backward_stacks.at(in_graph).forward_stack_id, stack_of.at(1));
-  ASSERT_TRUE(p->autograd);
-  EXPECT_EQ(p->autograd->backward_launches, 1u);
-  EXPECT_EQ(p->autograd->with_forward, 1u);
+  ASSERT_TRUE(p.backward_stacks.count(in_graph));
+  EXPECT_EQ(p.backward_stacks.at(in_graph).forward_stack_id, stack_of.at(1));
+  ASSERT_TRUE(p.autograd);
+  EXPECT_EQ(p.autograd->backward_launches, 1u);
+  EXPECT_EQ(p.autograd->with_forward, 1u);
 }
 
 // The capture breakdown counts each backward launch's lookup of its forward launch and the table
