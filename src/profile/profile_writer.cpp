@@ -260,22 +260,33 @@ bool compress_chunk(Compression c, int level, const std::string& raw, std::strin
   return true;
 }
 
-bool ProfileWriter::flush() {
-  // One flush at a time resolves deferred launches, so that a thread's launches keep their order.
-  std::lock_guard<std::mutex> resolving(resolve_mu_);
-  std::string raw;
-  std::vector<std::string> sealed;
+void ProfileWriter::take_all() {
   std::string deferred;  // frames of buffers with deferred launches: resolved outside add_mu_
   {
     std::lock_guard<std::mutex> lock(add_mu_);
     deferred.swap(unresolved_);
     for (auto& b : buffers_) take_buffer(*b, deferred);
   }
+  if (deferred.empty()) return;
   ByteWriter resolved;
-  if (!deferred.empty()) append_frames(deferred.data(), deferred.size(), resolved);
+  append_frames(deferred.data(), deferred.size(), resolved);
+  std::lock_guard<std::mutex> lock(add_mu_);
+  pending_.raw(resolved.data().data(), resolved.size());
+}
+
+void ProfileWriter::resolve_deferred() {
+  std::lock_guard<std::mutex> resolving(resolve_mu_);
+  take_all();
+}
+
+bool ProfileWriter::flush() {
+  // One flush at a time resolves deferred launches, so that a thread's launches keep their order.
+  std::lock_guard<std::mutex> resolving(resolve_mu_);
+  take_all();
+  std::string raw;
+  std::vector<std::string> sealed;
   {
     std::lock_guard<std::mutex> lock(add_mu_);
-    pending_.raw(resolved.data().data(), resolved.size());
     seal_pending();
     if (sealed_.empty()) return error_.empty();
     sealed.swap(sealed_);

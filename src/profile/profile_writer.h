@@ -96,6 +96,9 @@ class ProfileWriter {
 
   // Writes what has been added as one chunk. Returns false after an I/O error.
   bool flush();
+  // Takes every thread's buffer and resolves its deferred launches, as flush() does, without writing a
+  // chunk (a graph node captured during a deferred backward launch needs its forward launch known now).
+  void resolve_deferred();
   bool close();
   size_t pending_bytes();
   // Times a launching thread found its buffer full and handed it over itself (under the add lock).
@@ -133,6 +136,7 @@ class ProfileWriter {
   // Under add_mu_: appends its records to pending_, or its frames to `deferred` once it has held a
   // deferred launch.
   void take_buffer(ThreadBuffer& b, std::string& deferred);
+  void take_all();  // under resolve_mu_: every buffer taken, deferred launches resolved into pending_
   // Framed records into out as records, each DeferredLaunch resolved (under resolve_mu_).
   void append_frames(const char* p, size_t n, ByteWriter& out);
   std::atomic<BackwardResolver*> resolver_{nullptr};

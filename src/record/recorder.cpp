@@ -148,11 +148,11 @@ uint32_t Recorder::graph_node_stack(uint64_t) {
   if (t.in_launch) {
     // A graph node captured during a deferred backward launch (torch.compile's CUDA graphs of a
     // backward pass): its record is written now, so its stack is resolved now, not at the next flush.
-    // The flush first puts the forward launches still in the thread buffers into the forward table.
-    // Graph capture is rare (once per graph), the flush's cost with it.
+    // The thread buffers are taken and resolved first (no chunk written), so that the forward launches
+    // still in them are in the forward table. Graph capture is rare (once per graph).
     if (t.deferred) {
       t.deferred = false;
-      writer_.flush();
+      writer_.resolve_deferred();
       LaunchRecord rec;
       rec.stack_id = t.launch_stack;
       rec.timestamp = t.timestamp;

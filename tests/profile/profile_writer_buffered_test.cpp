@@ -155,6 +155,34 @@ struct LookupResolver : ProfileWriter::BackwardResolver {
   void remember(const LaunchRecord& launch, const BackwardNote& note) override { forward[note.seq] = launch.stack_id; }
 };
 
+// resolve_deferred() (a graph node captured in a deferred backward launch): the buffers are taken and
+// their deferred launches resolved now, and nothing is written until the next flush.
+TEST(ProfileWriterBuffered, ResolvingDeferredLaunchesWritesNoChunk) {
+  std::string path = test::temp_path("buffered_resolve.aiflame");
+  std::string err;
+  ProfileWriter w;
+  LookupResolver resolver;
+  w.set_backward_resolver(&resolver);
+  ASSERT_TRUE(w.open(path, true, &err)) << err;
+  ASSERT_TRUE(w.flush());
+  const uint64_t before = w.bytes_written();
+  BackwardNote f;
+  f.forward = true;
+  f.seq = 9;
+  LaunchRecord fl = launch(1, 0);
+  fl.stack_id = 5;
+  w.add_buffered(fl, f);
+  EXPECT_TRUE(resolver.forward.empty());
+  w.resolve_deferred();
+  EXPECT_EQ(resolver.forward.count(9), 1u);  // remembered now
+  EXPECT_EQ(w.bytes_written(), before);      // no chunk
+  ASSERT_TRUE(w.close());
+  auto m = by_thread(path);
+  ASSERT_EQ(m[1].size(), 1u);
+  EXPECT_EQ(m[1][0].stack_id, 5u);
+  std::remove(path.c_str());
+}
+
 TEST(ProfileWriterBuffered, ForwardLaunchesOfAFlushAreRememberedBeforeItsBackwardLaunchesResolve) {
   std::string path = test::temp_path("buffered_forward.aiflame");
   std::string err;
