@@ -13,6 +13,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -146,6 +147,9 @@ CuptiApi fake_api() {
   };
   a.cuptiActivityGetNumDroppedRecords = [](CUcontext, uint32_t, size_t* n) { *n = 0; return CUPTI_SUCCESS; };
   a.cuptiGetTimestamp = [](uint64_t* t) {
+    // Launching threads read the clock together in the windows tests (ThreadSanitizer: a race on now).
+    static std::mutex clock_mu;
+    std::lock_guard<std::mutex> lock(clock_mu);
     *t = fake.real_clock ? static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count())
                          : fake.now += fake.tick;
     return CUPTI_SUCCESS;
