@@ -222,41 +222,28 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
   }
   LaunchTally& tally = thread.recorder == serial_ ? *thread.tally : this->tally();
   const uint64_t dt = clock_.now() - t0;
-  if (&tally != &tallies_[kTallies]) {  // this thread's alone: plain stores
-    tally.launches.store(tally.launches.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    if (st.unwound) tally.unwound.store(tally.unwound.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    tally.ticks.store(tally.ticks.load(std::memory_order_relaxed) + dt, std::memory_order_relaxed);
-    if (autograd_ab_) {
-      auto bump = [](std::atomic<uint64_t>& a, uint64_t v) { a.store(a.load(std::memory_order_relaxed) + v, std::memory_order_relaxed); };
-      if (st.walked) {
-        bump(tally.walked, 1);
-        bump(tally.walked_ticks, dt);
-      }
-      if (ab_off) {
-        bump(tally.off_launches, 1);
-        bump(tally.off_ticks, dt);
-        if (st.walked) {
-          bump(tally.off_walked, 1);
-          bump(tally.off_walked_ticks, dt);
-        }
-      }
+  // This thread's tally alone: plain stores; the shared overflow tally: atomic adds.
+  const bool shared = &tally == &tallies_[kTallies];
+  auto add = [shared](std::atomic<uint64_t>& a, uint64_t v) {
+    if (shared)
+      a.fetch_add(v, std::memory_order_relaxed);
+    else
+      a.store(a.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
+  };
+  add(tally.launches, 1);
+  if (st.unwound) add(tally.unwound, 1);
+  add(tally.ticks, dt);
+  if (autograd_ab_) {
+    if (st.walked) {
+      add(tally.walked, 1);
+      add(tally.walked_ticks, dt);
     }
-  } else {
-    tally.launches.fetch_add(1, std::memory_order_relaxed);
-    if (st.unwound) tally.unwound.fetch_add(1, std::memory_order_relaxed);
-    tally.ticks.fetch_add(dt, std::memory_order_relaxed);
-    if (autograd_ab_) {
+    if (ab_off) {
+      add(tally.off_launches, 1);
+      add(tally.off_ticks, dt);
       if (st.walked) {
-        tally.walked.fetch_add(1, std::memory_order_relaxed);
-        tally.walked_ticks.fetch_add(dt, std::memory_order_relaxed);
-      }
-      if (ab_off) {
-        tally.off_launches.fetch_add(1, std::memory_order_relaxed);
-        tally.off_ticks.fetch_add(dt, std::memory_order_relaxed);
-        if (st.walked) {
-          tally.off_walked.fetch_add(1, std::memory_order_relaxed);
-          tally.off_walked_ticks.fetch_add(dt, std::memory_order_relaxed);
-        }
+        add(tally.off_walked, 1);
+        add(tally.off_walked_ticks, dt);
       }
     }
   }

@@ -55,6 +55,23 @@ TEST(Recorder, LaunchesOfEveryThreadAreCountedOnce) {
   EXPECT_GT(end.capture_ns, 0u);
 }
 
+// Past 256 launching threads the rest share one tally, counted with atomic adds: none is lost while
+// they launch at once.
+TEST(Recorder, ThreadsPastTheirOwnTalliesShareOneWithoutLosingLaunches) {
+  Recording r;
+  constexpr int kThreads = 300, kEach = 400;
+  std::atomic<int> ready{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; t++)
+    threads.emplace_back([&, t] {
+      ready.fetch_add(1);
+      while (ready.load() < kThreads) std::this_thread::yield();
+      for (int i = 0; i < kEach; i++) r.rec.on_launch(211, static_cast<uint32_t>(t * kEach + i + 1), 0x1000, 1);
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(r.finish().launches, uint64_t{kThreads} * kEach);
+}
+
 TEST(Recorder, ASecondRecorderOnTheSameThreadsCountsOnlyItsOwnLaunches) {
   uint64_t first = 0;
   {
