@@ -127,7 +127,6 @@ void* hot_alloc(size_t bytes, void** owner) {
   return p;
 }
 
-
 void hot_pages_audit(bool on) { g_audit.store(on, std::memory_order_relaxed); }
 
 HotRegions hot_regions() {

@@ -188,18 +188,23 @@ std::map<uint32_t, std::tuple<uint32_t, uint32_t, uint32_t>> backward_parts_by_l
   uint64_t clock = 1 << 20;
   // Forward launches as the recorder makes them: deferred ones (the first after a new node) go to the
   // writer with their note, for the flush to remember; correlation ids from 1000.
-  uint32_t forward_corr = 1000;
-  auto forward_launch = [&](uint32_t stack) {
+  // A launch on the calling thread, written as the recorder writes it (with its note when deferred).
+  auto record_launch = [&](uint32_t stack, uint32_t corr) {
     AutogradTracker::Launch l = h.tracker.on_launch(stack, h.tracker.before_capture(), clock += 5000);
-    EXPECT_EQ(l.stack_id, stack);
     LaunchRecord rec;
-    rec.correlation_id = ++forward_corr;
+    rec.correlation_id = corr;
     rec.timestamp = clock;
     rec.stack_id = l.stack_id;
     if (l.deferred)
       h.writer.add_buffered(rec, l.note);
     else
       h.writer.add_buffered(rec);
+    return l;
+  };
+  uint32_t forward_corr = 1000;
+  auto forward_launch = [&](uint32_t stack) {
+    AutogradTracker::Launch l = record_launch(stack, ++forward_corr);
+    EXPECT_EQ(l.stack_id, stack);
     return l.deferred;
   };
   std::thread forward([&] {
@@ -214,18 +219,7 @@ std::map<uint32_t, std::tuple<uint32_t, uint32_t, uint32_t>> backward_parts_by_l
   forward.join();
   uint32_t corr = 0;
   auto launch = [&](const FakeNode* node, uint32_t stack) {
-    on_engine(node, [&] {
-      AutogradTracker::Launch l = h.tracker.on_launch(stack, h.tracker.before_capture(), clock += 5000);
-      EXPECT_EQ(l.deferred, deferred);
-      LaunchRecord rec;
-      rec.correlation_id = ++corr;
-      rec.timestamp = clock;
-      rec.stack_id = l.stack_id;
-      if (l.deferred)
-        h.writer.add_buffered(rec, l.note);
-      else
-        h.writer.add_buffered(rec);
-    });
+    on_engine(node, [&] { EXPECT_EQ(record_launch(stack, ++corr).deferred, deferred); });
   };
   launch(&nodes[3], 100);  // the loss's backward: nothing after node 3 yet
   launch(&nodes[2], 100);

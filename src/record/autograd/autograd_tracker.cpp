@@ -416,7 +416,7 @@ uint32_t AutogradTracker::resolve(const LaunchRecord& launch, const BackwardNote
   // A timestamp of 0 (never from CUPTI) would switch the guard off: 1 keeps it on.
   if (note.node && hot_.node_on.load(std::memory_order_relaxed))
     forward = forward_of(note.seq, note.tid, resolved_counts_, launch.timestamp ? launch.timestamp : 1);
-  return resolved_id(launch.stack_id, note.caller, forward, fresh);
+  return intern_in(resolved_ids_, launch.stack_id, note.caller, forward, fresh);
 }
 
 uint32_t AutogradTracker::resolve_uncounted(const LaunchRecord& launch, const BackwardNote& note,
@@ -425,12 +425,12 @@ uint32_t AutogradTracker::resolve_uncounted(const LaunchRecord& launch, const Ba
   uint32_t forward = 0;
   if (note.node && note.seq != kAccumulateGrad && hot_.node_on.load(std::memory_order_relaxed))
     forward = lookup(note.seq, note.tid, launch.timestamp ? launch.timestamp : 1);
-  return resolved_id(launch.stack_id, note.caller, forward, fresh);
+  return intern_in(resolved_ids_, launch.stack_id, note.caller, forward, fresh);
 }
 
-uint32_t AutogradTracker::resolved_id(uint32_t stack_id, uint32_t caller, uint32_t forward,
-                                      std::vector<BackwardStackRecord>* fresh) {
-  auto [it, added] = resolved_ids_.try_emplace(std::make_tuple(stack_id, caller, forward), 0u);
+uint32_t AutogradTracker::intern_in(BackwardIds& ids, uint32_t stack_id, uint32_t caller, uint32_t forward,
+                                    std::vector<BackwardStackRecord>* fresh) {
+  auto [it, added] = ids.try_emplace(std::make_tuple(stack_id, caller, forward), 0u);
   if (added) {
     it->second = kBackwardStackBit | next_backward_.fetch_add(1, std::memory_order_relaxed);
     fresh->push_back(BackwardStackRecord{it->second, stack_id, caller, forward});
@@ -532,12 +532,10 @@ uint32_t AutogradTracker::intern_caller(const RawPyFrame* py, int n) {
 
 uint32_t AutogradTracker::intern_backward(uint32_t stack_id, uint32_t caller, uint32_t forward) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto [it, fresh] = backward_ids_.try_emplace(std::make_tuple(stack_id, caller, forward), 0u);
-  if (fresh) {
-    it->second = kBackwardStackBit | next_backward_.fetch_add(1, std::memory_order_relaxed);
-    writer_.add(BackwardStackRecord{it->second, stack_id, caller, forward});
-  }
-  return it->second;
+  std::vector<BackwardStackRecord> fresh;
+  uint32_t id = intern_in(backward_ids_, stack_id, caller, forward, &fresh);
+  for (const auto& r : fresh) writer_.add(r);
+  return id;
 }
 
 AutogradSummaryRecord AutogradTracker::summary() {

@@ -155,8 +155,12 @@ class AutogradTracker : public ProfileWriter::BackwardResolver {
   void remember_forward(uint32_t stack_id, const Pending& p, uint64_t timestamp);
   Launch defer_forward(uint32_t stack_id, const Pending& p);
   void store_forward(uint64_t seq, uint64_t tid, uint32_t stack_id, uint64_t timestamp);
-  // Under resolve_mu_: the BackwardStack id of (stack, caller, forward), made (and put in fresh) once.
-  uint32_t resolved_id(uint32_t stack_id, uint32_t caller, uint32_t forward, std::vector<BackwardStackRecord>* fresh);
+  // BackwardStack ids by (stack, caller, forward): at the launch (backward_ids_, under mu_) and in the
+  // writer's flush (resolved_ids_, under resolve_mu_), numbered from one counter.
+  using BackwardIds = std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t>;
+  // The id of (stack, caller, forward) in ids, made (and its record put in fresh) the first time.
+  uint32_t intern_in(BackwardIds& ids, uint32_t stack_id, uint32_t caller, uint32_t forward,
+                     std::vector<BackwardStackRecord>* fresh);
   Launch on_backward(uint32_t stack_id, const Pending& p);
   // before: resolve()'s launch timestamp (forward launches at or after it do not count), else 0.
   uint32_t forward_of(uint64_t seq, uint64_t tid, BackwardCounts& counts, uint64_t before = 0);
@@ -225,14 +229,14 @@ class AutogradTracker : public ProfileWriter::BackwardResolver {
   uint32_t last_id_ = 0;
   std::unordered_map<const void*, bool> entry_code_;
   std::map<std::vector<uint64_t>, uint32_t> caller_ids_;
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> backward_ids_;
+  BackwardIds backward_ids_;
   std::vector<std::unique_ptr<BackwardCounts>> counts_;  // one per engine thread seen
   std::atomic<uint32_t> next_backward_{1};  // BackwardStack ids, both ways
 
   // resolve()'s state: its own lock, never held around a writer's add (resolve() runs inside the
   // writer's flush, and mu_ is held around adds: taking mu_ there could deadlock).
   std::mutex resolve_mu_;
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint32_t> resolved_ids_;
+  BackwardIds resolved_ids_;
   BackwardCounts resolved_counts_;
   std::mutex late_mu_;  // below: off_now_or_later()'s note
   std::string late_note_;
