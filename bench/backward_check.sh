@@ -7,6 +7,8 @@
 #   bench/backward_check.sh --probe  the facts the tracking relies on: torch version, the four symbols,
 #                                    the Node layout checked from Python (bench/backward_probe.py), and
 #                                    what the recorder resolved and decided (AIFLAME_DEBUG lines, summary)
+#   WORKLOADS="compile_train" COMPILE_MODE=reduce-overhead bench/backward_check.sh   other scripts of
+#                                    bench/workloads (their environment passes through)
 # Binaries from .dist/ (AIFLAME_BIN), outputs under OUT (default /tmp/aiflame_backward). Runs every
 # step even when one fails, so that a failing layout check still leaves its diagnostics; exit 1 if
 # any budget or check failed.
@@ -50,8 +52,8 @@ check() {  # script args...
 if [ "${1:-}" = "--probe" ]; then
   probe
 else
-  STEPS=${STEPS:-20} check bench/workloads/gpt_train.py
-  STEPS=${STEPS:-20} check bench/workloads/hf_gpt2.py
-  STEPS=${STEPS:-20} check bench/workloads/resnet_train.py
+  for w in ${WORKLOADS:-gpt_train hf_gpt2 resnet_train}; do
+    STEPS=${STEPS:-20} check "bench/workloads/$w.py"
+  done
 fi
 exit $status

@@ -1,5 +1,7 @@
 # torch.compile (inductor: Triton kernels launched through Triton's launcher) of a small MLP block
-# stack, trained on random data. STEPS (default 50). Prints "loop_s X" (compilation excluded).
+# stack, trained on random data. STEPS (default 50); COMPILE_MODE (torch.compile's mode, e.g.
+# reduce-overhead: forward and backward captured into CUDA graphs and replayed). Prints "loop_s X"
+# (compilation excluded).
 import os, time
 import torch
 
@@ -15,10 +17,13 @@ class Block(torch.nn.Module):
 def main():
     steps = int(os.environ.get("STEPS", "50"))
     model = torch.nn.Sequential(*[Block(512) for _ in range(4)]).cuda()
-    cmodel = torch.compile(model)
+    mode = os.environ.get("COMPILE_MODE") or None
+    cmodel = torch.compile(model, mode=mode)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     x = torch.randn(64, 256, 512, device="cuda")
     def step():
+        if mode == "reduce-overhead":  # cudagraph trees: a new step, the last one's outputs are free
+            torch.compiler.cudagraph_mark_step_begin()
         loss = cmodel(x).float().pow(2).mean()
         loss.backward()
         opt.step()

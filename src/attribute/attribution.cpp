@@ -16,8 +16,8 @@ namespace {
 struct Execution {
   uint64_t start, end;
   uint32_t stack_id;
-  // The part of its duration it had to itself among executions of the same function: 1 unless the
-  // same kernel ran concurrently on another stream (see shared_time()).
+  // Its weight per nanosecond: the SMs it held, fewer while the same kernel ran beside it on another
+  // stream (see sm_time()); 1 throughout when the SM count is not known and nothing overlaps.
   float share = 1.0f;
 };
 
@@ -62,40 +62,59 @@ struct FunctionRuns {
   std::vector<Share> whole_run;  // shares over the whole run (fallback)
 };
 
-// Executions of one function that overlap in time (the same kernel on several streams) share the GPU
-// while they overlap: counting each one's whole duration over-credits them against the same kernel
-// running alone elsewhere in the window (measured: in the two-stream 3:1 test, durations alone give
-// the path that runs beside the other 2.2 points too much). Each instant is split evenly between the k
-// executions running: an execution's weight is the integral of 1/k(t) over its span, P(end) - P(start)
-// with P the running integral; share = weight / duration. `runs` is sorted by start; a function that
-// never overlaps itself (one stream) is left as it is.
-void shared_time(std::vector<Execution>& runs) {
+// The SMs an execution of `blocks` blocks wants of a device's `sms` (see sm_time).
+float sm_want(uint32_t blocks, uint32_t sms) {
+  if (!sms) return 1.0f;
+  return static_cast<float>(blocks ? std::min(blocks, sms) : sms);
+}
+
+// What an execution's samples follow. The sampler takes one warp per SM each period, so an execution
+// is expected to get samples in proportion to the SMs it occupies times the time it occupies them, not
+// to its time alone. An execution of b blocks wants o = min(b, S) of the device's S SMs (blocks spread
+// over SMs before they stack; a grid of unknown size wants them all). While the function's executions
+// running at an instant want D > S SMs in all, each gets its o in proportion, o * S / D: its rate is
+// o * min(1, S / D(t)), and its weight over its span o * (P(end) - P(start)) with P the running integral
+// of min(1, S / D). `share` holds o on entry and that weight per nanosecond of the span on return. Measured:
+// - One kernel on two streams, 3:1 work, both grids of 4096 blocks (o = S for every execution): the
+//   instants they share are split evenly; durations alone gave the path that runs beside the other 2.2
+//   points too much.
+// - The thin arrangement (bench_kernels split thin): path_heavy's 132-block grids three times a round,
+//   path_light's 4-block grid once, 33 times as long. Time alone gave path_heavy 9% where the truth is
+//   75%; SMs x time gives 3 x 132 : 4 x 33 = 75 : 25.
+// Without the SM count (files recorded before it was), S = 1 and o = 1: each instant is split evenly
+// between the k executions running, as before (sm_want). `runs` is sorted by start.
+void sm_time(std::vector<Execution>& runs, uint32_t sms) {
+  const double S = sms ? sms : 1;
   bool overlap = false;
   uint64_t reach = 0;
   for (const auto& e : runs) {
     if (e.start < reach) overlap = true;
     reach = std::max(reach, e.end);
   }
-  if (!overlap) return;
-  std::vector<std::pair<uint64_t, int>> events;  // (time, +1 start / -1 end), ends first at a tie
+  if (!overlap) return;  // alone, each execution gets the o it wants: share = o as it came
+  std::vector<std::pair<uint64_t, int64_t>> events;  // (time, +o start / -o end), ends first at a tie
   events.reserve(2 * runs.size());
-  for (const auto& e : runs) events.emplace_back(e.start, 1), events.emplace_back(e.end, -1);
+  for (const auto& e : runs) {
+    auto o = static_cast<int64_t>(e.share);
+    events.emplace_back(e.start, o), events.emplace_back(e.end, -o);
+  }
   std::sort(events.begin(), events.end());
   std::vector<std::pair<uint64_t, double>> integral;  // P at each event time
   integral.reserve(events.size());
   double p = 0;
-  int k = 0;
+  int64_t demand = 0;
   uint64_t t0 = events.front().first;
   for (const auto& [t, d] : events) {
-    if (k > 0) p += static_cast<double>(t - t0) / k;
+    if (demand > 0) p += static_cast<double>(t - t0) * std::min(1.0, S / static_cast<double>(demand));
     t0 = t;
-    k += d;
+    demand += d;
     if (integral.empty() || integral.back().first != t) integral.emplace_back(t, p);
   }
   auto at = [&](uint64_t t) {
     return std::lower_bound(integral.begin(), integral.end(), t, [](const auto& x, uint64_t v) { return x.first < v; })->second;
   };
-  for (auto& e : runs) e.share = static_cast<float>((at(e.end) - at(e.start)) / static_cast<double>(e.end - e.start));
+  for (auto& e : runs)
+    e.share = static_cast<float>(e.share * (at(e.end) - at(e.start)) / static_cast<double>(e.end - e.start));
 }
 
 }  // namespace
@@ -193,16 +212,17 @@ Attributor::Attributor(const Profile& p, uint64_t lag_ns) : p_(p), lag_ns_(lag_n
   }
   FunctionRuns* last = nullptr;  // kernels come in runs of one function: look the map up per change
   uint64_t last_key = 0;
+  uint32_t sms = 0;
   for (const auto& k : p.kernels) {
     uint32_t stack = launches.stack_of(k);
     uint64_t key = uint64_t{k.device} << 32 | k.name;
-    if (!last || key != last_key) last = &runs[key], last_key = key;
+    if (!last || key != last_key) last = &runs[key], last_key = key, sms = p.sm_count(k.device);
     auto& fr = *last;
-    fr.runs.push_back({k.start, std::max(k.end, k.start + 1), stack});
+    fr.runs.push_back({k.start, std::max(k.end, k.start + 1), stack, sm_want(k.blocks, sms)});
   }
   for (auto& [key, fr] : runs) {
     std::sort(fr.runs.begin(), fr.runs.end(), [](const Execution& a, const Execution& b) { return a.start < b.start; });
-    shared_time(fr.runs);
+    sm_time(fr.runs, p.sm_count(static_cast<uint32_t>(key >> 32)));
     Weights w;
     for (const auto& e : fr.runs) {
       fr.max_duration = std::max(fr.max_duration, e.end - e.start);

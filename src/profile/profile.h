@@ -1,5 +1,6 @@
 // A whole recorded profile in memory, as the report side sees it.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -42,10 +43,19 @@ struct KernelRow {
   uint32_t correlation_id = 0;
   uint32_t device = 0, stream = 0;
   uint32_t name = 0;  // string id (mangled name)
+  uint32_t blocks = 0;  // thread blocks of its grid (capped at 2^32-1; 0: not known)
   KernelRow() = default;
   KernelRow(const KernelRecord& k)  // NOLINT: implicit, as LaunchRow
       : start(k.start), end(k.end), graph_node_id(k.graph_node_id), correlation_id(k.correlation_id),
-        device(k.device), stream(k.stream), name(k.name) {}
+        device(k.device), stream(k.stream), name(k.name), blocks(grid_blocks(k)) {}
+  static uint32_t grid_blocks(const KernelRecord& k) {
+    uint64_t n = 1;
+    for (int32_t d : k.grid) {
+      if (d <= 0) return 0;
+      n = std::min<uint64_t>(n * static_cast<uint64_t>(d), UINT32_MAX);
+    }
+    return static_cast<uint32_t>(n);
+  }
 };
 
 struct Profile {
@@ -95,6 +105,8 @@ struct Profile {
   const std::string& str(uint32_t id) const;
   // Stall reason name for a device's hardware index ("stall_<idx>" when unknown).
   std::string stall_reason_name(uint32_t device, uint32_t index) const;
+  // The device's streaming multiprocessors as recorded (0: not known, as in files before they were).
+  uint32_t sm_count(uint32_t device) const;
 
   uint64_t dropped_launches_ = 0, dropped_unwound_ = 0;  // see drop_launch_rows()
 };

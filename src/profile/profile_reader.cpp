@@ -30,6 +30,12 @@ std::string Profile::stall_reason_name(uint32_t device, uint32_t index) const {
   return "stall_" + std::to_string(index);
 }
 
+uint32_t Profile::sm_count(uint32_t device) const {
+  for (const auto& t : stall_reasons)
+    if (t.device == device && t.sm_count) return t.sm_count;
+  return 0;
+}
+
 namespace {
 
 bool decompress(Compression c, std::string_view stored, uint32_t raw_size, std::string& out) {

@@ -33,6 +33,7 @@ bool decode(ByteReader& r, StringRecord& o) { o.id = r.varint32(); o.text = r.st
 void encode(ByteWriter& w, const StallReasonsRecord& r) {
   w.varint(r.device); w.varint(r.reasons.size());
   for (const auto& [idx, name] : r.reasons) { w.varint(idx); w.str(name); }
+  w.varint(r.sm_count);
 }
 bool decode(ByteReader& r, StallReasonsRecord& o) {
   o.device = r.varint32();
@@ -42,6 +43,7 @@ bool decode(ByteReader& r, StallReasonsRecord& o) {
     uint32_t idx = r.varint32();
     o.reasons.emplace_back(idx, std::string(r.str()));
   }
+  if (r.ok() && !r.eof()) o.sm_count = r.varint32();  // added later
   return r.ok();
 }
 

@@ -61,10 +61,13 @@ struct StringRecord {
   std::string text;
 };
 
-// Stall reason names by hardware index, for one device.
+// Stall reason names by hardware index, for one device, and what attribution needs of the device.
 struct StallReasonsRecord {
   uint32_t device = 0;
   std::vector<std::pair<uint32_t, std::string>> reasons;
+  // The device's streaming multiprocessors (added later; 0: not known). The sampler takes warps per
+  // SM, so an execution's expected samples follow the SMs it occupies times its time (attribution.cpp).
+  uint32_t sm_count = 0;
 };
 
 // A loaded ELF object of the process (native code).

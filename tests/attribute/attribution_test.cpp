@@ -21,10 +21,12 @@ Profile base_profile() {
   return p;
 }
 
-void add_launch(Profile& p, uint32_t corr, uint32_t stack, uint32_t fn, uint64_t start, uint64_t end, uint32_t device = 0) {
+void add_launch(Profile& p, uint32_t corr, uint32_t stack, uint32_t fn, uint64_t start, uint64_t end, uint32_t device = 0,
+                int32_t blocks = 0) {
   p.launches.push_back(LaunchRecord{corr, 1, start, stack, 307, true});
   KernelRecord k;
   k.correlation_id = corr; k.start = start; k.end = end; k.device = device; k.name = fn;
+  k.grid[0] = blocks; k.grid[1] = k.grid[2] = blocks ? 1 : 0;
   p.kernels.push_back(k);
 }
 
@@ -201,6 +203,74 @@ TEST(Attribution, ConcurrentExecutionsOfOneKernelShareTheirOverlap) {
   EXPECT_NEAR(m[1], 30.0, 1e-9);
   EXPECT_NEAR(m[2], 10.0, 1e-9);
   EXPECT_NEAR(m[3], 20.0, 1e-9);
+}
+
+// The thin arrangement (issue #24; bench_kernels split thin): path_heavy's grid of one block per SM
+// runs three times beside path_light's 4-block grid, which lasts 33 times as long on another stream.
+// Samples follow SMs held x time, so with the SM count recorded the heavy path gets 3 x 132 parts to
+// the light path's 4 x 33 less what the overlap takes (the 136 SMs wanted get 132); by time alone it
+// would get 1.5 ms of 33.
+constexpr uint32_t kSms = 132;
+constexpr uint64_t kMs = 1'000'000;
+
+Profile thin_round(uint32_t sm_count, uint64_t light_start) {
+  Profile p = base_profile();
+  p.stall_reasons[0].sm_count = sm_count;
+  for (uint32_t i = 0; i < 3; i++) add_launch(p, 1 + i, 1, 1, 100 * kMs + i * kMs, 101 * kMs + i * kMs, 0, kSms);
+  add_launch(p, 4, 2, 1, light_start, light_start + 33 * kMs, 0, 4);
+  PcBatchRecord b;
+  b.prev_timestamp = 100 * kMs;
+  b.timestamp = 300 * kMs;
+  b.samples = {{1, 0, 0x10, kLongScoreboard, 1000, 0}};
+  p.batches.push_back(b);
+  return p;
+}
+
+TEST(Attribution, ThinExecutionsBesideAFullGridCountTheirSMs) {
+  auto m = by_stack(attribute_samples(thin_round(kSms, 100 * kMs), 1));
+  double shared = kSms / 136.0;  // 132 + 4 SMs wanted for the 3 ms they overlap
+  double heavy = 3 * kSms * shared, light = 3 * 4 * shared + 30 * 4;
+  EXPECT_NEAR(m[1], 1000 * heavy / (heavy + light), 1e-4);  // share is a float
+  EXPECT_NEAR(m[1] / 1000, 0.745, 0.005);
+  EXPECT_NEAR(m[1] + m[2], 1000.0, 1e-6);
+}
+
+TEST(Attribution, ThinExecutionsApartCountTheirSMs) {
+  auto m = by_stack(attribute_samples(thin_round(kSms, 110 * kMs), 1));
+  EXPECT_NEAR(m[1], 1000.0 * 3 * kSms / (3 * kSms + 33 * 4), 1e-6);  // 75 : 25
+}
+
+TEST(Attribution, WithoutTheSmCountTimeAloneSplitsAsBefore) {
+  auto m = by_stack(attribute_samples(thin_round(0, 100 * kMs), 1));
+  EXPECT_NEAR(m[1], 1000.0 * 1.5 / 33, 1e-6);  // 3 ms shared half and half of light's 33
+  m = by_stack(attribute_samples(thin_round(0, 110 * kMs), 1));
+  EXPECT_NEAR(m[1], 1000.0 * 3 / 36, 1e-6);
+}
+
+// Property: grids that fill the device (or whose size is unknown) all want every SM, so recording the
+// SM count changes no split: the sequential, streams and size arrangements of the 3:1 test keep the
+// shares they had.
+TEST(Attribution, PropertyFullGridsSplitAsWithoutTheSmCount) {
+  std::mt19937_64 rng(777);
+  for (int trial = 0; trial < 100; trial++) {
+    Profile p = base_profile();
+    for (uint32_t corr = 1; corr <= 30; corr++) {
+      uint64_t start = rng() % 500'000'000;
+      int32_t blocks = rng() % 4 == 0 ? 0 : static_cast<int32_t>(kSms + rng() % 5000);
+      add_launch(p, corr, static_cast<uint32_t>(1 + rng() % 4), 1, start, start + 1 + rng() % 40'000'000, 0, blocks);
+    }
+    for (int i = 0; i < 10; i++) {
+      PcBatchRecord b;
+      b.prev_timestamp = rng() % 500'000'000;
+      b.timestamp = b.prev_timestamp + rng() % 60'000'000;
+      b.samples = {{1, 0, 0x10, kLongScoreboard, static_cast<uint32_t>(1 + rng() % 1000), 0}};
+      p.batches.push_back(b);
+    }
+    auto before = by_stack(attribute_samples(p, 1));
+    p.stall_reasons[0].sm_count = kSms;
+    auto after = by_stack(attribute_samples(p, 1));
+    for (const auto& [stack, w] : before) ASSERT_NEAR(after[stack], w, 1e-6 * (1 + w)) << "trial " << trial;
+  }
 }
 
 TEST(Attribution, UnknownKernelIsKeptUnattributed) {

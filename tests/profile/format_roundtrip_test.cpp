@@ -24,7 +24,7 @@ std::string write_sample_profile() {
   w.add(p);
   w.add(StringRecord{1, "_Z6kernelPf"});
   w.add(StringRecord{2, "train.py"});
-  w.add(StallReasonsRecord{0, {{3, "smsp__pcsamp_warps_issue_stalled_long_scoreboard"}, {4, "smsp__pcsamp_warps_issue_stalled_selected"}}});
+  w.add(StallReasonsRecord{0, {{3, "smsp__pcsamp_warps_issue_stalled_long_scoreboard"}, {4, "smsp__pcsamp_warps_issue_stalled_selected"}}, 132});
   w.add(ModuleRecord{1, "/usr/lib/libtorch_cuda.so", 0x7f0000000000, 0x7f0000000000, 0x7f0000100000, "abcdef"});
   EXPECT_TRUE(w.flush());
   StackRecord s;
@@ -82,6 +82,8 @@ TEST(FormatRoundTrip, EveryRecordReadsBackEqual) {
   EXPECT_EQ(p.stall_reason_name(0, 3), "smsp__pcsamp_warps_issue_stalled_long_scoreboard");
   EXPECT_EQ(p.stall_reason_name(5, 4), "smsp__pcsamp_warps_issue_stalled_selected");  // other device, same hardware
   EXPECT_EQ(p.stall_reason_name(0, 99), "stall_99");
+  EXPECT_EQ(p.sm_count(0), 132u);
+  EXPECT_EQ(p.sm_count(5), 0u);  // SMs are not taken from another device
   ASSERT_EQ(p.modules.size(), 1u);
   EXPECT_EQ(p.modules[0].build_id, "abcdef");
   ASSERT_EQ(p.stacks.count(1), 1u);
@@ -98,6 +100,7 @@ TEST(FormatRoundTrip, EveryRecordReadsBackEqual) {
   EXPECT_EQ(p.kernels[0].stream, 7u);
   EXPECT_EQ(p.kernels[0].name, 1u);
   EXPECT_EQ(p.kernels[0].graph_node_id, 0x1234567890u);
+  EXPECT_EQ(p.kernels[0].blocks, 128u);
   ASSERT_EQ(p.graph_nodes.size(), 2u);
   EXPECT_EQ(p.graph_nodes.at(0x1234567890).original_node_id, 0x1234567000u);
   EXPECT_EQ(p.graph_nodes.at(0x1234567000).stack_id, 1u);
@@ -258,6 +261,36 @@ TEST(FormatRoundTrip, KernelRecordWithoutGraphNodeDecodes) {
   EXPECT_EQ(b.graph_node_id, 0u);
   EXPECT_EQ(b.graph_id, 9u);
   EXPECT_EQ(b.end, 30u);
+}
+
+// StallReasons records written before sm_count existed end after their last name: they still decode.
+TEST(FormatRoundTrip, StallReasonsWithoutSmCountDecode) {
+  StallReasonsRecord r{2, {{3, "smsp__pcsamp_warps_issue_stalled_long_scoreboard"}}, 114};
+  ByteWriter w;
+  encode(w, r);
+  std::string bytes = w.take();
+  std::string old_bytes = bytes.substr(0, bytes.size() - 1);  // 114 is one varint byte: the old layout
+  StallReasonsRecord a, b;
+  ByteReader ra(bytes), rb(old_bytes);
+  ASSERT_TRUE(decode(ra, a));
+  ASSERT_TRUE(decode(rb, b));
+  EXPECT_EQ(a.sm_count, 114u);
+  EXPECT_EQ(b.sm_count, 0u);
+  ASSERT_EQ(b.reasons.size(), 1u);
+  EXPECT_EQ(b.reasons[0].second, "smsp__pcsamp_warps_issue_stalled_long_scoreboard");
+}
+
+// A grid's blocks as a kernel row keeps them: unknown (a dimension of 0 or less) and capped at 2^32-1.
+TEST(FormatRoundTrip, KernelRowBlocksAreTheGridsProduct) {
+  KernelRecord k;
+  k.grid[0] = 4; k.grid[1] = 3; k.grid[2] = 2;
+  EXPECT_EQ(KernelRow(k).blocks, 24u);
+  k.grid[1] = 0;
+  EXPECT_EQ(KernelRow(k).blocks, 0u);
+  k.grid[0] = k.grid[1] = k.grid[2] = INT32_MAX;
+  EXPECT_EQ(KernelRow(k).blocks, UINT32_MAX);
+  k.grid[2] = -5;
+  EXPECT_EQ(KernelRow(k).blocks, 0u);
 }
 }  // namespace
 }  // namespace aiflame

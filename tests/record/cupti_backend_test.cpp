@@ -33,6 +33,16 @@ extern "C" CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType
     if (n == node) *type = t;
   return CUDA_SUCCESS;
 }
+// libcuda's device queries, as the backend finds them: device ordinal d has 100 + d SMs.
+extern "C" CUresult CUDAAPI cuDeviceGet(CUdevice* dev, int ordinal) {
+  *dev = ordinal;
+  return CUDA_SUCCESS;
+}
+extern "C" CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attr, CUdevice dev) {
+  if (attr != CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT) return CUDA_ERROR_INVALID_VALUE;
+  *value = 100 + dev;
+  return CUDA_SUCCESS;
+}
 
 namespace aiflame {
 namespace {
@@ -356,6 +366,7 @@ TEST(CuptiBackend, ContinuousModeNeverStartsOrStopsAndLaunchesCarryTheirDevice) 
   Profile p = h.finish();
   ASSERT_EQ(p.launches.size(), 100u);
   for (const auto& l : p.launches) EXPECT_EQ(l.device, 3u);
+  EXPECT_EQ(p.sm_count(3), 103u);  // the device's SMs, from libcuda, for attribution's SMs x time
   EXPECT_EQ(fake.mode, CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS);
   EXPECT_EQ(fake.start_stop, 0u);
   EXPECT_EQ(fake.starts + fake.stops, 0);

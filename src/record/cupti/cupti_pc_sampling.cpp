@@ -167,6 +167,22 @@ bool CuptiBackend::claim_device(uint32_t device) {
   return true;
 }
 
+namespace {
+// The device's streaming multiprocessors, for attribution's SMs-x-time split (0: libcuda not loaded).
+uint32_t sm_count(uint32_t device) {
+  using DeviceGetFn = CUresult (*)(CUdevice*, int);
+  using AttributeFn = CUresult (*)(int*, CUdevice_attribute, CUdevice);
+  static auto device_get = reinterpret_cast<DeviceGetFn>(cuda_driver_symbol("cuDeviceGet"));
+  static auto attribute = reinterpret_cast<AttributeFn>(cuda_driver_symbol("cuDeviceGetAttribute"));
+  CUdevice dev{};
+  int n = 0;
+  if (!device_get || !attribute || device_get(&dev, static_cast<int>(device)) != CUDA_SUCCESS ||
+      attribute(&n, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != CUDA_SUCCESS || n <= 0)
+    return 0;
+  return static_cast<uint32_t>(n);
+}
+}  // namespace
+
 bool CuptiBackend::enable_sampling(Context& c) {
   CUpti_PCSamplingEnableParams en = {CUpti_PCSamplingEnableParamsSize};
   en.ctx = c.ctx;
@@ -193,6 +209,7 @@ bool CuptiBackend::enable_sampling(Context& c) {
   if (!check(api_.cuptiPCSamplingGetStallReasons(&sp), "cuptiPCSamplingGetStallReasons")) return false;
   StallReasonsRecord sr;
   sr.device = c.device;
+  sr.sm_count = sm_count(c.device);
   for (size_t i = 0; i < n; i++) {
     sr.reasons.emplace_back(idx[i], std::string(names[i].data()));
     if (sr.reasons.back().second.ends_with("_not_issued")) c.duplicate_reasons.insert(idx[i]);
