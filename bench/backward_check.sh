@@ -40,11 +40,15 @@ check() {  # script args...
   name=$(basename "$script" .py)
   echo "== $name"
   local t0=$SECONDS
+  rm -f "$out/$name.aiflame"*
   if ! "$bin/aiflame" record --force -o "$out/$name.aiflame" -- python3 "$script" > "$out/$name.record.log" 2>&1; then
     echo "recording $name failed:"; tail -20 "$out/$name.record.log"; status=1; return
   fi
   grep -E "loop_s|aiflame: .*(autograd|warning)" "$out/$name.record.log"
-  "$bin/aiflame" report "$out/$name.aiflame" -o "$out/$name.folded" 2>&1 | grep -E "autograd|attributed|capture cost"
+  # One profile, or one per process (NAME.aiflame.PID) when the script started others (torch.compile's
+  # workers): the report merges them.
+  local profiles=("$out/$name.aiflame"*)
+  "$bin/aiflame" report --force "${profiles[@]}" -o "$out/$name.folded" 2>&1 | grep -E "autograd|attributed|capture cost"
   python3 bench/backward_check.py "$out/$name.folded" "$script" || status=1
   echo "($((SECONDS - t0)) s; $out/$name.folded)"
 }

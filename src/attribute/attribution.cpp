@@ -19,6 +19,7 @@ struct Execution {
   // Its weight per nanosecond: the SMs it held, fewer while the same kernel ran beside it on another
   // stream (see sm_time()); 1 throughout when the SM count is not known and nothing overlaps.
   float share = 1.0f;
+  uint32_t blocks = 0;  // its grid's blocks (0: not known)
 };
 
 struct Share {
@@ -70,26 +71,33 @@ float sm_want(uint32_t blocks, uint32_t sms) {
 
 // What an execution's samples follow. The sampler takes one warp per SM each period, so an execution
 // is expected to get samples in proportion to the SMs it occupies times the time it occupies them, not
-// to its time alone. An execution of b blocks wants o = min(b, S) of the device's S SMs (blocks spread
-// over SMs before they stack; a grid of unknown size wants them all). While the function's executions
-// running at an instant want D > S SMs in all, each gets its o in proportion, o * S / D: its rate is
-// o * min(1, S / D(t)), and its weight over its span o * (P(end) - P(start)) with P the running integral
-// of min(1, S / D). `share` holds o on entry and that weight per nanosecond of the span on return. Measured:
-// - One kernel on two streams, 3:1 work, both grids of 4096 blocks (o = S for every execution): the
-//   instants they share are split evenly; durations alone gave the path that runs beside the other 2.2
-//   points too much.
-// - The thin arrangement (bench_kernels split thin): path_heavy's 132-block grids three times a round,
-//   path_light's 4-block grid once, 33 times as long. Time alone gave path_heavy 9% where the truth is
-//   75%; SMs x time gives 3 x 132 : 4 x 33 = 75 : 25.
+// to its time alone. Measured on the 3:1 test's thin arrangement (bench_kernels split thin: path_heavy's
+// 132-block grid of one block per SM three times a round, path_light's 4-block grid once a round, 32
+// times as long, on another stream): time alone gave path_heavy 9% where the truth is 75%.
+// 1. An execution of b blocks wants o = min(b, S) of the device's S SMs (blocks spread over SMs before
+//    they stack; a grid of unknown size wants them all).
+// 2. While the function's executions running at an instant want D > S SMs in all, each gets its o in
+//    proportion, o * S / D: its rate is o * min(1, S / D(t)), and its weight over its span
+//    o * (P(end) - P(start)), P being the running integral of min(1, S / D). Two grids of 4096 blocks
+//    on two streams (o = S each) split the instants they share evenly; by durations alone the path
+//    running beside the other got 2.2 points too much.
+// 3. An execution slowed by another does no more work than it does alone: its weight is at most o
+//    times the median duration of the executions from its launch stack with its grid that overlapped
+//    nothing. The thin arrangement needs this: beside path_light's 4 SMs, path_heavy's 132 blocks run
+//    in two waves (92 us instead of 47, measured on an H200), its second wave on 4 SMs; steps 1-2
+//    alone gave path_heavy 85.5%.
 // Without the SM count (files recorded before it was), S = 1 and o = 1: each instant is split evenly
-// between the k executions running, as before (sm_want). `runs` is sorted by start.
+// between the k executions running, as before, and step 3 is left out. `share` holds o on entry and
+// the weight per nanosecond of the span on return; `runs` is sorted by start.
 void sm_time(std::vector<Execution>& runs, uint32_t sms) {
   const double S = sms ? sms : 1;
+  std::vector<bool> overlapped(runs.size(), false);
   bool overlap = false;
   uint64_t reach = 0;
-  for (const auto& e : runs) {
-    if (e.start < reach) overlap = true;
-    reach = std::max(reach, e.end);
+  size_t holder = 0;  // the execution reaching furthest so far: it overlaps any that starts before
+  for (size_t i = 0; i < runs.size(); i++) {
+    if (runs[i].start < reach) overlap = overlapped[i] = overlapped[holder] = true;
+    if (runs[i].end > reach) reach = runs[i].end, holder = i;
   }
   if (!overlap) return;  // alone, each execution gets the o it wants: share = o as it came
   std::vector<std::pair<uint64_t, int64_t>> events;  // (time, +o start / -o end), ends first at a tie
@@ -113,8 +121,24 @@ void sm_time(std::vector<Execution>& runs, uint32_t sms) {
   auto at = [&](uint64_t t) {
     return std::lower_bound(integral.begin(), integral.end(), t, [](const auto& x, uint64_t v) { return x.first < v; })->second;
   };
-  for (auto& e : runs)
-    e.share = static_cast<float>(e.share * (at(e.end) - at(e.start)) / static_cast<double>(e.end - e.start));
+  // Step 3: the median duration alone of each (launch stack, grid).
+  std::unordered_map<uint64_t, std::vector<uint64_t>> alone;
+  if (sms)
+    for (size_t i = 0; i < runs.size(); i++)
+      if (!overlapped[i]) alone[uint64_t{runs[i].stack_id} << 32 | runs[i].blocks].push_back(runs[i].end - runs[i].start);
+  std::unordered_map<uint64_t, double> median_alone;
+  for (auto& [key, d] : alone) {
+    std::nth_element(d.begin(), d.begin() + d.size() / 2, d.end());
+    median_alone[key] = static_cast<double>(d[d.size() / 2]);
+  }
+  for (size_t i = 0; i < runs.size(); i++) {
+    Execution& e = runs[i];
+    double span = static_cast<double>(e.end - e.start), weight = e.share * (at(e.end) - at(e.start));
+    if (overlapped[i])
+      if (auto m = median_alone.find(uint64_t{e.stack_id} << 32 | e.blocks); m != median_alone.end())
+        weight = std::min(weight, e.share * m->second);
+    e.share = static_cast<float>(weight / span);
+  }
 }
 
 }  // namespace
@@ -218,7 +242,7 @@ Attributor::Attributor(const Profile& p, uint64_t lag_ns) : p_(p), lag_ns_(lag_n
     uint64_t key = uint64_t{k.device} << 32 | k.name;
     if (!last || key != last_key) last = &runs[key], last_key = key, sms = p.sm_count(k.device);
     auto& fr = *last;
-    fr.runs.push_back({k.start, std::max(k.end, k.start + 1), stack, sm_want(k.blocks, sms)});
+    fr.runs.push_back({k.start, std::max(k.end, k.start + 1), stack, sm_want(k.blocks, sms), k.blocks});
   }
   for (auto& [key, fr] : runs) {
     std::sort(fr.runs.begin(), fr.runs.end(), [](const Execution& a, const Execution& b) { return a.start < b.start; });

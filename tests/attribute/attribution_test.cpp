@@ -247,17 +247,39 @@ TEST(Attribution, WithoutTheSmCountTimeAloneSplitsAsBefore) {
   EXPECT_NEAR(m[1], 1000.0 * 3 / 36, 1e-6);
 }
 
+// Step 3 of sm_time: beside path_light, path_heavy's grid runs in two waves and takes twice as long;
+// it does no more work than alone, so each stretched execution weighs 132 SMs x its 1 ms alone.
+TEST(Attribution, AStretchedExecutionWeighsNoMoreThanItsWorkAlone) {
+  Profile p = base_profile();
+  p.stall_reasons[0].sm_count = kSms;
+  add_launch(p, 1, 1, 1, 100 * kMs, 101 * kMs, 0, kSms);  // alone: 1 ms
+  for (uint32_t i = 0; i < 3; i++) add_launch(p, 2 + i, 1, 1, 102 * kMs + 2 * i * kMs, 104 * kMs + 2 * i * kMs, 0, kSms);
+  add_launch(p, 5, 2, 1, 102 * kMs, 135 * kMs, 0, 4);  // 33 ms on 4 SMs
+  PcBatchRecord b;
+  b.prev_timestamp = 100 * kMs;
+  b.timestamp = 300 * kMs;
+  b.samples = {{1, 0, 0x10, kLongScoreboard, 1000, 0}};
+  p.batches.push_back(b);
+  auto m = by_stack(attribute_samples(p, 1));
+  double shared = kSms / 136.0;
+  double heavy = kSms * 1.0 + 3 * kSms * 1.0, light = 6 * 4 * shared + 27 * 4;  // capped: 1 ms each
+  EXPECT_NEAR(m[1], 1000 * heavy / (heavy + light), 1e-3);
+}
+
 // Property: grids that fill the device (or whose size is unknown) all want every SM, so recording the
-// SM count changes no split: the sequential, streams and size arrangements of the 3:1 test keep the
-// shares they had.
-TEST(Attribution, PropertyFullGridsSplitAsWithoutTheSmCount) {
+// SM count changes no split among executions that do not overlap: the sequential and size arrangements
+// of the 3:1 test keep the shares they had.
+TEST(Attribution, PropertyFullGridsApartSplitAsWithoutTheSmCount) {
   std::mt19937_64 rng(777);
   for (int trial = 0; trial < 100; trial++) {
     Profile p = base_profile();
+    uint64_t t = 0;
     for (uint32_t corr = 1; corr <= 30; corr++) {
-      uint64_t start = rng() % 500'000'000;
+      t += rng() % 10'000'000;
       int32_t blocks = rng() % 4 == 0 ? 0 : static_cast<int32_t>(kSms + rng() % 5000);
-      add_launch(p, corr, static_cast<uint32_t>(1 + rng() % 4), 1, start, start + 1 + rng() % 40'000'000, 0, blocks);
+      uint64_t end = t + 1 + rng() % 20'000'000;
+      add_launch(p, corr, static_cast<uint32_t>(1 + rng() % 4), 1, t, end, 0, blocks);
+      t = end;
     }
     for (int i = 0; i < 10; i++) {
       PcBatchRecord b;
