@@ -23,6 +23,9 @@
 #         launches' forward lookup, counts and interning left to the collector (AutogradTracker::remember
 #         and resolve); abdefer: the same with AIFLAME_AUTOGRAD_AB=1
 #   atlaunch AIFLAME_AUTOGRAD_DEFER=0: all of it at the launch, as before 2026-11-27
+#   ablight, ablight2: AIFLAME_AUTOGRAD_AB=1 with AIFLAME_AUTOGRAD_LIGHT=1 or 2: the in-run A/B of what
+#         light and light2 leave on the launch path (ab minus ablight: the deferred notes; ablight
+#         minus ablight2: the calls into torch)
 #   old   the previous build (A)
 #
 # The first recording of a call on a fresh machine ran 0.4-0.9 us per launch slower than the rest
@@ -56,6 +59,8 @@ run() {  # variant workload round
     defer) env_+=(AIFLAME_AUTOGRAD_DEFER=1) ;;
     abdefer) env_+=(AIFLAME_AUTOGRAD_AB=1 AIFLAME_AUTOGRAD_DEFER=1) ;;
     atlaunch) env_+=(AIFLAME_AUTOGRAD_DEFER=0) ;;
+    ablight) env_+=(AIFLAME_AUTOGRAD_AB=1 AIFLAME_AUTOGRAD_LIGHT=1) ;;
+    ablight2) env_+=(AIFLAME_AUTOGRAD_AB=1 AIFLAME_AUTOGRAD_LIGHT=2) ;;
     old) bin=$a ;;
   esac
   steps_var="STEPS_$w"
