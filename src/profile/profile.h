@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -87,6 +88,13 @@ struct Profile {
   uint64_t valid_bytes = 0;      // end of the last whole chunk
   uint64_t batch_records = 0;    // PC batch records in the file, kept in `batches` or not
   uint64_t last_batch_timestamp = 0;  // latest batch timestamp, also when the batches were not kept
+  // Samples without a correlation id (continuous mode) by (device, function, stall reason), over every
+  // batch, also when the batches were not kept: attribution matches batches to executions in order.
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint64_t> continuous_samples;
+  void tally(const PcBatchRecord& b) {
+    for (const auto& s : b.samples)
+      if (!s.correlation_id) continuous_samples[{b.device, s.function, s.stall_reason}] += s.count;
+  }
 
   uint64_t launch_count() const { return launches.size() + dropped_launches_; }
   uint64_t launches_unwound() const {

@@ -107,15 +107,23 @@ bool parse_records(std::string_view raw, RecordSink& sink) {
       case RecordType::PcBatch: {
         p.batch_records++;
         if (sink.pass == Pass::AllButBatches) {
-          // The timestamp leads the record; the rest is checked when the batches are streamed.
-          uint64_t ts = r.varint();
-          ok = r.ok();
-          p.last_batch_timestamp = std::max(p.last_batch_timestamp, ts);
+          // Decoded for the tally alone (a malformed batch is reported when the batches are streamed).
+          ByteReader rr = r;
+          PcBatchRecord& x = sink.batch;
+          if (read_one(rr, x)) {
+            p.last_batch_timestamp = std::max(p.last_batch_timestamp, x.timestamp);
+            p.tally(x);
+          } else {
+            uint64_t ts = r.varint();
+            ok = r.ok();
+            p.last_batch_timestamp = std::max(p.last_batch_timestamp, ts);
+          }
           break;
         }
         PcBatchRecord x;
         ok = read_one(r, x);
         p.last_batch_timestamp = std::max(p.last_batch_timestamp, x.timestamp);
+        p.tally(x);
         p.batches.push_back(std::move(x));
         break;
       }

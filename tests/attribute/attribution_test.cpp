@@ -266,6 +266,42 @@ TEST(Attribution, AStretchedExecutionWeighsNoMoreThanItsWorkAlone) {
   EXPECT_NEAR(m[1], 1000 * heavy / (heavy + light), 1e-3);
 }
 
+// Samples come out of CUPTI in the order they ran. Stacks 1 and 2 alternate 1-ms executions for 40 ms,
+// then stack 2's go on alone for 100 ms, all at one rate of samples: the first batch (at 200 ms) holds
+// the first 60 ms of samples, the second (at 300 ms) the last 80, stack 2's alone. Its lag window
+// still holds stack 1's executions, which by weight alone would take a seventh of it; in order it is
+// all stack 2's.
+TEST(Attribution, BatchesTakeTheirFunctionsExecutionsInOrder) {
+  Profile p = base_profile();
+  uint32_t corr = 1;
+  for (uint64_t t = 0; t < 40; t++) add_launch(p, corr++, 1 + t % 2, 1, 100 * kMs + t * kMs, 101 * kMs + t * kMs);
+  for (uint64_t t = 40; t < 140; t++) add_launch(p, corr++, 2, 1, 100 * kMs + t * kMs, 101 * kMs + t * kMs);
+  PcBatchRecord b1;
+  b1.prev_timestamp = 190 * kMs;
+  b1.timestamp = 200 * kMs;
+  b1.samples = {{1, 0, 0x10, kLongScoreboard, 60, 0}};  // 20 of stack 1, 40 of stack 2
+  PcBatchRecord b2 = b1;
+  b2.prev_timestamp = 290 * kMs;
+  b2.timestamp = 300 * kMs;
+  b2.samples = {{1, 0, 0x10, kLongScoreboard, 80, 0}};  // stack 2's last 80
+  p.batches = {b1, b2};
+  Attributor a(p);  // the default lag: the second batch's window reaches back to 0
+  std::vector<AttributedSample> first, second;
+  a.add_batch(b1, first);
+  a.add_batch(b2, second);
+  auto sum = [](const std::vector<AttributedSample>& v) {
+    std::map<uint32_t, double> m;
+    for (const auto& s : v) m[s.stack_id] += s.weight;
+    return m;
+  };
+  auto m1 = sum(first), m2 = sum(second);
+  EXPECT_NEAR(m1[1], 20.0, 1e-6);
+  EXPECT_NEAR(m1[2], 40.0, 1e-6);
+  EXPECT_NEAR(m2[1], 0.0, 1e-6);
+  EXPECT_NEAR(m2[2], 80.0, 1e-6);
+  for (const auto& s : second) EXPECT_GE(s.time_ns, 160 * kMs);  // placed over the executions it took
+}
+
 // Property: grids that fill the device (or whose size is unknown) all want every SM, so recording the
 // SM count changes no split among executions that do not overlap: the sequential and size arrangements
 // of the 3:1 test keep the shares they had.
