@@ -62,7 +62,7 @@ struct FunctionRuns {
   uint64_t max_duration = 0;
   std::vector<Share> whole_run;  // shares over the whole run (fallback)
   // Samples come out of CUPTI in the order they ran: batch by batch, a function's samples consume its
-  // executions' expected samples in time order (Attributor::State::order_window).
+  // executions' expected samples in time order (order_window).
   // The executions' summed weight W(t) (share x the part of each span before t), at each end time:
   // (t, W(t)), ascending in both. W is linear between them (exactly so when nothing overlaps).
   std::vector<std::pair<uint64_t, double>> curve;
