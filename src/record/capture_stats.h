@@ -32,6 +32,9 @@ struct CaptureStats {
   std::atomic<uint64_t> memo_held{0};      // launches whose call path's memo held (no walk, no lookup)
   std::atomic<uint64_t> memo_missing{0};   // launches whose call path had no memo (new, or evicted from the table)
   std::atomic<uint64_t> memo_failed{0};    // launches whose call path's memo did not hold (a word the walk reads changed)
+  // of which the walk gave the stack of one of the memos that did not hold (the memo was stricter than
+  // the stack: a word it keeps changed without changing the frames)
+  std::atomic<uint64_t> memo_failed_same{0};
   std::atomic<uint64_t> thread_new{0};   // stacks new to their thread (took the shared table's mutex)
   std::atomic<uint64_t> process_new{0};  // of those, stacks new to the process (named and written)
   std::atomic<uint64_t> caller_scans{0};  // CallerScan's count

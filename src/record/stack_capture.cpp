@@ -438,6 +438,7 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
   // (checked first, then overwritten, in one call); over another path's memo only once the walk is
   // done (a launch whose memo holds must not cost that path its memo), through the thread's scratch.
   const bool slot_direct = slot && (!*slot_key || slot == memo || slot == memo2);
+  const uint32_t memo_id = memo ? memo->id : 0, memo2_id = memo2 ? memo2->id : 0;  // before the walk replaces one
   unwind::WalkMemo* record = !slot ? nullptr : slot_direct ? &slot->walk : &t_scratch_memo();
   // The content of the stack, as interned: native frame count, frames, Python frame count, frames.
   uint64_t* w = content.words;
@@ -514,6 +515,7 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
     add_walk_stats(cs, t0, t1, t2, nn, np);
     cs.add(CaptureStats::UnwindWalked, t1, t2);
     if (memos) (memo ? cs.memo_failed : cs.memo_missing).fetch_add(1, std::memory_order_relaxed);
+    if (memo && (id == memo_id || (memo2 && id == memo2_id))) cs.memo_failed_same.fetch_add(1, std::memory_order_relaxed);
     if (memos && !memo && debug_enabled())
       diagnose_key(id, {k[0], k[1], hash_words(k_python, 2 * static_cast<size_t>(np)), np});
     cs.add(CaptureStats::Hash, t2, t3);
