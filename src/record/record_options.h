@@ -81,6 +81,7 @@ struct MeasurementSwitches {
   // incremental walk's A/B on the GPU machine, issue 22).
   bool full_unwind = false;
   bool memo_key_kernel = true;  // AIFLAME_MEMO_KEY_KERNEL: the walk memo's key includes the kernel (site)
+  uint32_t memos_per_key = 4;   // AIFLAME_MEMOS_PER_KEY: walk memos one key keeps (1-4; 2 before 2026-11-27)
   bool verify_memos = false;  // AIFLAME_VERIFY_MEMOS: a memo's stack against a full walk, at every launch
   bool autograd_ab = false;   // AIFLAME_AUTOGRAD_AB: the autograd tracking on and off in alternate slices (Recorder::autograd_ab)
   // AIFLAME_AUTOGRAD_DEFER (default on; 0 resolves at the launch): the forward table and the backward

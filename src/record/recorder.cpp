@@ -41,6 +41,7 @@ bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std
   stacks_.set_incremental_unwind(!opt.measure.full_unwind);
   stacks_.set_verify_memos(opt.measure.verify_memos);
   stacks_.set_memo_key_site(opt.measure.memo_key_kernel);
+  stacks_.set_memos_per_key(static_cast<int>(opt.measure.memos_per_key));
   started_ = true;
   return true;
 }

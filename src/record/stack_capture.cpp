@@ -116,6 +116,9 @@ constexpr int kMemoPython = 32;   // Python frames a memo keeps (deeper stacks a
 // stack's address); the compact memos leave room for twice the sets.
 constexpr unsigned kMemoSetBits = 9;
 constexpr int kMemoWays = 4;
+// Memos one key keeps (bench/RESULTS.md, eleventh session: on hf_gpt2 and timm_train 6.2-6.7% of
+// launches found their key's two memos not holding, and 97-99.9% of those walked to a third stack).
+constexpr int kMemosPerKey = std::min(kMemoWays, unwind::kMaxChecks);
 // An entry's Python frames are kept as a hash of their words alone (the key hashes them after the
 // site and depth, in other lanes): a memo check reads the entry's header and the walk's offsets, ~4
 // lines for 80 words, and no frame list (issue 22: the check's cold lines were most of the H100's
@@ -138,6 +141,7 @@ uint32_t lines_of(const MemoEntry& m) {
 struct alignas(64) MemoSet {
   uint64_t key[kMemoWays];  // 0: empty
   uint8_t next;             // the way replaced next when none is empty (round robin)
+  uint8_t last_held;        // the way whose memo held last (checked first)
 };
 struct MemoTable {
   uint64_t owner = 0;
@@ -246,13 +250,13 @@ void StackCapture::init(UnwindPolicy policy, bool python, uint32_t) {
   }
 }
 
-int StackCapture::unwind(uint64_t* out, int max, const unwind::WalkMemo* check, unwind::WalkMemo* memo, bool full,
-                         const unwind::WalkMemo* check2, bool check_only) {
+int StackCapture::unwind(uint64_t* out, int max, const unwind::WalkMemo* const* checks, int n_checks,
+                         unwind::WalkMemo* memo, bool full, bool check_only) {
   PhaseScope phase(Phase::Unwind);
   uint64_t frames[kMaxNative];
   unwind::WalkStatus status;
-  int n = unwind::unwind_here(frames, std::min(max, kMaxNative), &status, incremental_ && !full, check, memo, check2,
-                              check_only);
+  int n = unwind::unwind_here(frames, std::min(max, kMaxNative), &status, incremental_ && !full, checks, n_checks,
+                              memo, check_only);
   if (n < 0) return n;  // a memo held, or none did (check_only)
   if (CaptureStats::on()) {
     CaptureStats& cs = CaptureStats::instance();
@@ -391,13 +395,15 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
     np = python_.capture(py, kMaxPython);
   }
   uint64_t t1 = stats ? CaptureStats::now() : 0;
-  // The memos of this call path, if the thread has any (up to two: two native paths may share a key,
-  // as one kernel launched from one Python line at one depth through two C++ paths; each checked
-  // inside the walk's frame), and the entry this launch's walk will be the memo of otherwise.
-  MemoEntry* memo = nullptr;
-  MemoEntry* memo2 = nullptr;
+  // The memos of this call path, if the thread has any (up to kMemosPerKey: several native paths may
+  // share a key, as one kernel launched from one Python line at one depth through several C++ paths;
+  // each checked inside the walk's frame, the one that held last in its set first), and the entry
+  // this launch's walk will be the memo of otherwise.
+  MemoEntry* found_memo[kMemosPerKey] = {};
+  int found[kMemosPerKey], n_found = 0;
   MemoEntry* slot = nullptr;
   uint64_t* slot_key = nullptr;  // slot's key in its set
+  MemoSet* set = nullptr;
   uint64_t key = 0;
   uint64_t k[2 * kMemoPython + 2];  // the key's words: site, depth, Python frames (put_python)
   const uint64_t* const k_python = k + 2;
@@ -411,34 +417,37 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
     k[1] = reinterpret_cast<uint64_t>(__builtin_frame_address(0));  // the launch's depth on its stack
     key = hash_words(k, 2 + put_python(k + 2, py, np)) | 1;
     const size_t set_index = key >> (64 - kMemoSetBits);
-    MemoSet& set = table->sets[set_index];
+    set = &table->sets[set_index];
     MemoEntry* ways = &table->e[kMemoWays * set_index];
-    int found[2] = {-1, -1}, n_found = 0;
     py_check = hash_words(k_python, 2 * static_cast<size_t>(np));
-    for (int w = 0; w < kMemoWays && n_found < 2; w++)
-      if (set.key[w] == key && ways[w].np == np && ways[w].py_check == py_check) found[n_found++] = w;
+    const int per_key = std::min(memos_per_key_, kMemosPerKey);
+    for (int i = 0; i < kMemoWays && n_found < per_key; i++) {
+      const int w = (set->last_held + i) % kMemoWays;  // the way that held last first
+      if (set->key[w] == key && ways[w].np == np && ways[w].py_check == py_check) found[n_found++] = w;
+    }
     for (int i = 0; i < n_found; i++) {
+      found_memo[i] = &ways[found[i]];
       const unwind::WalkMemo& m = ways[found[i]].walk;
       for (const char* l = reinterpret_cast<const char*>(&m); l < reinterpret_cast<const char*>(m.offset + m.words); l += 64)
         __builtin_prefetch(l);
     }
-    if (n_found > 0) memo = &ways[found[0]];
-    if (n_found > 1) memo2 = &ways[found[1]];
     if (!n_found && !tables) unwind::prefetch_tables();  // a walk follows
-    // Replaced if no memo holds: with two memos of this key, the first (the second stays); else an
-    // empty way, else the set's next (possibly this key's one memo): a key keeps at most two.
-    int way = n_found == 2 ? found[0] : -1;
+    // Replaced if no memo holds: with per_key memos of this key, the last checked (the others stay);
+    // else an empty way, else the set's next (possibly one of this key's memos).
+    int way = n_found == per_key ? found[n_found - 1] : -1;
     for (int w = 0; w < kMemoWays && way < 0; w++)
-      if (!set.key[w]) way = w;
-    if (way < 0) way = set.next++ % kMemoWays;
+      if (!set->key[w]) way = w;
+    if (way < 0) way = set->next++ % kMemoWays;
     slot = &ways[way];
-    slot_key = &set.key[way];
+    slot_key = &set->key[way];
   }
+  const bool slot_is_found = slot && std::find(found_memo, found_memo + n_found, slot) != found_memo + n_found;
   // The walk's memo goes straight into the slot when the slot is free or one of this key's memos
   // (checked first, then overwritten, in one call); over another path's memo only once the walk is
   // done (a launch whose memo holds must not cost that path its memo), through the thread's scratch.
-  const bool slot_direct = slot && (!*slot_key || slot == memo || slot == memo2);
-  const uint32_t memo_id = memo ? memo->id : 0, memo2_id = memo2 ? memo2->id : 0;  // before the walk replaces one
+  const bool slot_direct = slot && (!*slot_key || slot_is_found);
+  uint32_t found_id[kMemosPerKey];  // before the walk replaces one
+  for (int i = 0; i < n_found; i++) found_id[i] = found_memo[i]->id;
   unwind::WalkMemo* record = !slot ? nullptr : slot_direct ? &slot->walk : &t_scratch_memo();
   // The content of the stack, as interned: native frame count, frames, Python frame count, frames.
   uint64_t* w = content.words;
@@ -447,25 +456,31 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
   uint32_t checking = 0;  // AIFLAME_VERIFY_MEMOS: the stack id of a memo that held, walked again in full
   if (policy_ != UnwindPolicy::Off) {
     if (slot_direct) *slot_key = 0;  // until the slot holds this launch's walk
-    const unwind::WalkMemo* check = memo ? &memo->walk : nullptr;
-    const unwind::WalkMemo* check2 = memo2 ? &memo2->walk : nullptr;
+    const unwind::WalkMemo* checks[kMemosPerKey];
+    for (int i = 0; i < n_found; i++) checks[i] = &found_memo[i]->walk;
+    const unwind::WalkMemo* const* check_list = checks;
+    int n_checks = n_found;
     bool full = false;
     for (;;) {
       // One call instruction for every launch and for both walks of a checked memo: the same return
       // address into this function, so the same frames and memos that hold. The empty asm hides the
       // arguments' values from the compiler, which otherwise made a call per case (three, in GCC 12).
-      asm volatile("" : "+r"(check), "+r"(check2), "+r"(record), "+r"(full));
-      nn = unwind(w + 1, kMaxNative, check, record, full, check2);
+      asm volatile("" : "+r"(check_list), "+r"(n_checks), "+r"(record), "+r"(full));
+      nn = unwind(w + 1, kMaxNative, check_list, n_checks, record, full);
       if (full) break;
-      if (nn == unwind::kMemoHeld || nn == unwind::kMemoHeld2) held = nn == unwind::kMemoHeld ? memo : memo2;
+      if (nn <= unwind::kMemoHeld && nn > unwind::kMemoHeld - n_found) {
+        const int i = unwind::kMemoHeld - nn;
+        held = found_memo[i];
+        set->last_held = static_cast<uint8_t>(found[i]);
+      }
       if (!held || !verify_memos_) break;
       checking = held->id;
-      check = check2 = nullptr;
+      n_checks = 0;
       record = nullptr;
       full = true;
     }
   }
-  if (held && (slot == memo || slot == memo2)) *slot_key = key;  // not walked: the slot keeps its memo
+  if (held && slot_is_found) *slot_key = key;  // not walked: the slot keeps its memo
   if (checking) {
     bool thread_new = false;
     uint32_t id = nn < 0 ? 0 : stack_id_of(w, nn, py, np, &thread_new, nullptr);
@@ -514,9 +529,10 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
     CaptureStats& cs = CaptureStats::instance();
     add_walk_stats(cs, t0, t1, t2, nn, np);
     cs.add(CaptureStats::UnwindWalked, t1, t2);
-    if (memos) (memo ? cs.memo_failed : cs.memo_missing).fetch_add(1, std::memory_order_relaxed);
-    if (memo && (id == memo_id || (memo2 && id == memo2_id))) cs.memo_failed_same.fetch_add(1, std::memory_order_relaxed);
-    if (memos && !memo && debug_enabled())
+    if (memos) (n_found ? cs.memo_failed : cs.memo_missing).fetch_add(1, std::memory_order_relaxed);
+    if (std::find(found_id, found_id + n_found, id) != found_id + n_found)
+      cs.memo_failed_same.fetch_add(1, std::memory_order_relaxed);
+    if (memos && !n_found && debug_enabled())
       diagnose_key(id, {k[0], k[1], hash_words(k_python, 2 * static_cast<size_t>(np)), np});
     cs.add(CaptureStats::Hash, t2, t3);
     cs.add(CaptureStats::Intern, t3, CaptureStats::now());

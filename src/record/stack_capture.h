@@ -48,6 +48,8 @@ class StackCapture {
   void set_verify_memos(bool on) { verify_memos_ = on; }
   // false: a memo's key leaves the launch's site (kernel and API) out (AIFLAME_MEMO_KEY_KERNEL=0, A/B).
   void set_memo_key_site(bool on) { memo_key_site_ = on; }
+  // Walk memos one key keeps, 1 to 4 (AIFLAME_MEMOS_PER_KEY, A/B).
+  void set_memos_per_key(int n) { memos_per_key_ = n < 1 ? 1 : n > 4 ? 4 : n; }
   struct MemoCheck {
     uint64_t checked = 0, differed = 0;
   };
@@ -66,12 +68,12 @@ class StackCapture {
   uint64_t fallbacks() const { return fallbacks_.load(std::memory_order_relaxed); }
 
  private:
-  // check: the memo of this call path (its frames are the caller's if it holds: returns
-  // unwind::kMemoHeld); memo: filled with this walk's, if not null.
-  // full: every frame walked (no frame reused from the thread's previous walk). check2: a second memo
-  // to check; check_only: no walk when neither holds (unwind::kNoMemoHeld).
-  int unwind(uint64_t* out, int max, const unwind::WalkMemo* check = nullptr, unwind::WalkMemo* memo = nullptr,
-             bool full = false, const unwind::WalkMemo* check2 = nullptr, bool check_only = false);
+  // checks[0..n_checks): the memos of this call path (their frames are the caller's if checks[i]
+  // holds: returns unwind::kMemoHeld - i); memo: filled with this walk's, if not null.
+  // full: every frame walked (no frame reused from the thread's previous walk); check_only: no walk
+  // when none holds (unwind::kNoMemoHeld).
+  int unwind(uint64_t* out, int max, const unwind::WalkMemo* const* checks = nullptr, int n_checks = 0,
+             unwind::WalkMemo* memo = nullptr, bool full = false, bool check_only = false);
   // t_looked_up: set to the TSC after this thread's table was looked up (the breakdown), if not null.
   uint32_t stack_id_of(uint64_t* content, int nn, const RawPyFrame* py, int np, bool* thread_new, uint64_t* t_looked_up);
   uint32_t intern_shared(const uint64_t* content, size_t len, uint64_t hash, int nn, const RawPyFrame* py, int np);
@@ -84,6 +86,7 @@ class StackCapture {
   bool incremental_ = true;
   bool verify_memos_ = false;
   bool memo_key_site_ = true;
+  int memos_per_key_ = 4;
   std::atomic<uint64_t> memo_checked_{0}, memo_differed_{0};
   UnwindPolicy policy_ = UnwindPolicy::Always;
   std::vector<std::pair<uint64_t, uint64_t>> skip_;

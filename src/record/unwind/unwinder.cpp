@@ -564,7 +564,7 @@ void forget_walk() {
 }
 
 __attribute__((noinline)) int unwind_here(uint64_t* out, int max, WalkStatus* status, bool incremental,
-                                         const WalkMemo* check, WalkMemo* memo, const WalkMemo* check2,
+                                         const WalkMemo* const* checks, int n_checks, WalkMemo* memo,
                                          bool check_only) {
   Regs r;
   // pc, sp and fp of one instruction of this function: its CFI row describes exactly this state.
@@ -577,10 +577,11 @@ __attribute__((noinline)) int unwind_here(uint64_t* out, int max, WalkStatus* st
     status->end = WalkEnd::OffStack;
     return 0;
   }
-  if (check && memo_holds(*check, r, b.hi, max)) return kMemoHeld;
-  if (check2 && memo_holds(*check2, r, b.hi, max)) return kMemoHeld2;
+  n_checks = std::min(n_checks, kMaxChecks);
+  for (int i = 0; i < n_checks; i++)
+    if (checks[i] && memo_holds(*checks[i], r, b.hi, max)) return kMemoHeld - i;
   if (check_only) return kNoMemoHeld;
-  if (check || check2) prefetch_tables();  // not done before the checks: a memo that holds needs none of it
+  if (n_checks) prefetch_tables();  // not done before the checks: a memo that holds needs none of it
   return walk(r, b.hi, out, max, status, incremental, memo);
 }
 

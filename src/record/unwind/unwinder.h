@@ -80,12 +80,15 @@ bool memo_holds(const WalkMemo& memo, const Regs& start, uint64_t stack_hi, int 
 
 // The caller's stack, like glibc's backtrace() called from the same place: out[0] is the return
 // address of unwind_here into its caller, then that caller's return address, and so on.
-// check, check2: if one holds for this call (memo_holds), returns kMemoHeld or kMemoHeld2 without
-// walking (the caller has the frames of the walk that made it); otherwise walks, filling `memo` if
-// not null (it may be a check), or with check_only returns kNoMemoHeld without walking.
-constexpr int kMemoHeld = -1, kMemoHeld2 = -2, kNoMemoHeld = -3;
-int unwind_here(uint64_t* out, int max, WalkStatus* status, bool incremental = true, const WalkMemo* check = nullptr,
-                WalkMemo* memo = nullptr, const WalkMemo* check2 = nullptr, bool check_only = false);
+// checks[0..n_checks): if one holds for this call (memo_holds), returns kMemoHeld - i for the first
+// that does (checks[i]) without walking (the caller has the frames of the walk that made it);
+// otherwise walks, filling `memo` if not null (it may be a check), or with check_only returns
+// kNoMemoHeld without walking. At most kMaxChecks are checked.
+constexpr int kMaxChecks = 4;
+constexpr int kMemoHeld = -1, kNoMemoHeld = -16;
+int unwind_here(uint64_t* out, int max, WalkStatus* status, bool incremental = true,
+                const WalkMemo* const* checks = nullptr, int n_checks = 0, WalkMemo* memo = nullptr,
+                bool check_only = false);
 
 // Prefetches of what the previous walk on this thread read, so that the next walk's dependent loads
 // hit (issue 22). prefetch_stack: its stack lines, which a memo's check reads as well; call at the

@@ -792,7 +792,7 @@ TEST_F(Unwinder, IncrementalWalkEqualsTheFullWalkWhateverChangedOnTheStack) {
 // logged differs, so it does not hold, and the walk gives that caller's frames.
 __attribute__((noinline)) int walk_here(const WalkMemo* check, WalkMemo* memo, uint64_t* frames) {
   WalkStatus st;
-  int n = unwind_here(frames, 256, &st, true, check, memo);
+  int n = unwind_here(frames, 256, &st, true, &check, check ? 1 : 0, memo);
   asm volatile("" ::: "memory");
   return n;
 }
