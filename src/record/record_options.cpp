@@ -150,7 +150,7 @@ constexpr RecordOptionSpec kSchema[] = {
      "its calls into torch (2)",
      UINT_OPTION(measure.autograd_light, 0, 2)},
     {"memo_key_kernel", "AIFLAME_MEMO_KEY_KERNEL", nullptr, nullptr, "0 or 1",
-     "Key a launch's walk memo by its kernel too (0: by depth and Python frames alone)", FLAG_OPTION(measure.memo_key_kernel)},
+     "Key a launch's walk memo by its kernel too (default 0: by depth and Python frames alone)", FLAG_OPTION(measure.memo_key_kernel)},
     {"memos_per_key", "AIFLAME_MEMOS_PER_KEY", nullptr, nullptr, "1 to 4",
      "Walk memos one key keeps (several native paths under one kernel, depth and Python stack; default 4)",
      UINT_OPTION(measure.memos_per_key, 1, 4)},

@@ -80,7 +80,10 @@ struct MeasurementSwitches {
   // Walk every native frame at every launch: no frames taken from the thread's previous walk (the
   // incremental walk's A/B on the GPU machine, issue 22).
   bool full_unwind = false;
-  bool memo_key_kernel = true;  // AIFLAME_MEMO_KEY_KERNEL: the walk memo's key includes the kernel (site)
+  // AIFLAME_MEMO_KEY_KERNEL: the walk memo's key includes the kernel (site). Off by default since
+  // 2026-11-27: one native path launches many kernels (cuDNN's engines), and with four memos per key
+  // leaving the kernel out took 0.08-0.16 us a launch off on the H200 (bench/RESULTS.md).
+  bool memo_key_kernel = false;
   uint32_t memos_per_key = 4;   // AIFLAME_MEMOS_PER_KEY: walk memos one key keeps (1-4; 2 before 2026-11-27)
   bool verify_memos = false;  // AIFLAME_VERIFY_MEMOS: a memo's stack against a full walk, at every launch
   bool autograd_ab = false;   // AIFLAME_AUTOGRAD_AB: the autograd tracking on and off in alternate slices (Recorder::autograd_ab)

@@ -46,7 +46,7 @@ class StackCapture {
   // true: each launch that takes its memo is walked again in full, every frame (no memo, no frame
   // reused), and the two stacks compared (AIFLAME_VERIFY_MEMOS=1, a check on real programs; slow).
   void set_verify_memos(bool on) { verify_memos_ = on; }
-  // false: a memo's key leaves the launch's site (kernel and API) out (AIFLAME_MEMO_KEY_KERNEL=0, A/B).
+  // true: a memo's key includes the launch's site (kernel and API) (AIFLAME_MEMO_KEY_KERNEL=1, A/B).
   void set_memo_key_site(bool on) { memo_key_site_ = on; }
   // Walk memos one key keeps, 1 to 4 (AIFLAME_MEMOS_PER_KEY, A/B).
   void set_memos_per_key(int n) { memos_per_key_ = n < 1 ? 1 : n > 4 ? 4 : n; }
@@ -85,7 +85,7 @@ class StackCapture {
   bool use_python_ = true;
   bool incremental_ = true;
   bool verify_memos_ = false;
-  bool memo_key_site_ = true;
+  bool memo_key_site_ = false;
   int memos_per_key_ = 4;
   std::atomic<uint64_t> memo_checked_{0}, memo_differed_{0};
   UnwindPolicy policy_ = UnwindPolicy::Always;
