@@ -68,12 +68,15 @@ struct FunctionRuns {
   std::vector<std::pair<uint64_t, double>> curve;
   double per_weight = 0;     // the function's samples (without correlation id) per unit of weight; 0: unknown
   double consumed = 0;       // its samples in the batches attributed so far
+  // The point a segment of the curve starts from: the one before `it`, or (first start, 0).
+  std::pair<uint64_t, double> segment_start(std::vector<std::pair<uint64_t, double>>::const_iterator it) const {
+    return it == curve.begin() ? std::pair<uint64_t, double>{runs.front().start, 0.0} : *std::prev(it);
+  }
   // W(t).
   double weight_at(uint64_t t) const {
     auto it = std::lower_bound(curve.begin(), curve.end(), t, [](const auto& c, uint64_t v) { return c.first < v; });
     if (it == curve.end()) return curve.empty() ? 0.0 : curve.back().second;
-    uint64_t t0 = it == curve.begin() ? runs.front().start : std::prev(it)->first;
-    double w0 = it == curve.begin() ? 0.0 : std::prev(it)->second;
+    const auto [t0, w0] = segment_start(it);
     if (t <= t0 || it->first <= t0) return w0;
     return w0 + (it->second - w0) * static_cast<double>(t - t0) / static_cast<double>(it->first - t0);
   }
@@ -82,8 +85,7 @@ struct FunctionRuns {
     if (curve.empty() || !(w > 0)) return runs.empty() ? 0 : runs.front().start;
     auto it = std::lower_bound(curve.begin(), curve.end(), w, [](const auto& c, double v) { return c.second < v; });
     if (it == curve.end()) return curve.back().first;
-    uint64_t t0 = it == curve.begin() ? runs.front().start : std::prev(it)->first;
-    double w0 = it == curve.begin() ? 0.0 : std::prev(it)->second;
+    const auto [t0, w0] = segment_start(it);
     double part = it->second > w0 ? (w - w0) / (it->second - w0) : 1.0;
     return t0 + static_cast<uint64_t>(part * static_cast<double>(it->first - t0));
   }
@@ -255,6 +257,11 @@ struct Attributor::State {
       if (k.correlation_id) exact.try_emplace(exact_key(k.correlation_id, k.name), launches.stack_of(k), k.start / 2 + k.end / 2);
   }
   std::map<std::pair<uint32_t, uint32_t>, bool> duplicate;     // (device, reason) -> is "_not_issued"
+  bool is_duplicate(const Profile& p, uint32_t device, uint32_t reason) {
+    auto [it, fresh] = duplicate.try_emplace({device, reason}, false);
+    if (fresh) it->second = is_duplicate_stall_reason(p.stall_reason_name(device, reason));
+    return it->second;
+  }
   // (device, "X_not_issued" index) -> index of X, to pair each count with its not-issued subset.
   std::map<std::pair<uint32_t, uint32_t>, std::optional<uint32_t>> base_of;
   // Both of the above by device and reason index, for the per-sample path (small indices only).
@@ -326,18 +333,16 @@ Attributor::Attributor(const Profile& p, uint64_t lag_ns) : p_(p), lag_ns_(lag_n
   }
   // Each function's samples per unit of weight, from its samples over the whole profile (the
   // reader's tally; a profile built in memory has its batches).
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint64_t> counted;
+  Profile::SampleTally counted;
   const auto* tally = &p.continuous_samples;
   if (tally->empty() && !p.batches.empty()) {
-    for (const auto& b : p.batches)
-      for (const auto& x : b.samples)
-        if (!x.correlation_id) counted[{b.device, x.function, x.stall_reason}] += x.count;
+    for (const auto& b : p.batches) Profile::tally(counted, b);
     tally = &counted;
   }
   std::unordered_map<uint64_t, uint64_t> totals;
   for (const auto& [key, n] : *tally) {
     const auto& [device, function, reason] = key;
-    if (!is_duplicate_stall_reason(p.stall_reason_name(device, reason))) totals[uint64_t{device} << 32 | function] += n;
+    if (!s_->is_duplicate(p, device, reason)) totals[uint64_t{device} << 32 | function] += n;
   }
   // Executions after the last batch delivered none of their samples (a run cut short, a kernel
   // still running when the recording ended): the rate is taken over the executions before it.
@@ -352,11 +357,7 @@ Attributor::~Attributor() = default;
 
 void Attributor::add_batch(const PcBatchRecord& b, std::vector<AttributedSample>& out) {
   const Profile& p = p_;
-  auto is_dup = [&](uint32_t device, uint32_t reason) {
-    auto [it, fresh] = s_->duplicate.try_emplace({device, reason}, false);
-    if (fresh) it->second = is_duplicate_stall_reason(p.stall_reason_name(device, reason));
-    return it->second;
-  };
+  auto is_dup = [&](uint32_t device, uint32_t reason) { return s_->is_duplicate(p, device, reason); };
   auto base_reason = [&](uint32_t device, uint32_t dup) {
     auto [it, fresh] = s_->base_of.try_emplace({device, dup});
     if (fresh) {

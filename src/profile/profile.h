@@ -90,11 +90,13 @@ struct Profile {
   uint64_t last_batch_timestamp = 0;  // latest batch timestamp, also when the batches were not kept
   // Samples without a correlation id (continuous mode) by (device, function, stall reason), over every
   // batch, also when the batches were not kept: attribution matches batches to executions in order.
-  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint64_t> continuous_samples;
-  void tally(const PcBatchRecord& b) {
+  using SampleTally = std::map<std::tuple<uint32_t, uint32_t, uint32_t>, uint64_t>;
+  SampleTally continuous_samples;
+  static void tally(SampleTally& into, const PcBatchRecord& b) {
     for (const auto& s : b.samples)
-      if (!s.correlation_id) continuous_samples[{b.device, s.function, s.stall_reason}] += s.count;
+      if (!s.correlation_id) into[{b.device, s.function, s.stall_reason}] += s.count;
   }
+  void tally(const PcBatchRecord& b) { tally(continuous_samples, b); }
 
   uint64_t launch_count() const { return launches.size() + dropped_launches_; }
   uint64_t launches_unwound() const {
