@@ -139,20 +139,27 @@ void* cuda_driver_symbol(const char* name) {
   return lib ? dlsym(lib, name) : nullptr;
 }
 
+namespace {
+// The CUdevice of a device ordinal through libcuda's cuDeviceGet (false: libcuda not loaded, or no
+// such device).
+bool cu_device(uint32_t ordinal, CUdevice* dev) {
+  using DeviceGetFn = CUresult (*)(CUdevice*, int);
+  static auto device_get = reinterpret_cast<DeviceGetFn>(cuda_driver_symbol("cuDeviceGet"));
+  return device_get && device_get(dev, static_cast<int>(ordinal)) == CUDA_SUCCESS;
+}
+}  // namespace
+
 // The GPU's PCI bus id names it across processes (ordinals change with CUDA_VISIBLE_DEVICES). Without
 // libcuda's functions (tests) there is nothing to claim.
 bool CuptiBackend::claim_device(uint32_t device) {
-  using DeviceGetFn = CUresult (*)(CUdevice*, int);
   using BusIdFn = CUresult (*)(char*, int, CUdevice);
-  static auto device_get = reinterpret_cast<DeviceGetFn>(cuda_driver_symbol("cuDeviceGet"));
   static auto bus_id = reinterpret_cast<BusIdFn>(cuda_driver_symbol("cuDeviceGetPCIBusId"));
-  if (!device_get || !bus_id) return true;
+  if (!bus_id) return true;
   std::lock_guard<std::mutex> lock(contexts_mu_);
   if (claims_.count(device)) return claims_[device] != nullptr;
   CUdevice dev{};
   char id[64] = {};
-  if (device_get(&dev, static_cast<int>(device)) != CUDA_SUCCESS || bus_id(id, sizeof id - 1, dev) != CUDA_SUCCESS)
-    return true;
+  if (!cu_device(device, &dev) || bus_id(id, sizeof id - 1, dev) != CUDA_SUCCESS) return true;
   auto claim = std::make_unique<DeviceClaim>();
   if (!claim->claim(id)) {
     rec_.warn("GPU " + std::to_string(device) + " (" + id + ") is already PC-sampled by process " +
@@ -170,13 +177,11 @@ bool CuptiBackend::claim_device(uint32_t device) {
 namespace {
 // The device's streaming multiprocessors, for attribution's SMs-x-time split (0: libcuda not loaded).
 uint32_t sm_count(uint32_t device) {
-  using DeviceGetFn = CUresult (*)(CUdevice*, int);
   using AttributeFn = CUresult (*)(int*, CUdevice_attribute, CUdevice);
-  static auto device_get = reinterpret_cast<DeviceGetFn>(cuda_driver_symbol("cuDeviceGet"));
   static auto attribute = reinterpret_cast<AttributeFn>(cuda_driver_symbol("cuDeviceGetAttribute"));
   CUdevice dev{};
   int n = 0;
-  if (!device_get || !attribute || device_get(&dev, static_cast<int>(device)) != CUDA_SUCCESS ||
+  if (!attribute || !cu_device(device, &dev) ||
       attribute(&n, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != CUDA_SUCCESS || n <= 0)
     return 0;
   return static_cast<uint32_t>(n);
