@@ -94,6 +94,7 @@ bool decode(ByteReader& r, BackwardNote& o) {
   o.node = kind == 1;
   o.forward = kind == 2;
   o.seq = r.varint(); o.tid = r.varint();
+  o.graph_task = static_cast<int32_t>(r.varint32()) - 1;
   return r.ok();
 }
 

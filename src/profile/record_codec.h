@@ -21,10 +21,11 @@ void encode_launch(W& w, const LaunchRecord& r) {
 }
 inline void encode(ByteWriter& w, const LaunchRecord& r) { encode_launch(w, r); }
 // A DeferredLaunch's payload: the note, then the launch (whose decoder reads to the payload's end).
-constexpr size_t kMaxNotePayload = 5 + 1 + 10 + 10;
+constexpr size_t kMaxNotePayload = 5 + 1 + 10 + 10 + 5;
 template <class W>
 void encode_note(W& w, const BackwardNote& n) {
   w.varint(n.caller); w.u8(n.forward ? 2 : n.node ? 1 : 0); w.varint(n.seq); w.varint(n.tid);
+  w.varint(static_cast<uint32_t>(n.graph_task) + 1u);  // -1 (none): 0
 }
 bool decode(ByteReader& r, BackwardNote& o);
 void encode(ByteWriter& w, const KernelRecord& r);

@@ -149,6 +149,9 @@ struct BackwardNote {
   bool forward = false;
   uint64_t seq = 0;
   uint64_t tid = 0;
+  // A backward launch whose caller was not known at the launch: its graph task, whose caller the
+  // collector finds while backward() runs (AutogradTracker::serve_callers); -1 otherwise.
+  int32_t graph_task = -1;
 };
 
 struct BackwardStackRecord {

@@ -54,15 +54,32 @@ namespace {
 struct LaunchThread {
   bool in_launch = false;
   // The launch is a deferred backward launch (AIFLAME_AUTOGRAD_DEFER): what a graph node captured in
-  // it needs to name its stack now (Recorder::graph_node_stack).
+  // it needs to name its stack now (Recorder::graph_node_stack), its BackwardNote kept field by field
+  // in the struct's gaps (a BackwardNote itself would take the thread-local past one line, and the
+  // injection library's thread-locals past glibc's 512-byte static TLS surplus).
   bool deferred = false;
+  bool note_node = false, note_forward = false;
   uint32_t launch_stack = 0;
   uint32_t tid = 0;
+  uint32_t note_caller = 0;
   uint64_t timestamp = 0;
-  BackwardNote note;
+  uint64_t note_seq = 0, note_tid = 0;
+  int32_t note_graph_task = -1;
   uint64_t recorder = 0;  // the serial of the recorder whose tally this is
   Recorder::LaunchTally* tally = nullptr;
+
+  void keep(const BackwardNote& n) {
+    note_caller = n.caller, note_graph_task = n.graph_task, note_node = n.node, note_forward = n.forward;
+    note_seq = n.seq, note_tid = n.tid;
+  }
+  BackwardNote note() const {
+    BackwardNote n;
+    n.caller = note_caller, n.graph_task = note_graph_task, n.node = note_node, n.forward = note_forward;
+    n.seq = note_seq, n.tid = note_tid;
+    return n;
+  }
 };
+static_assert(sizeof(LaunchThread) <= 64, "one line, and the TLS block inside glibc's static surplus");
 thread_local LaunchThread t_launch;
 }  // namespace
 
@@ -158,7 +175,7 @@ uint32_t Recorder::graph_node_stack(uint64_t) {
       rec.stack_id = t.launch_stack;
       rec.timestamp = t.timestamp;
       std::vector<BackwardStackRecord> fresh;
-      t.launch_stack = autograd_.resolve_uncounted(rec, t.note, &fresh);
+      t.launch_stack = autograd_.resolve_uncounted(rec, t.note(), &fresh);
       for (const auto& f : fresh) writer_.add(f);
     }
     return t.launch_stack;
@@ -195,7 +212,7 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
   thread.deferred = ag.deferred && !ag.note.forward;
   if (thread.deferred) {
     thread.timestamp = timestamp;
-    thread.note = ag.note;
+    thread.keep(ag.note);
   }
   rec.api = api;
   rec.native_unwound = st.unwound;
@@ -290,20 +307,39 @@ void Recorder::write_modules_if_changed() {
   }
 }
 
+void Recorder::wake_collector() {
+  {
+    std::lock_guard<std::mutex> lock(wake_mu_);
+    woken_ = true;
+  }
+  wake_cv_.notify_one();
+}
+
 void Recorder::start_collector(std::function<void()> drain) {
+  if (autograd_.deferred()) autograd_.set_waker([this] { wake_collector(); });
   collector_ = std::thread([this, drain = std::move(drain)] {
     set_phase(Phase::Collector);
-    uint32_t ms = opt_.interval_ms;
+    const auto interval = std::chrono::milliseconds(opt_.interval_ms);
+    auto next = std::chrono::steady_clock::now() + interval;
     uint32_t ticks = 0;
     while (!stop_.load()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      {
+        std::unique_lock<std::mutex> lock(wake_mu_);
+        wake_cv_.wait_until(lock, next, [&] { return woken_ || stop_.load(); });
+        woken_ = false;
+      }
       if (stop_.load()) break;
+      // backward()'s callers that engine threads asked for: read while backward() runs.
+      autograd_.serve_callers();
+      if (std::chrono::steady_clock::now() < next) continue;
+      next = std::chrono::steady_clock::now() + interval;
       drain();
       // The module list rarely changes; look every 100 ticks (and at exit).
       if (ticks++ % 100 == 0) {
         write_modules_if_changed();
         autograd_.poll();  // torch imported after CUDA started
       }
+      autograd_.serve_callers();  // asked since the wake: their launches may be in this flush
       std::lock_guard<std::mutex> lock(collector_mu_);
       writer_.flush();
       timespec ts{};
@@ -315,6 +351,7 @@ void Recorder::start_collector(std::function<void()> drain) {
 
 void Recorder::stop_collector() {
   stop_.store(true);
+  wake_collector();
   if (collector_.joinable()) collector_.join();
 }
 

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <condition_variable>
 #include <mutex>
 #include <set>
 #include <string>
@@ -140,6 +141,11 @@ class Recorder {
   std::thread collector_;
   std::atomic<bool> stop_{false};
   std::mutex collector_mu_;
+  // Wakes the collector before its interval is up (AutogradTracker::set_waker: a caller to find).
+  std::mutex wake_mu_;
+  std::condition_variable wake_cv_;
+  bool woken_ = false;
+  void wake_collector();
 };
 
 }  // namespace aiflame

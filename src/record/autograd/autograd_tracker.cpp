@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <unistd.h>
 
 #include "record/capture_stats.h"
 #include "record/debug_log.h"
@@ -35,6 +36,7 @@ struct alignas(64) AutogradTracker::ThreadState {
   Kind kind = Unknown;
   bool self = false;
   uint8_t tries = 0;
+  bool asked = false;      // deferred: this graph task's caller asked of the collector (ask_caller)
   uint16_t last_set = 0;   // engine threads: the set of their last backward launch
   uint16_t next_set = 0;   // and the set the launch after it took last time (prefetched)
   BackwardCounts* counts = nullptr;  // engine threads: their counts (the tracker's)
@@ -368,17 +370,28 @@ AutogradTracker::Launch AutogradTracker::on_backward(uint32_t stack_id, const Pe
     t.caller = 0;
     t.self = false;
     t.tries = 0;
+    t.asked = false;
   }
+  // Deferred, the collector reads the caller's stack (~25 us of system calls on the H200, 0.08-0.12
+  // us per backward launch when a launch did it: bench/RESULTS.md, eleventh session).
+  const bool ask = hot_.defer && wake_ && !hot_.light;
   if (python_ && !t.caller && !t.self && t.tries < kCallerTries) {
-    t.tries++;
-    t.caller = CaptureStats::timed(CaptureStats::CallerScan, &CaptureStats::caller_scans,
-                                   [&] { return find_caller(p.graph_task, &t.self); });
+    if (ask) {
+      if (!t.asked) {
+        t.asked = true;
+        ask_caller(p.graph_task);
+      }
+    } else {
+      t.tries++;
+      t.caller = timed_find_caller(p.graph_task, frames_.this_thread_state(), &t.self);
+    }
   }
   // The caller's own thread running nodes of the CPU queue: its stack already holds backward()'s caller.
   if (t.self || hot_.light) return {stack_id};
   if (hot_.defer) {
     Launch l{stack_id, true, {}};
     l.note.caller = t.caller;
+    if (!t.caller && t.asked) l.note.graph_task = p.graph_task;
     l.note.node = p.node && hot_.node_on.load(std::memory_order_relaxed);
     l.note.seq = p.seq;
     l.note.tid = p.tid;
@@ -409,23 +422,35 @@ AutogradTracker::Launch AutogradTracker::on_backward(uint32_t stack_id, const Pe
 
 uint32_t AutogradTracker::resolve(const LaunchRecord& launch, const BackwardNote& note,
                                   std::vector<BackwardStackRecord>* fresh) {
+  uint32_t caller = note.caller, self_tid = 0;
+  if (!caller && note.graph_task >= 0 && found_caller(note.graph_task, &caller, &self_tid) && self_tid == launch.tid)
+    return launch.stack_id;  // the caller's own thread: its stack holds backward()'s caller already
   std::lock_guard<std::mutex> lock(resolve_mu_);
   bump(resolved_counts_.launches);
-  if (note.caller) bump(resolved_counts_.with_caller);
+  if (caller) bump(resolved_counts_.with_caller);
   uint32_t forward = 0;
   // A timestamp of 0 (never from CUPTI) would switch the guard off: 1 keeps it on.
   if (note.node && hot_.node_on.load(std::memory_order_relaxed))
     forward = forward_of(note.seq, note.tid, resolved_counts_, launch.timestamp ? launch.timestamp : 1);
-  return intern_in(resolved_ids_, launch.stack_id, note.caller, forward, fresh);
+  return intern_in(resolved_ids_, launch.stack_id, caller, forward, fresh);
 }
 
 uint32_t AutogradTracker::resolve_uncounted(const LaunchRecord& launch, const BackwardNote& note,
                                             std::vector<BackwardStackRecord>* fresh) {
+  // On the launching thread, outside the writer's flush: a caller still being asked for is found now.
+  uint32_t caller = note.caller, self_tid = 0;
+  if (!caller && note.graph_task >= 0) {
+    if (!found_caller(note.graph_task, &caller, &self_tid)) {
+      serve_callers();
+      found_caller(note.graph_task, &caller, &self_tid);
+    }
+    if (caller && self_tid == launch.tid) return launch.stack_id;
+  }
   std::lock_guard<std::mutex> lock(resolve_mu_);
   uint32_t forward = 0;
   if (note.node && note.seq != kAccumulateGrad && hot_.node_on.load(std::memory_order_relaxed))
     forward = lookup(note.seq, note.tid, launch.timestamp ? launch.timestamp : 1);
-  return intern_in(resolved_ids_, launch.stack_id, note.caller, forward, fresh);
+  return intern_in(resolved_ids_, launch.stack_id, caller, forward, fresh);
 }
 
 uint32_t AutogradTracker::intern_in(BackwardIds& ids, uint32_t stack_id, uint32_t caller, uint32_t forward,
@@ -461,9 +486,62 @@ bool AutogradTracker::same_stack() {
   return same;
 }
 
-uint32_t AutogradTracker::find_caller(int graph_task, bool* self) {
-  std::lock_guard<std::mutex> lock(mu_);
+uint32_t AutogradTracker::timed_find_caller(int graph_task, const void* mine, bool* self) {
+  return CaptureStats::timed(CaptureStats::CallerScan, &CaptureStats::caller_scans,
+                             [&] { return find_caller(graph_task, mine, self); });
+}
+
+void AutogradTracker::ask_caller(int graph_task) {
   const void* mine = frames_.this_thread_state();
+  const auto tid = static_cast<uint32_t>(gettid());
+  {
+    std::lock_guard<std::mutex> lock(ask_mu_);
+    asks_.push_back({graph_task, mine, tid, 0});
+  }
+  wake_();
+}
+
+void AutogradTracker::serve_callers() {
+  std::vector<CallerAsk> asks;
+  {
+    std::lock_guard<std::mutex> lock(ask_mu_);
+    if (asks_.empty()) return;
+    asks.swap(asks_);
+  }
+  std::vector<CallerAsk> again;
+  for (auto& a : asks) {
+    bool self = false;
+    uint32_t id = timed_find_caller(a.graph_task, a.thread, &self);
+    if (!id && ++a.tries < kCallerTries) {
+      again.push_back(a);  // at the collector's next wake
+      continue;
+    }
+    std::lock_guard<std::mutex> lock(ask_mu_);
+    if (found_.size() >= 4 * kMaxCallers) found_.erase(found_.begin());
+    found_.push_back({a.graph_task, id, self ? a.tid : 0});
+  }
+  if (!again.empty()) {
+    std::lock_guard<std::mutex> lock(ask_mu_);
+    asks_.insert(asks_.end(), again.begin(), again.end());
+  }
+}
+
+bool AutogradTracker::found_caller(int graph_task, uint32_t* id, uint32_t* self_tid) {
+  std::lock_guard<std::mutex> lock(ask_mu_);
+  // Newest first; the same graph task asked by several engine threads: any caller found, and the
+  // caller's own thread from whichever ask came from it.
+  bool any = false;
+  for (auto it = found_.rbegin(); it != found_.rend(); ++it)
+    if (it->graph_task == graph_task) {
+      any = true;
+      if (it->id) *id = it->id;
+      if (it->self_tid) *self_tid = it->self_tid;
+    }
+  return any && *id;
+}
+
+uint32_t AutogradTracker::find_caller(int graph_task, const void* mine, bool* self) {
+  std::lock_guard<std::mutex> lock(mu_);
   for (const auto& c : callers_)
     if (c.graph_task == graph_task) {
       *self = c.thread == mine;

@@ -133,6 +133,13 @@ class AutogradTracker : public ProfileWriter::BackwardResolver {
   uint32_t resolve_uncounted(const LaunchRecord& launch, const BackwardNote& note, std::vector<BackwardStackRecord>* fresh);
   // ProfileWriter::BackwardResolver: a deferred forward launch, stored in the forward table.
   void remember(const LaunchRecord& launch, const BackwardNote& note) override;
+  // Deferred mode: backward()'s caller is found off the launch path. An engine thread's first backward
+  // launch of a graph task asks for it and calls `wake` (the collector's, which then calls
+  // serve_callers while backward() still runs); the launches' notes carry the graph task, and
+  // resolve() takes the caller found. Without a waker (no collector: tests) the launch finds it.
+  void set_waker(std::function<void()> wake) { wake_ = std::move(wake); }
+  // On the collector thread (never inside the writer's flush): finds the callers asked for.
+  void serve_callers();
   // Writes the AutogradSummary record.
   void finish();
 
@@ -172,8 +179,14 @@ class AutogradTracker : public ProfileWriter::BackwardResolver {
   void off_now_or_later(bool later, const std::string& note);
   void emit_late();
   int seen_slot(uint64_t tid) const;
-  // The BackwardCaller id of a graph task (0: none found); *self: this thread is the caller.
-  uint32_t find_caller(int graph_task, bool* self);
+  // The BackwardCaller id of a graph task (0: none found); *self: `mine` (a PyThreadState, the
+  // launching thread's) is the caller's.
+  uint32_t find_caller(int graph_task, const void* mine, bool* self);
+  uint32_t timed_find_caller(int graph_task, const void* mine, bool* self);
+  void ask_caller(int graph_task);
+  // A caller found for a deferred graph task (ask_mu_): 0 if none yet; *self_tid: the caller's own
+  // OS thread, if it launched too.
+  bool found_caller(int graph_task, uint32_t* id, uint32_t* self_tid);
   int read_stack(const void* tstate, RawPyFrame* py, PythonFrames::OtherStack* keep);  // up to 256 frames of another thread
   bool same_stack();  // last_caller_ still has its stack
   bool is_backward_entry(const void* code);
@@ -240,6 +253,21 @@ class AutogradTracker : public ProfileWriter::BackwardResolver {
   BackwardCounts resolved_counts_;
   std::mutex late_mu_;  // below: off_now_or_later()'s note
   std::string late_note_;
+  std::function<void()> wake_;
+  std::mutex ask_mu_;  // below; a leaf lock (taken inside resolve(), never around anything else)
+  struct CallerAsk {
+    int graph_task;
+    const void* thread;  // the asking thread's PyThreadState
+    uint32_t tid;        // and its OS thread
+    int tries;
+  };
+  std::vector<CallerAsk> asks_;
+  struct CallerFound {
+    int graph_task;
+    uint32_t id;
+    uint32_t self_tid;  // the asking thread, when it was the caller itself (its stack holds backward())
+  };
+  std::vector<CallerFound> found_;  // recent graph tasks
 };
 
 }  // namespace aiflame
