@@ -307,7 +307,7 @@ void Recorder::write_modules_if_changed() {
   }
 }
 
-void Recorder::wake_collector() {
+void Recorder::wake_caller_scanner() {
   {
     std::lock_guard<std::mutex> lock(wake_mu_);
     woken_ = true;
@@ -316,30 +316,41 @@ void Recorder::wake_collector() {
 }
 
 void Recorder::start_collector(std::function<void()> drain) {
-  if (autograd_.deferred()) autograd_.set_waker([this] { wake_collector(); });
+  // backward()'s callers are read by a thread of their own, woken by an engine thread's first backward
+  // launch of a graph task: the caller's stack must be read while backward() still runs, and the
+  // collector can be busy for longer than a whole backward pass (draining CUPTI, writing modules). On
+  // the collector, one graph task in 25 lost its caller on gpt_train and hf_gpt2 (H200, 2026-11-27).
+  if (autograd_.deferred()) {
+    autograd_.set_waker([this] { wake_caller_scanner(); });
+    caller_scanner_ = std::thread([this] {
+      set_phase(Phase::Collector);
+      std::unique_lock<std::mutex> lock(wake_mu_);
+      while (!stop_.load()) {
+        wake_cv_.wait(lock, [&] { return woken_ || stop_.load(); });
+        woken_ = false;
+        if (stop_.load()) break;
+        lock.unlock();
+        autograd_.serve_callers();
+        lock.lock();
+      }
+    });
+  }
   collector_ = std::thread([this, drain = std::move(drain)] {
     set_phase(Phase::Collector);
-    const auto interval = std::chrono::milliseconds(opt_.interval_ms);
-    auto next = std::chrono::steady_clock::now() + interval;
+    uint32_t ms = opt_.interval_ms;
     uint32_t ticks = 0;
     while (!stop_.load()) {
-      {
-        std::unique_lock<std::mutex> lock(wake_mu_);
-        wake_cv_.wait_until(lock, next, [&] { return woken_ || stop_.load(); });
-        woken_ = false;
-      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
       if (stop_.load()) break;
-      // backward()'s callers that engine threads asked for: read while backward() runs.
-      autograd_.serve_callers();
-      if (std::chrono::steady_clock::now() < next) continue;
-      next = std::chrono::steady_clock::now() + interval;
       drain();
       // The module list rarely changes; look every 100 ticks (and at exit).
       if (ticks++ % 100 == 0) {
         write_modules_if_changed();
         autograd_.poll();  // torch imported after CUDA started
       }
-      autograd_.serve_callers();  // asked since the wake: their launches may be in this flush
+      // Callers asked for and not found yet (the scanner tries each up to three times): again, before
+      // their launches are resolved in this flush.
+      autograd_.serve_callers();
       std::lock_guard<std::mutex> lock(collector_mu_);
       writer_.flush();
       timespec ts{};
@@ -351,7 +362,8 @@ void Recorder::start_collector(std::function<void()> drain) {
 
 void Recorder::stop_collector() {
   stop_.store(true);
-  wake_collector();
+  wake_caller_scanner();
+  if (caller_scanner_.joinable()) caller_scanner_.join();
   if (collector_.joinable()) collector_.join();
 }
 

@@ -141,11 +141,12 @@ class Recorder {
   std::thread collector_;
   std::atomic<bool> stop_{false};
   std::mutex collector_mu_;
-  // Wakes the collector before its interval is up (AutogradTracker::set_waker: a caller to find).
+  // Deferred autograd tracking: the thread that reads backward()'s callers (AutogradTracker::set_waker).
+  std::thread caller_scanner_;
   std::mutex wake_mu_;
   std::condition_variable wake_cv_;
   bool woken_ = false;
-  void wake_collector();
+  void wake_caller_scanner();
 };
 
 }  // namespace aiflame

@@ -513,9 +513,10 @@ void AutogradTracker::serve_callers() {
     bool self = false;
     uint32_t id = timed_find_caller(a.graph_task, a.thread, &self);
     if (!id && ++a.tries < kCallerTries) {
-      again.push_back(a);  // at the collector's next wake
+      again.push_back(a);  // at the next call (the collector's next tick)
       continue;
     }
+    if (!id) debug("autograd: no caller found for graph task %d in %d scans", a.graph_task, kCallerTries);
     std::lock_guard<std::mutex> lock(ask_mu_);
     if (found_.size() >= 4 * kMaxCallers) found_.erase(found_.begin());
     found_.push_back({a.graph_task, id, self ? a.tid : 0});

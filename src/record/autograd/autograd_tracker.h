@@ -134,11 +134,12 @@ class AutogradTracker : public ProfileWriter::BackwardResolver {
   // ProfileWriter::BackwardResolver: a deferred forward launch, stored in the forward table.
   void remember(const LaunchRecord& launch, const BackwardNote& note) override;
   // Deferred mode: backward()'s caller is found off the launch path. An engine thread's first backward
-  // launch of a graph task asks for it and calls `wake` (the collector's, which then calls
+  // launch of a graph task asks for it and calls `wake` (the recorder's caller scanner, which then calls
   // serve_callers while backward() still runs); the launches' notes carry the graph task, and
   // resolve() takes the caller found. Without a waker (no collector: tests) the launch finds it.
   void set_waker(std::function<void()> wake) { wake_ = std::move(wake); }
-  // On the collector thread (never inside the writer's flush): finds the callers asked for.
+  // On the recorder's threads (never inside the writer's flush): finds the callers asked for; an ask
+  // that found none is tried again at the next call, three times in all.
   void serve_callers();
   // Writes the AutogradSummary record.
   void finish();
