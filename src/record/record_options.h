@@ -75,6 +75,17 @@ struct MeasurementSwitches {
   // synchronize, Start, fetch, Stop, callbacks off) and per wait of another thread, timestamped in
   // microseconds with the thread id: where a window's time goes while several threads launch.
   bool win_trace = false;
+  // Windows mode: the wait for the GPU's queue before a window opens (cuCtxSynchronize) counts in the
+  // window's cost, which spaces windows by the budget. In a GPU-bound program that wait is time the
+  // GPU works anyway, and charging it spaced keep1's windows 2-3 s apart on gpt_train.py (seventh
+  // session): 0 charges only the window from the synchronize's end.
+  bool win_charge_sync = true;
+  // Windows mode: a due window opens at the launch K after the first one the launch callbacks see, K
+  // uniform in [0, N) (0: at the first). The first launch after a time is picked with a chance that
+  // grows with the gap before it, so windows of one launch favoured the launch after a sync
+  // (eighth session: 100% path_a in three of four 3:1 arrangements); K spreads the pick evenly over
+  // the launches of any period shorter than N.
+  uint32_t win_skip_max = 0;
   // Time each part of the launch path and print the breakdown when recording ends (capture_stats.h).
   bool capture_stats = false;
   // Walk every native frame at every launch: no frames taken from the thread's previous walk (the

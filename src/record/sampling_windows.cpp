@@ -26,6 +26,7 @@ uint64_t SamplingWindows::next_gap() {
 void SamplingWindows::cancel(uint64_t now) {
   if (!open_) return;
   open_ = false;
+  discount_ns_ = 0;
   due_.store(now + next_gap(), std::memory_order_relaxed);
 }
 
@@ -42,6 +43,8 @@ SamplingWindows::Action SamplingWindows::decide(uint64_t now, bool full) {
   windows_++;
   open_ns_ += now - opened_at_;
   cost_ns_ += now - opened_at_;
+  cost_ns_ -= std::min(cost_ns_, discount_ns_);
+  discount_ns_ = 0;
   // A context's first window carries CUPTI's one-time start of kernel-serialized sampling: one
   // launch took 276-660 ms in it on the H100, every later window its length (bench/RESULTS.md,
   // "Recorder v2"). Charged in full it would space the next window 15-30 s away; it is charged as one

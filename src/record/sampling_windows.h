@@ -39,6 +39,9 @@ class SamplingWindows {
 
   // A cost of the open window beyond its length, in nanoseconds.
   void charge(uint64_t ns) { cost_ns_ += ns; }
+  // Time inside the open window's length that is not its cost (the wait for a busy GPU's queue before
+  // it opened, with AIFLAME_WIN_CHARGE_SYNC=0): taken off at its close, never below zero.
+  void discount(uint64_t ns) { discount_ns_ += ns; }
   uint64_t cost_ns() const { return total_cost_ns_ + cost_ns_; }  // all windows so far
 
   bool open() const { return open_; }
@@ -50,7 +53,7 @@ class SamplingWindows {
   uint64_t next_gap();
   uint64_t gap_ns_, length_ns_;
   double budget_;
-  uint64_t cost_ns_ = 0, total_cost_ns_ = 0;
+  uint64_t cost_ns_ = 0, total_cost_ns_ = 0, discount_ns_ = 0;
   uint64_t rng_;
   bool open_ = false;
   uint64_t opened_at_ = 0;

@@ -761,6 +761,54 @@ TEST(CuptiBackend, NoWindowOpensWhileSeveralThreadsLaunch) {
   h.finish();
 }
 
+// AIFLAME_WIN_SKIP_MAX=N: the window due when the callbacks come back on opens at the launch K after
+// the first one past the grace millisecond, K uniform in [0, N) and drawn anew for each window, so that
+// windows of one launch do not always take the launch that follows a pause. The launches passed over
+// are not recorded (no sample can name them).
+TEST(CuptiBackend, ADueWindowPassesOverAUniformNumberOfLaunches) {
+  for (uint32_t skip_max : {0u, 8u}) {
+    RecordOptions o = one_launch_windows();
+    o.measure.win_skip_max = skip_max;
+    Harness h(o);
+    CuptiBackend b(h.rec, fake_api());
+    ASSERT_TRUE(b.start());
+    h.create_context(b);
+    std::vector<uint32_t> windowed;
+    uint32_t id = 0;
+    while (fake.starts == 0 && id < 64) h.launch(++id);  // the first window, at start-up
+    ASSERT_EQ(fake.starts, 1);
+    windowed.push_back(id);
+    std::map<int, int> seen;  // K: windows
+    for (int w = 0; w < 400; w++) {
+      fake.now += 10'000'000;
+      b.tick_windows();
+      ASSERT_EQ(fake.launch_callback, 1);
+      fake.now += CuptiBackend::kCallbacksGraceNs;
+      const int starts = fake.starts;
+      int k = 0;
+      for (; fake.starts == starts && k < 64; k++) h.launch(++id);
+      ASSERT_EQ(fake.starts, starts + 1) << "no window within 64 launches";
+      windowed.push_back(id);
+      seen[k - 1]++;
+    }
+    if (skip_max == 0) {
+      EXPECT_EQ(seen.size(), 1u);
+      EXPECT_EQ(seen.begin()->first, 0) << "the window did not open at the first launch";
+    } else {
+      EXPECT_EQ(seen.size(), 8u) << "every K in [0, 8) should come up in 400 windows";
+      EXPECT_EQ(seen.begin()->first, 0);
+      EXPECT_EQ(seen.rbegin()->first, 7);
+      for (auto [k, n] : seen) EXPECT_GT(n, 20) << "K = " << k << " came up " << n << " times in 400";
+    }
+    b.stop();
+    Profile p = h.finish();
+    std::set<uint32_t> recorded;
+    for (const auto& l : p.launches) recorded.insert(l.correlation_id);
+    for (uint32_t c : windowed) EXPECT_TRUE(recorded.count(c)) << c;
+    EXPECT_EQ(recorded.size(), windowed.size()) << "launches passed over were recorded";
+  }
+}
+
 // A window belongs to the thread that opened it: another thread's launch exit neither fetches nor
 // closes it (a non-opening thread that closed the window while others launched hung eight threads on
 // the H100), and another thread's launch entry waits until the owner closes it, at most 50 ms (the

@@ -62,5 +62,36 @@ TEST(SamplingWindows, GapsAreRandomWithinHalfToOneAndAHalfOfTheMean) {
   EXPECT_NEAR(static_cast<double>(w.windows()) / 100.0, 100.0, 3.0);  // about 100 windows a second
 }
 
+// With a budget, a window's cost spaces the next one (cost / budget); time discounted from it (the wait
+// for a busy GPU's queue, AIFLAME_WIN_CHARGE_SYNC=0) does not, and the discount ends with its window.
+TEST(SamplingWindows, DiscountedTimeDoesNotSpaceTheNextWindow) {
+  auto gap_after = [](uint64_t discount, bool second_too) {
+    SamplingWindows w(1000, 1000, 9, 0.02);  // 1 ms windows, 2% budget
+    uint64_t now = 0;
+    EXPECT_EQ(w.decide(now), Action::Open);  // the first window (charged its length at most)
+    now += 1'000'000;
+    EXPECT_EQ(w.decide(now), Action::Close);
+    now = w.next_event();
+    EXPECT_EQ(w.decide(now), Action::Open);
+    w.discount(discount);
+    now += 11'000'000;  // 10 ms waiting for the GPU's queue, then the 1-ms window
+    EXPECT_EQ(w.decide(now), Action::Close);
+    if (second_too) {  // a discount does not carry over to the next window
+      now = w.next_event();
+      EXPECT_EQ(w.decide(now), Action::Open);
+      now += 11'000'000;
+      const uint64_t closed = now;
+      EXPECT_EQ(w.decide(now), Action::Close);
+      return w.next_event() - closed;
+    }
+    return w.next_event() - now;
+  };
+  // Charged: 11 ms / 2% = 550 ms, drawn in [0.5, 1.5] of it; discounted 10 ms: 1 ms / 2% = 50 ms.
+  EXPECT_GE(gap_after(0, false), 275'000'000u);
+  EXPECT_LE(gap_after(10'000'000, false), 75'000'000u);
+  EXPECT_GE(gap_after(10'000'000, true), 275'000'000u);
+  EXPECT_LE(gap_after(50'000'000, false), 75'000'000u);  // never below zero
+}
+
 }  // namespace
 }  // namespace aiflame

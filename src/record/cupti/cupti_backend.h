@@ -117,6 +117,7 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
     // launches; the others wait at their launch entry until it closes).
     std::atomic<pid_t> window_owner{0};
     uint32_t window_count = 0;  // the owner's launches in the open window
+    std::atomic<int64_t> skip_left{-1};  // skip_before_window: launches still to pass over (-1: none drawn)
     // Windows mode: the launches of other threads between their entry (past window_enter) and their
     // exit, in the low 32 bits, under an epoch in the high 32 that moves on each time the launch
     // callbacks are switched back on (a launch whose exit was never delivered, the callbacks having
@@ -153,6 +154,7 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
   // window_enter's parts: a window's opening by this thread (others held back first), and counting
   // this thread's launch in or out of Context::launches_out (false: a window is open or opening).
   bool open_window(Context& c, uint64_t now);
+  bool skip_before_window(Context& c);  // true: this due window waits for a later launch
   bool count_launch_in(Context& c);
   void count_launch_out(Context& c);
   void note_launcher(Context& c);
@@ -198,6 +200,7 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
   std::atomic<int64_t> captures_{0};  // stream captures under way (windows wait for none)
   std::atomic<uint64_t> sync_ns_{0}, window_launches_{0}, prime_ns_{0}, window_waits_{0}, window_wait_ns_{0};
   std::atomic<uint64_t> window_cancels_{0};  // windows given up: other threads' launches did not end in time
+  std::atomic<uint64_t> skip_rng_{0x9E3779B97F4A7C15ull};  // skip_before_window's draws
   std::atomic<uint64_t> windows_skipped_{0};  // due windows not opened: several threads were launching
   // Where windows mode's time goes on the launching threads (the summary's windows line): switching
   // the launch callbacks, launch callbacks delivered outside any window, and the owner's opening

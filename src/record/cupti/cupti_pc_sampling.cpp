@@ -507,7 +507,9 @@ bool CuptiBackend::open_window_locked(Context& c, uint64_t now) {
   const RecordOptions& o = rec_.options();
   // The wait for the GPU's queue (and Enable between windows) is the window's cost: it is inside
   // its length, which began before this call.
+  const uint64_t sync0 = sync_ns_.load(std::memory_order_relaxed);
   synchronize(c);  // CUPTI starts a range only on an idle GPU
+  if (!measure_.win_charge_sync) c.windows->discount(sync_ns_.load(std::memory_order_relaxed) - sync0);
   WIN_TRACE("opening: synchronized");
   // Kernel records can be switched on only while PC sampling is disabled (CUPTI 13.0 refuses
   // otherwise with CUPTI_ERROR_NOT_COMPATIBLE, on the H100): so only where windows enable it.
@@ -587,7 +589,8 @@ bool CuptiBackend::window_enter(Context& c, uint64_t now) {
     const uint64_t on_at = callbacks_on_at_.load(std::memory_order_acquire);  // 0: never switched back on
     const bool probed = on_at == 0 || now >= on_at + kCallbacksGraceNs;
     if (!probed) note_launcher(c);
-    if (c.windows->due(now) && !measure_.win_never && captures_.load(std::memory_order_acquire) == 0 && probed) {
+    if (c.windows->due(now) && !measure_.win_never && captures_.load(std::memory_order_acquire) == 0 && probed &&
+        !skip_before_window(c)) {
       // (No window while a stream capture is under way: its cuCtxSynchronize would break the capture.)
       // Never wait for the lock in a launch callback: another thread is opening or closing a window.
       std::unique_lock<std::mutex> lock(c.mu, std::try_to_lock);
@@ -610,6 +613,23 @@ bool CuptiBackend::window_enter(Context& c, uint64_t now) {
       return false;
     }
   }
+}
+
+// AIFLAME_WIN_SKIP_MAX=N: a due window passes over K launches first, K uniform in [0, N) and drawn
+// afresh for each window (record_options.h says why). Windows open only while one thread launches, so
+// the count is kept with relaxed atomics.
+bool CuptiBackend::skip_before_window(Context& c) {
+  const uint32_t n = measure_.win_skip_max;
+  if (n <= 1) return false;
+  int64_t left = c.skip_left.load(std::memory_order_relaxed);
+  if (left < 0) {
+    uint64_t rng = skip_rng_.load(std::memory_order_relaxed);  // xorshift64* (no thread-local: TLS budget)
+    rng ^= rng >> 12, rng ^= rng << 25, rng ^= rng >> 27;
+    skip_rng_.store(rng, std::memory_order_relaxed);
+    left = static_cast<int64_t>(((rng * 0x2545F4914F6CDD1Dull) >> 11) % n);
+  }
+  c.skip_left.store(left - 1, std::memory_order_relaxed);  // -1 after the launch that opens: drawn anew
+  return left > 0;
 }
 
 namespace {
