@@ -37,6 +37,9 @@ struct CaptureStats {
   std::atomic<uint64_t> memo_failed_same{0};
   std::atomic<uint64_t> thread_new{0};   // stacks new to their thread (took the shared table's mutex)
   std::atomic<uint64_t> process_new{0};  // of those, stacks new to the process (named and written)
+  // The memos checked at launches that walked, by why each failed (unwind::MemoMiss: held, empty,
+  // start, sp, fp, generation, bounds, words). A key's memos of other paths fail on words.
+  std::atomic<uint64_t> memo_miss[8] = {};
   std::atomic<uint64_t> caller_scans{0};  // CallerScan's count
   std::atomic<uint64_t> caller_reads{0};  // CallerRead's count (thread stacks read)
   std::atomic<uint64_t> caller_rereads{0};  // of those, the last caller found at its stack in one read
@@ -67,6 +70,8 @@ struct CaptureStats {
   }
   // One line: per launch, microseconds in each part, frames, cache misses, walk ends.
   std::string line() const;
+  // The memo_miss counts that are not zero, named ("sp 12, words 3"), or "none".
+  std::string miss_causes() const;
 
  private:
   static std::atomic<bool> enabled_;

@@ -250,16 +250,22 @@ void StackCapture::init(UnwindPolicy policy, bool python, uint32_t) {
   }
 }
 
+static_assert(static_cast<int>(unwind::MemoMiss::kCount) == std::size(CaptureStats{}.memo_miss),
+              "a count per MemoMiss");
+
 int StackCapture::unwind(uint64_t* out, int max, const unwind::WalkMemo* const* checks, int n_checks,
                          unwind::WalkMemo* memo, bool full, bool check_only) {
   PhaseScope phase(Phase::Unwind);
   uint64_t frames[kMaxNative];
   unwind::WalkStatus status;
+  status.explain_memo = CaptureStats::on();
   int n = unwind::unwind_here(frames, std::min(max, kMaxNative), &status, incremental_ && !full, checks, n_checks,
                               memo, check_only);
   if (n < 0) return n;  // a memo held, or none did (check_only)
   if (CaptureStats::on()) {
     CaptureStats& cs = CaptureStats::instance();
+    for (int i = 0; i < status.explained; i++)
+      cs.memo_miss[static_cast<int>(status.memo_miss[i])].fetch_add(1, std::memory_order_relaxed);
     cs.ends[static_cast<int>(status.end)].fetch_add(1, std::memory_order_relaxed);
     cs.cache_misses.fetch_add(status.cache_misses, std::memory_order_relaxed);
     cs.fp_frames.fetch_add(status.fp_frames, std::memory_order_relaxed);

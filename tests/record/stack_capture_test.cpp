@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "profile/profile.h"
+#include "record/capture_stats.h"
 #include "test_util.h"
 #include "record/unwind/object_table.h"
 
@@ -166,6 +167,30 @@ TEST(StackCapture, OnlyLaunchesWithoutAMemoThatHoldsAreWalked) {
   EXPECT_GE(walked, 2);
   EXPECT_LE(walked, 4);
   for (const auto& x : r) EXPECT_TRUE(x.unwound);
+}
+
+// The capture stats name why the memos checked at a launch that walked failed (issue 22: a loop's
+// launches that walked to their memo's own stack). path_b under path_a's key (the same site and
+// depth, frames that differ in one return address): path_a's memo fails on a word the walk reads.
+TEST(StackCapture, StatsNameWhyAMemoFailed) {
+  Fixture f(UnwindPolicy::Always);
+  unwind::ObjectTable::instance().build_all_now();
+  CaptureStats::enable();
+  const Path paths[5] = {path_a, path_a, path_a, path_b, path_a};
+  std::string causes[5];
+  bool walked[5];
+  for (int i = 0; i < 5; i++) {  // one call site
+    CaptureStats::instance().reset();
+    walked[i] = via(paths[i], f.capture).walked;
+    causes[i] = CaptureStats::instance().miss_causes();
+  }
+  CaptureStats::disable();
+  EXPECT_EQ(causes[0], "none") << "no memo to check at the first launch";
+  EXPECT_FALSE(walked[2]);
+  EXPECT_EQ(causes[2], "none");
+  EXPECT_TRUE(walked[3]);
+  EXPECT_EQ(causes[3], "words 1");
+  EXPECT_FALSE(walked[4]) << "path_a's memo was kept";
 }
 
 // A training loop's thread launches from a few hundred call paths (hf_gpt2.py's main thread ~190 on

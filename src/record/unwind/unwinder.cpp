@@ -539,6 +539,18 @@ bool memo_holds(const WalkMemo& m, const Regs& start, uint64_t stack_hi, int max
   return f == m.fingerprint;
 }
 
+MemoMiss memo_miss(const WalkMemo& m, const Regs& start, uint64_t stack_hi, int max) {
+  if (!m.words) return MemoMiss::Empty;
+  if (m.pc != start.pc || m.hi != stack_hi || m.max != max) return MemoMiss::Start;
+  if (m.sp != start.sp) return MemoMiss::Sp;
+  if (m.fp_used && m.fp != start.fp) return MemoMiss::Fp;
+  if (m.generation != ObjectTable::instance().snapshot()->generation) return MemoMiss::Generation;
+  if (stack_hi < 8 || start.sp + 8 * uint64_t{m.highest} > stack_hi - 8) return MemoMiss::Bounds;
+  uint64_t f = 0;
+  for (int i = 0; i < m.words; i++) f += stack_word(start.sp + 8 * uint64_t{m.offset[i]}) * kMemoKeys[static_cast<size_t>(i)];
+  return f == m.fingerprint ? MemoMiss::Held : MemoMiss::Words;
+}
+
 void prefetch_stack() {
   const PcCache* c = t_cache;
   if (!c) return;
@@ -580,9 +592,20 @@ __attribute__((noinline)) int unwind_here(uint64_t* out, int max, WalkStatus* st
   n_checks = std::min(n_checks, kMaxChecks);
   for (int i = 0; i < n_checks; i++)
     if (checks[i] && memo_holds(*checks[i], r, b.hi, max)) return kMemoHeld - i;
-  if (check_only) return kNoMemoHeld;
-  if (n_checks) prefetch_tables();  // not done before the checks: a memo that holds needs none of it
-  return walk(r, b.hi, out, max, status, incremental, memo);
+  // The capture stats' causes (the walk writes *status whole: they are set after it).
+  MemoMiss why[kMaxChecks];
+  int explained = 0;
+  if (status->explain_memo)
+    for (int i = 0; i < n_checks; i++)
+      if (checks[i]) why[explained++] = memo_miss(*checks[i], r, b.hi, max);
+  int n = kNoMemoHeld;
+  if (!check_only) {
+    if (n_checks) prefetch_tables();  // not done before the checks: a memo that holds needs none of it
+    n = walk(r, b.hi, out, max, status, incremental, memo);
+  }
+  status->explained = static_cast<uint8_t>(explained);
+  std::copy(why, why + explained, status->memo_miss);
+  return n;
 }
 
 }  // namespace aiflame::unwind

@@ -24,8 +24,17 @@ enum class WalkEnd : uint8_t {
   OffStack,     // sp is not on the thread's own stack (an alternate signal stack, a coroutine's): fall back
 };
 
+// Why a memo did not hold for a start: the first of memo_holds' conditions that failed (the capture
+// stats count them, to tell which of a launch's inputs moved when its path's memo failed: issue 22,
+// where 0.2-6.3% of a loop's launches walked, most to their memo's own stack).
+enum class MemoMiss : uint8_t { Held, Empty, Start, Sp, Fp, Generation, Bounds, Words, kCount };
+
 struct WalkStatus {
   WalkEnd end = WalkEnd::Outermost;
+  // In: unwind_here explains why each of its memo checks failed (memo_miss), for the capture stats.
+  bool explain_memo = false;
+  uint8_t explained = 0;       // out, with explain_memo: the checks explained in memo_miss
+  MemoMiss memo_miss[4] = {};  // (kMaxChecks)
   uint16_t fp_frames = 0;  // frames stepped by frame pointer
   uint16_t cache_misses = 0;  // frames not in the per-thread cache (binary searches)
   uint16_t reused = 0;        // frames taken from the previous walk on this thread (their words re-read)
@@ -77,6 +86,9 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
 // True if a walk from `start` with these bounds would read exactly what `memo`'s walk read, and so
 // return its frames and end. Reads only the memo's words, each checked to lie in [start.sp, stack_hi).
 bool memo_holds(const WalkMemo& memo, const Regs& start, uint64_t stack_hi, int max);
+// The same conditions, in the same order, naming the first that failed (Held: memo_holds is true).
+// Not on the launch path: the stats call it once per launch whose memos failed.
+MemoMiss memo_miss(const WalkMemo& memo, const Regs& start, uint64_t stack_hi, int max);
 
 // The caller's stack, like glibc's backtrace() called from the same place: out[0] is the return
 // address of unwind_here into its caller, then that caller's return address, and so on.
@@ -85,6 +97,7 @@ bool memo_holds(const WalkMemo& memo, const Regs& start, uint64_t stack_hi, int 
 // otherwise walks, filling `memo` if not null (it may be a check), or with check_only returns
 // kNoMemoHeld without walking. At most kMaxChecks are checked.
 constexpr int kMaxChecks = 4;
+static_assert(kMaxChecks <= static_cast<int>(sizeof(WalkStatus::memo_miss)), "a cause per check");
 constexpr int kMemoHeld = -1, kNoMemoHeld = -16;
 int unwind_here(uint64_t* out, int max, WalkStatus* status, bool incremental = true,
                 const WalkMemo* const* checks = nullptr, int n_checks = 0, WalkMemo* memo = nullptr,

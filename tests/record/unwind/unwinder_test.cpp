@@ -858,6 +858,7 @@ TEST_F(Unwinder, AMemoHoldsOnlyWhereTheWalkReturnsItsFrames) {
   HandStack s;
   auto memo = std::make_unique<WalkMemo>();
   int held = 0, held_changed = 0, not_held = 0, memos = 0;
+  int causes[static_cast<int>(MemoMiss::kCount)] = {};
   for (int trial = 0; trial < 10000; trial++) {
     std::vector<size_t> f;
     std::vector<uint64_t> ra;
@@ -882,6 +883,16 @@ TEST_F(Unwinder, AMemoHoldsOnlyWhereTheWalkReturnsItsFrames) {
         }
       }
       const bool holds = memo->words && memo_holds(*memo, r, s.hi(), max);
+      // memo_miss (the capture stats' cause) agrees with memo_holds, and names the input that moved.
+      const MemoMiss why = memo_miss(*memo, r, s.hi(), max);
+      ASSERT_EQ(holds, why == MemoMiss::Held) << "trial " << trial << " round " << round;
+      causes[static_cast<int>(why)]++;
+      if (why == MemoMiss::Sp) {
+        EXPECT_NE(r.sp, r0.sp);
+      }
+      if (why == MemoMiss::Words) {
+        EXPECT_FALSE(std::equal(s.w.begin(), s.w.end(), before.begin()));
+      }
       const Walked ref = full_walk_of(r, s.hi(), max);
       if (holds) {
         ASSERT_EQ(ref.frames, made.frames) << "trial " << trial << " round " << round << "\nmemo:" << show(made.frames)
@@ -905,6 +916,8 @@ TEST_F(Unwinder, AMemoHoldsOnlyWhereTheWalkReturnsItsFrames) {
   EXPECT_GT(held_changed, 2000);
   EXPECT_GT(not_held, 5000);
   EXPECT_GT(memos, 8000);
+  for (MemoMiss m : {MemoMiss::Start, MemoMiss::Sp, MemoMiss::Fp, MemoMiss::Words})
+    EXPECT_GT(causes[static_cast<int>(m)], 100) << "cause " << static_cast<int>(m) << " never named";
 }
 
 }  // namespace
