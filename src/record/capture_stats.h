@@ -21,8 +21,9 @@ struct CaptureStats {
               AutogradBackward,
               // Inside Unwind: the part spent on launches that walked (took no memo).
               UnwindWalked,
-              // Inside AutogradBackward: looking for the Python thread that called backward() (once per
-              // graph task and engine thread: the other threads' frames read with process_vm_readv).
+              // Looking for the Python thread that called backward() (once per graph task: the other
+              // threads' frames read with process_vm_readv). Inside AutogradBackward only with
+              // AIFLAME_AUTOGRAD_DEFER=0; deferred (the default) the recorder's caller scanner does it.
               CallerScan,
               // Inside CallerScan: reading the threads' Python stacks (PythonFrames::capture_thread).
               CallerRead, kParts };
