@@ -25,6 +25,9 @@
 #   atlaunch AIFLAME_AUTOGRAD_DEFER=0: all of it at the launch, as before 2026-11-27
 #   nokernel AIFLAME_MEMO_KEY_KERNEL=0: walk memos keyed without the launch's kernel
 #   memos2 AIFLAME_MEMOS_PER_KEY=2: walk memos per key as before 2026-11-27 (4 since)
+#   lru   AIFLAME_MEMO_EVICT_LRU=1: a key whose memos all failed replaces the least recently used of
+#         them, not the last one checked (twelfth session: stale memos kept the cold benchmark's paths
+#         from ever keeping theirs)
 #   ablight, ablight2: AIFLAME_AUTOGRAD_AB=1 with AIFLAME_AUTOGRAD_LIGHT=1 or 2: the in-run A/B of what
 #         light and light2 leave on the launch path (ab minus ablight: the deferred notes; ablight
 #         minus ablight2: the calls into torch)
@@ -62,6 +65,7 @@ run() {  # variant workload round
     abdefer) env_+=(AIFLAME_AUTOGRAD_AB=1 AIFLAME_AUTOGRAD_DEFER=1) ;;
     atlaunch) env_+=(AIFLAME_AUTOGRAD_DEFER=0) ;;
     memos2) env_+=(AIFLAME_MEMOS_PER_KEY=2) ;;
+    lru) env_+=(AIFLAME_MEMO_EVICT_LRU=1) ;;
     nokernel) env_+=(AIFLAME_MEMO_KEY_KERNEL=0) ;;
     ablight) env_+=(AIFLAME_AUTOGRAD_AB=1 AIFLAME_AUTOGRAD_LIGHT=1) ;;
     ablight2) env_+=(AIFLAME_AUTOGRAD_AB=1 AIFLAME_AUTOGRAD_LIGHT=2) ;;

@@ -556,6 +556,8 @@ void on_launch_cold(benchmark::State& state, bool stats, Pass pass = Pass::Forwa
   RecordOptions opt;
   opt.output = (dir / "cold.aiflame").string();
   opt.measure.capture_stats = stats;
+  // AIFLAME_MEMO_EVICT_LRU=1: the memo replacement A/B (read here: the benchmark makes its own options).
+  if (const char* e = std::getenv("AIFLAME_MEMO_EVICT_LRU")) opt.measure.memo_evict_lru = std::strcmp(e, "1") == 0;
   Recorder rec;
   std::string error;
   if (!rec.start(opt, ProcessRecord{}, &error)) {

@@ -160,6 +160,9 @@ constexpr RecordOptionSpec kSchema[] = {
     {"memos_per_key", "AIFLAME_MEMOS_PER_KEY", nullptr, nullptr, "1 to 4",
      "Walk memos one key keeps (several native paths under one kernel, depth and Python stack; default 4)",
      UINT_OPTION(measure.memos_per_key, 1, 4)},
+    {"memo_evict_lru", "AIFLAME_MEMO_EVICT_LRU", nullptr, nullptr, "0 or 1",
+     "When none of a key's walk memos holds, replace the least recently used (default 0: the last checked)",
+     FLAG_OPTION(measure.memo_evict_lru)},
 };
 
 #undef UINT_OPTION

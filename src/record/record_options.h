@@ -96,6 +96,11 @@ struct MeasurementSwitches {
   // leaving the kernel out took 0.08-0.16 us a launch off on the H200 (bench/RESULTS.md).
   bool memo_key_kernel = false;
   uint32_t memos_per_key = 4;   // AIFLAME_MEMOS_PER_KEY: walk memos one key keeps (1-4; 2 before 2026-11-27)
+  // AIFLAME_MEMO_EVICT_LRU: when none of a key's memos holds, the walk replaces the one used (held or
+  // written) least recently, instead of the last one checked. With the last one checked, that is the
+  // same way every time, so memos that no longer hold (a warm-up's paths) are never evicted: the cold
+  // benchmark's four timed paths got 0% from their memos (bench/RESULTS.md, twelfth session).
+  bool memo_evict_lru = false;
   bool verify_memos = false;  // AIFLAME_VERIFY_MEMOS: a memo's stack against a full walk, at every launch
   bool autograd_ab = false;   // AIFLAME_AUTOGRAD_AB: the autograd tracking on and off in alternate slices (Recorder::autograd_ab)
   // AIFLAME_AUTOGRAD_DEFER (default on; 0 resolves at the launch): the forward table and the backward

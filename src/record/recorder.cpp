@@ -42,6 +42,7 @@ bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std
   stacks_.set_verify_memos(opt.measure.verify_memos);
   stacks_.set_memo_key_site(opt.measure.memo_key_kernel);
   stacks_.set_memos_per_key(static_cast<int>(opt.measure.memos_per_key));
+  stacks_.set_memo_evict_lru(opt.measure.memo_evict_lru);
   started_ = true;
   return true;
 }

@@ -142,6 +142,10 @@ struct alignas(64) MemoSet {
   uint64_t key[kMemoWays];  // 0: empty
   uint8_t next;             // the way replaced next when none is empty (round robin)
   uint8_t last_held;        // the way whose memo held last (checked first)
+  // A use clock of the set, ticked when a memo holds or is written, and each way's tick then: the
+  // least recently used of a key's memos is (clock - used) the largest, modulo 256.
+  uint8_t clock;
+  uint8_t used[kMemoWays];
 };
 struct MemoTable {
   uint64_t owner = 0;
@@ -441,6 +445,10 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
     // Replaced if no memo holds: with per_key memos of this key, the last checked (the others stay);
     // else an empty way, else the set's next (possibly one of this key's memos).
     int way = n_found == per_key ? found[n_found - 1] : -1;
+    if (way >= 0 && memo_evict_lru_)
+      for (int i = 0; i < n_found; i++)
+        if (static_cast<uint8_t>(set->clock - set->used[found[i]]) > static_cast<uint8_t>(set->clock - set->used[way]))
+          way = found[i];
     for (int w = 0; w < kMemoWays && way < 0; w++)
       if (!set->key[w]) way = w;
     if (way < 0) way = set->next++ % kMemoWays;
@@ -478,6 +486,7 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
         const int i = unwind::kMemoHeld - nn;
         held = found_memo[i];
         set->last_held = static_cast<uint8_t>(found[i]);
+        set->used[found[i]] = ++set->clock;
       }
       if (!held || !verify_memos_) break;
       checking = held->id;
@@ -527,6 +536,7 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
     slot->py_check = py_check;
     slot->next = nullptr;
     *slot_key = key;
+    set->used[slot - &table->e[kMemoWays * static_cast<size_t>(set - table->sets)]] = ++set->clock;
     follow(*table, slot);
   } else if (table) {
     table->last = nullptr;  // no entry to link the next launch's to

@@ -169,6 +169,44 @@ TEST(StackCapture, OnlyLaunchesWithoutAMemoThatHoldsAreWalked) {
   for (const auto& x : r) EXPECT_TRUE(x.unwound);
 }
 
+// A key's memos that no longer hold (a warm-up's call paths, at the same depth and Python frames as
+// the loop's) must not keep the loop's paths from keeping theirs. Four paths through one function fill
+// the key's four memos; then two paths through another function of the same frame size alternate.
+// Replacing the last memo checked puts both in the same way, every launch (the cold benchmark's
+// timed paths: 0% from their memos); with AIFLAME_MEMO_EVICT_LRU the stale memos go first.
+__attribute__((noinline)) StackCapture::Result warm_site(Path p, StackCapture& c) {
+  auto r = p(c, 9);
+  asm volatile("");
+  return r;
+}
+__attribute__((noinline)) StackCapture::Result loop_site(Path p, StackCapture& c) {
+  auto r = p(c, 9);
+  asm volatile("");
+  return r;
+}
+using Site = StackCapture::Result (*)(Path, StackCapture&);
+__attribute__((noinline)) StackCapture::Result at_site(Site s, Path p, StackCapture& c) {
+  auto r = s(p, c);  // one call instruction for both sites: the same depth, so the same key
+  asm volatile("");
+  return r;
+}
+int loop_walks(bool lru) {
+  Fixture f(UnwindPolicy::Always);
+  unwind::ObjectTable::instance().build_all_now();
+  f.capture.set_memo_evict_lru(lru);
+  const Path warm[4] = {path_a, path_b, path_c, path_d};
+  for (int i = 0; i < 40; i++) at_site(warm_site, warm[i % 4], f.capture);
+  const Path loop[2] = {path_a, path_b};
+  int walked = 0;
+  for (int i = 0; i < 100; i++) walked += at_site(loop_site, loop[i % 2], f.capture).walked;
+  return walked;
+}
+TEST(StackCapture, StaleMemosOfAKeyAreReplacedFirstWithLru) {
+  EXPECT_LE(loop_walks(true), 4) << "the loop's two paths should walk about once each";
+  EXPECT_GE(loop_walks(false), 90) << "replacing the last memo checked: the two paths share one way (if this "
+                                      "fails, the condition this test guards no longer arises)";
+}
+
 // The capture stats name why the memos checked at a launch that walked failed (issue 22: a loop's
 // launches that walked to their memo's own stack). path_b under path_a's key (the same site and
 // depth, frames that differ in one return address): path_a's memo fails on a word the walk reads.
