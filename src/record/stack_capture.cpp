@@ -143,10 +143,12 @@ struct alignas(64) MemoSet {
   uint8_t next;             // the way replaced next when none is empty (round robin)
   uint8_t last_held;        // the way whose memo held last (checked first)
   // A use clock of the set, ticked when a memo holds or is written, and each way's tick then: the
-  // least recently used of a key's memos is (clock - used) the largest, modulo 256.
-  uint8_t clock;
-  uint8_t used[kMemoWays];
+  // least recently used of a key's memos is (clock - used) the largest, modulo 2^16 (a way idle for
+  // 65,536 ticks of its set takes an arbitrary age: it is then evicted sooner or later, not never).
+  uint16_t clock;
+  uint16_t used[kMemoWays];
 };
+static_assert(sizeof(MemoSet) == 64, "a set's keys and ages on one line");
 struct MemoTable {
   uint64_t owner = 0;
   bool walked = true;  // the thread's last capture walked (took no memo): prefetch a walk's tables early
@@ -447,7 +449,7 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
     int way = n_found == per_key ? found[n_found - 1] : -1;
     if (way >= 0 && memo_evict_lru_)
       for (int i = 0; i < n_found; i++)
-        if (static_cast<uint8_t>(set->clock - set->used[found[i]]) > static_cast<uint8_t>(set->clock - set->used[way]))
+        if (static_cast<uint16_t>(set->clock - set->used[found[i]]) > static_cast<uint16_t>(set->clock - set->used[way]))
           way = found[i];
     for (int w = 0; w < kMemoWays && way < 0; w++)
       if (!set->key[w]) way = w;
