@@ -38,7 +38,11 @@ static void CUPTIAPI on_cb(void*, CUpti_CallbackDomain d, CUpti_CallbackId, cons
   corr_tag[ci->correlationId] = current_tag;
 }
 
-static double ms_since(std::chrono::steady_clock::time_point t0) {
+// Milliseconds fn() took on the CPU.
+template <class F>
+static double ms_of(F&& fn) {
+  const auto t0 = std::chrono::steady_clock::now();
+  fn();
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
@@ -99,40 +103,24 @@ int main(int argc, char** argv) {
   // The queue: Q long kernels (about 5 ms each on an H100).
   current_tag = 0;
   for (int i = 0; i < queue; i++) work<<<1024, 256, 0, st>>>(a, 50000);
-  auto t0 = std::chrono::steady_clock::now();
-  if (sync_start) cuCtxSynchronize();
-  const double sync1 = ms_since(t0);
-  t0 = std::chrono::steady_clock::now();
+  const double sync1 = ms_of([&] { if (sync_start) cuCtxSynchronize(); });
   CUpti_PCSamplingStartParams sp = {CUpti_PCSamplingStartParamsSize};
   sp.ctx = ctx;
-  CU(cuptiPCSamplingStart(&sp));
-  const double start_ms = ms_since(t0);
+  const double start_ms = ms_of([&] { CU(cuptiPCSamplingStart(&sp)); });
   current_tag = 1;
-  t0 = std::chrono::steady_clock::now();
-  work<<<1024, 256, 0, st>>>(a + n, 2000);
-  const double launch_ms = ms_since(t0);
+  const double launch_ms = ms_of([&] { work<<<1024, 256, 0, st>>>(a + n, 2000); });
   const bool queue_busy = cudaStreamQuery(st) == cudaErrorNotReady;
-  t0 = std::chrono::steady_clock::now();
-  if (sync_stop) cuCtxSynchronize();
-  const double sync2 = ms_since(t0);
-  t0 = std::chrono::steady_clock::now();
+  const double sync2 = ms_of([&] { if (sync_stop) cuCtxSynchronize(); });
   CUpti_PCSamplingStopParams pp = {CUpti_PCSamplingStopParamsSize};
   pp.ctx = ctx;
-  CU(cuptiPCSamplingStop(&pp));
-  const double stop_ms = ms_since(t0);
-  t0 = std::chrono::steady_clock::now();
-  fetch();
-  const double drain_ms = ms_since(t0);
+  const double stop_ms = ms_of([&] { CU(cuptiPCSamplingStop(&pp)); });
+  const double drain_ms = ms_of(fetch);
   unsigned long long at_stop = 0;
   for (auto& [t, k] : per_tag) at_stop += k;
   current_tag = 2;
-  t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < after; i++) work<<<1024, 256, 0, st>>>(a + 2 * n, 2000);
-  const double after_ms = ms_since(t0);
+  const double after_ms = ms_of([&] { for (int i = 0; i < after; i++) work<<<1024, 256, 0, st>>>(a + 2 * n, 2000); });
   const bool still_busy = cudaStreamQuery(st) == cudaErrorNotReady;
-  t0 = std::chrono::steady_clock::now();
-  cuCtxSynchronize();
-  const double sync3 = ms_since(t0);
+  const double sync3 = ms_of([] { cuCtxSynchronize(); });
   fetch();
   printf("== %s: queue %d long kernels, %d launches after the window\n", mode, queue, after);
   printf("  priming window %llu samples; the window's kernel alone (NVIDIA's way) %llu samples\n", primed, alone);

@@ -11,12 +11,7 @@ SamplingWindows::SamplingWindows(uint32_t per_second, uint32_t length_us, uint64
       rng_(seed | 1) {}
 
 uint64_t SamplingWindows::next_gap() {
-  // xorshift64*: enough to decorrelate window times from the program's own period.
-  rng_ ^= rng_ >> 12;
-  rng_ ^= rng_ << 25;
-  rng_ ^= rng_ >> 27;
-  uint64_t r = (rng_ * 0x2545F4914F6CDD1Dull) >> 11;  // 53 random bits
-  double u = static_cast<double>(r) / static_cast<double>(1ull << 53);
+  double u = static_cast<double>(random53(rng_)) / static_cast<double>(1ull << 53);
   double gap = static_cast<double>(gap_ns_);
   // The window's cost over the budget: the time the program must run unwatched to pay for it.
   if (budget_ > 0) gap = std::max(gap, static_cast<double>(cost_ns_) / budget_);

@@ -12,6 +12,15 @@
 
 namespace aiflame {
 
+// xorshift64*: one step of `state` (never 0), 53 random bits. Enough to decorrelate windows from the
+// program's own period; shared by the window schedule and the backend's pick of a window's launch.
+inline uint64_t random53(uint64_t& state) {
+  state ^= state >> 12;
+  state ^= state << 25;
+  state ^= state >> 27;
+  return (state * 0x2545F4914F6CDD1Dull) >> 11;
+}
+
 class SamplingWindows {
  public:
   enum class Action { None, Open, Close };

@@ -538,7 +538,7 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
     slot->py_check = py_check;
     slot->next = nullptr;
     *slot_key = key;
-    set->used[slot - &table->e[kMemoWays * static_cast<size_t>(set - table->sets)]] = ++set->clock;
+    set->used[slot_key - set->key] = ++set->clock;
     follow(*table, slot);
   } else if (table) {
     table->last = nullptr;  // no entry to link the next launch's to

@@ -159,7 +159,7 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
   void count_launch_out(Context& c);
   void note_launcher(Context& c);
   void set_launch_callbacks(bool on);
-  void synchronize(Context& c);
+  uint64_t synchronize(Context& c);  // returns the nanoseconds it took
   bool claim_device(uint32_t device);
   void drain(Context& c);
   void drain_locked(Context& c);

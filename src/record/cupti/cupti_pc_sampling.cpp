@@ -482,7 +482,7 @@ void CuptiBackend::close_window_locked(Context& c, uint64_t now) {
 
 // cuCtxSynchronize on this thread with c's context current (the launching thread has it already;
 // the collector and the exit path push it).
-void CuptiBackend::synchronize(Context& c) {
+uint64_t CuptiBackend::synchronize(Context& c) {
   using SyncFn = CUresult (*)();
   using CtxFn = CUresult (*)(CUcontext*);
   using PushFn = CUresult (*)(CUcontext);
@@ -490,7 +490,7 @@ void CuptiBackend::synchronize(Context& c) {
   static auto get = reinterpret_cast<CtxFn>(cuda_driver_symbol("cuCtxGetCurrent"));
   static auto push = reinterpret_cast<PushFn>(cuda_driver_symbol("cuCtxPushCurrent_v2"));
   static auto pop = reinterpret_cast<CtxFn>(cuda_driver_symbol("cuCtxPopCurrent_v2"));
-  if (!sync) return;
+  if (!sync) return 0;
   auto t0 = std::chrono::steady_clock::now();
   CUcontext cur = nullptr;
   bool pushed = false;
@@ -500,16 +500,17 @@ void CuptiBackend::synchronize(Context& c) {
     CUcontext popped = nullptr;
     pop(&popped);
   }
-  sync_ns_ += ns_since(t0);
+  const uint64_t ns = ns_since(t0);
+  sync_ns_ += ns;
+  return ns;
 }
 
 bool CuptiBackend::open_window_locked(Context& c, uint64_t now) {
   const RecordOptions& o = rec_.options();
   // The wait for the GPU's queue (and Enable between windows) is the window's cost: it is inside
   // its length, which began before this call.
-  const uint64_t sync0 = sync_ns_.load(std::memory_order_relaxed);
-  synchronize(c);  // CUPTI starts a range only on an idle GPU
-  if (!measure_.win_charge_sync) c.windows->discount(sync_ns_.load(std::memory_order_relaxed) - sync0);
+  const uint64_t waited = synchronize(c);  // CUPTI starts a range only on an idle GPU
+  if (!measure_.win_charge_sync) c.windows->discount(waited);
   WIN_TRACE("opening: synchronized");
   // Kernel records can be switched on only while PC sampling is disabled (CUPTI 13.0 refuses
   // otherwise with CUPTI_ERROR_NOT_COMPATIBLE, on the H100): so only where windows enable it.
@@ -623,10 +624,9 @@ bool CuptiBackend::skip_before_window(Context& c) {
   if (n <= 1) return false;
   int64_t left = c.skip_left.load(std::memory_order_relaxed);
   if (left < 0) {
-    uint64_t rng = skip_rng_.load(std::memory_order_relaxed);  // xorshift64* (no thread-local: TLS budget)
-    rng ^= rng >> 12, rng ^= rng << 25, rng ^= rng >> 27;
+    uint64_t rng = skip_rng_.load(std::memory_order_relaxed);  // (no thread-local: the TLS budget)
+    left = static_cast<int64_t>(random53(rng) % n);
     skip_rng_.store(rng, std::memory_order_relaxed);
-    left = static_cast<int64_t>(((rng * 0x2545F4914F6CDD1Dull) >> 11) % n);
   }
   c.skip_left.store(left - 1, std::memory_order_relaxed);  // -1 after the launch that opens: drawn anew
   return left > 0;

@@ -526,29 +526,29 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
   return n;
 }
 
-bool memo_holds(const WalkMemo& m, const Regs& start, uint64_t stack_hi, int max) {
-  if (!m.words || m.pc != start.pc || m.sp != start.sp || m.hi != stack_hi || m.max != max || (m.fp_used && m.fp != start.fp))
-    return false;
-  if (m.generation != ObjectTable::instance().snapshot()->generation) return false;
-  // Every address on the current stack before any load (offsets from sp, so at or above it; the
-  // memo's walk bounded them to the same [sp, top), so this only guards against a memo of another
-  // stack); then one load and one multiply-add per word, no load waiting for another.
-  if (stack_hi < 8 || start.sp + 8 * uint64_t{m.highest} > stack_hi - 8) return false;
-  uint64_t f = 0;
-  for (int i = 0; i < m.words; i++) f += stack_word(start.sp + 8 * uint64_t{m.offset[i]}) * kMemoKeys[static_cast<size_t>(i)];
-  return f == m.fingerprint;
-}
-
-MemoMiss memo_miss(const WalkMemo& m, const Regs& start, uint64_t stack_hi, int max) {
+// memo_holds and memo_miss: one check, inlined into both (memo_holds is on the launch path).
+__attribute__((always_inline)) inline MemoMiss check_memo(const WalkMemo& m, const Regs& start, uint64_t stack_hi,
+                                                          int max) {
   if (!m.words) return MemoMiss::Empty;
   if (m.pc != start.pc || m.hi != stack_hi || m.max != max) return MemoMiss::Start;
   if (m.sp != start.sp) return MemoMiss::Sp;
   if (m.fp_used && m.fp != start.fp) return MemoMiss::Fp;
   if (m.generation != ObjectTable::instance().snapshot()->generation) return MemoMiss::Generation;
+  // Every address on the current stack before any load (offsets from sp, so at or above it; the
+  // memo's walk bounded them to the same [sp, top), so this only guards against a memo of another
+  // stack); then one load and one multiply-add per word, no load waiting for another.
   if (stack_hi < 8 || start.sp + 8 * uint64_t{m.highest} > stack_hi - 8) return MemoMiss::Bounds;
   uint64_t f = 0;
   for (int i = 0; i < m.words; i++) f += stack_word(start.sp + 8 * uint64_t{m.offset[i]}) * kMemoKeys[static_cast<size_t>(i)];
   return f == m.fingerprint ? MemoMiss::Held : MemoMiss::Words;
+}
+
+bool memo_holds(const WalkMemo& m, const Regs& start, uint64_t stack_hi, int max) {
+  return check_memo(m, start, stack_hi, max) == MemoMiss::Held;
+}
+
+MemoMiss memo_miss(const WalkMemo& m, const Regs& start, uint64_t stack_hi, int max) {
+  return check_memo(m, start, stack_hi, max);
 }
 
 void prefetch_stack() {

@@ -86,8 +86,8 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
 // True if a walk from `start` with these bounds would read exactly what `memo`'s walk read, and so
 // return its frames and end. Reads only the memo's words, each checked to lie in [start.sp, stack_hi).
 bool memo_holds(const WalkMemo& memo, const Regs& start, uint64_t stack_hi, int max);
-// The same conditions, in the same order, naming the first that failed (Held: memo_holds is true).
-// Not on the launch path: the stats call it once per launch whose memos failed.
+// The same check, naming the first condition that failed (Held: memo_holds is true). Not on the launch
+// path: the stats call it for the memos of a launch that walked.
 MemoMiss memo_miss(const WalkMemo& memo, const Regs& start, uint64_t stack_hi, int max);
 
 // The caller's stack, like glibc's backtrace() called from the same place: out[0] is the return
