@@ -55,6 +55,11 @@ command_of() {
 variants=(
   "plain|-|-"
   "default||"
+  # Thirteenth session: the default's cost by source. nopc: the default without PC sampling (launch
+  # callbacks, stack capture and kernel records); cbonly: without kernel records either (the launch
+  # callback and the stack capture alone).
+  "nopc||--no-pc-sampling"
+  "cbonly|AIFLAME_ACTIVITY=0|--no-pc-sampling"
   "windows||--pc-mode windows $popt"
   "win||$win $popt"
   "keep|AIFLAME_WIN_DISABLE_BETWEEN=0 AIFLAME_WIN_TOGGLE_ACT=0 AIFLAME_WINDOW_LAUNCHES=1 AIFLAME_WINDOW_US=1000 AIFLAME_WINDOW_BUDGET_PERMILLE=10|--pc-mode windows $popt"

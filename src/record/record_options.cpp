@@ -161,7 +161,7 @@ constexpr RecordOptionSpec kSchema[] = {
      "Walk memos one key keeps (several native paths under one kernel, depth and Python stack; default 4)",
      UINT_OPTION(measure.memos_per_key, 1, 4)},
     {"memo_evict_lru", "AIFLAME_MEMO_EVICT_LRU", nullptr, nullptr, "0 or 1",
-     "When none of a key's walk memos holds, replace the least recently used (default 0: the last checked)",
+     "When none of a key's walk memos holds, replace the least recently used (default 1; 0: the last checked)",
      FLAG_OPTION(measure.memo_evict_lru)},
 };
 

@@ -99,8 +99,11 @@ struct MeasurementSwitches {
   // AIFLAME_MEMO_EVICT_LRU: when none of a key's memos holds, the walk replaces the one used (held or
   // written) least recently, instead of the last one checked. With the last one checked, that is the
   // same way every time, so memos that no longer hold (a warm-up's paths) are never evicted: the cold
-  // benchmark's four timed paths got 0% from their memos (bench/RESULTS.md, twelfth session).
-  bool memo_evict_lru = false;
+  // benchmark's four timed paths got 0% from their memos (bench/RESULTS.md, twelfth session). The
+  // default since the thirteenth session: on the H200 the training loops' capture did not move with
+  // it (paired -0.07 to +0.11 us), and the development machine's hot benchmark went back under #22's
+  // 0.5 us (0.85 -> 0.30).
+  bool memo_evict_lru = true;
   bool verify_memos = false;  // AIFLAME_VERIFY_MEMOS: a memo's stack against a full walk, at every launch
   bool autograd_ab = false;   // AIFLAME_AUTOGRAD_AB: the autograd tracking on and off in alternate slices (Recorder::autograd_ab)
   // AIFLAME_AUTOGRAD_DEFER (default on; 0 resolves at the launch): the forward table and the backward

@@ -51,7 +51,7 @@ class StackCapture {
   // Walk memos one key keeps, 1 to 4 (AIFLAME_MEMOS_PER_KEY, A/B).
   void set_memos_per_key(int n) { memos_per_key_ = n < 1 ? 1 : n > 4 ? 4 : n; }
   // true: a walk whose key's memos all failed replaces the least recently used of them
-  // (AIFLAME_MEMO_EVICT_LRU, A/B); false: the last one checked.
+  // (the default; AIFLAME_MEMO_EVICT_LRU=0 for A/B); false: the last one checked.
   void set_memo_evict_lru(bool on) { memo_evict_lru_ = on; }
   struct MemoCheck {
     uint64_t checked = 0, differed = 0;
@@ -90,7 +90,7 @@ class StackCapture {
   bool verify_memos_ = false;
   bool memo_key_site_ = false;
   int memos_per_key_ = 4;
-  bool memo_evict_lru_ = false;
+  bool memo_evict_lru_ = true;
   std::atomic<uint64_t> memo_checked_{0}, memo_differed_{0};
   UnwindPolicy policy_ = UnwindPolicy::Always;
   std::vector<std::pair<uint64_t, uint64_t>> skip_;
