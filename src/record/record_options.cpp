@@ -144,6 +144,10 @@ constexpr RecordOptionSpec kSchema[] = {
     {"verify_memos", "AIFLAME_VERIFY_MEMOS", nullptr, nullptr, "0 or 1",
      "Walk every frame again at each launch that took its memo and count launches whose stacks differ",
      FLAG_OPTION(measure.verify_memos)},
+    {"launch_ab", "AIFLAME_LAUNCH_AB", nullptr, nullptr, "0 or 1",
+     "Skip the whole launch path (no stack, no record) in random 6-8 ms slices; print its wall-time cost per launch at "
+     "the end (a measurement: the skipped launches have no stack)",
+     FLAG_OPTION(measure.launch_ab)},
     {"autograd_ab", "AIFLAME_AUTOGRAD_AB", nullptr, nullptr, "0 or 1",
      "The autograd tracking skipped in every other 40-70 ms slice; print each kind's capture cost per launch at the end",
      FLAG_OPTION(measure.autograd_ab)},

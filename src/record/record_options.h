@@ -105,6 +105,7 @@ struct MeasurementSwitches {
   // 0.5 us (0.85 -> 0.30).
   bool memo_evict_lru = true;
   bool verify_memos = false;  // AIFLAME_VERIFY_MEMOS: a memo's stack against a full walk, at every launch
+  bool launch_ab = false;     // AIFLAME_LAUNCH_AB: the launch path on and off in slices of one run (record/launch_ab.h)
   bool autograd_ab = false;   // AIFLAME_AUTOGRAD_AB: the autograd tracking on and off in alternate slices (Recorder::autograd_ab)
   // AIFLAME_AUTOGRAD_DEFER (default on; 0 resolves at the launch): the forward table and the backward
   // launches' interning run in the collector's flush (AutogradTracker::set_deferred). H200, 2026-11-27:

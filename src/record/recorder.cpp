@@ -34,6 +34,7 @@ bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std
   if (!writer_.open(path, /*overwrite=*/true, error)) return false;
   writer_.add(process);
   autograd_ab_ = opt.measure.autograd_ab;
+  launch_ab_ = opt.measure.launch_ab;
   if (opt.measure.capture_stats) {
     CaptureStats::enable();
     hot_pages_audit(true);
@@ -85,6 +86,12 @@ thread_local LaunchThread t_launch;
 }  // namespace
 
 void Recorder::on_launch_exit() { t_launch.in_launch = false; }
+
+bool Recorder::launch_ab_slow(uint64_t site) {
+  LaunchTally& t = tally();
+  if (&t == &tallies_[kTallies]) return false;  // past kTallies threads: always on, not counted
+  return launch_ab_state_.off(clock_.now(), site, t.ab_last);
+}
 
 Recorder::LaunchTally& Recorder::tally() {
   LaunchThread& t = t_launch;
@@ -399,6 +406,22 @@ void Recorder::finish(uint64_t end_timestamp) {
                  static_cast<unsigned long long>(ab.with_walked), per_launch_us(ab.without_ns, ab.without_launches),
                  static_cast<unsigned long long>(ab.without_launches), static_cast<unsigned long long>(ab.without_walked),
                  ab.raw_us(), ab.stratified_us());
+  }
+  if (launch_ab_) {
+    const LaunchAB::Result ab = launch_ab();
+    if (!ab.valid)
+      std::fprintf(stderr, "aiflame: launch A/B: no figure (%llu intervals after launches with the launch path, %llu without)\n",
+                   static_cast<unsigned long long>(ab.on_intervals), static_cast<unsigned long long>(ab.off_intervals));
+    else
+      std::fprintf(stderr,
+                   "aiflame: launch A/B: %+.3f us per launch, kernel by kernel (halves %+.3f, %+.3f; %.1f%% of intervals "
+                   "compared); a thread's next launch came %.3f us after a launch with the launch path (%llu), %.3f us "
+                   "after one without (%llu; %llu intervals over 2^18 ticks left out), %+.3f; the launch path's own "
+                   "timer read %.3f us per launch\n",
+                   ab.cost_us, ab.half_us[0], ab.half_us[1], 100.0 * ab.compared, ab.on_us,
+                   static_cast<unsigned long long>(ab.on_intervals), ab.off_us,
+                   static_cast<unsigned long long>(ab.off_intervals), static_cast<unsigned long long>(ab.long_intervals),
+                   ab.raw_us, per_launch_us(totals.capture_ns, totals.launches));
   }
   if (autograd_ab_ || CaptureStats::on())
     std::fprintf(stderr, "aiflame: launching threads found their record buffer full %llu times\n",

@@ -14,6 +14,7 @@
 
 #include "profile/profile_writer.h"
 #include "record/autograd/autograd_tracker.h"
+#include "record/launch_ab.h"
 #include "record/record_options.h"
 #include "record/stack_capture.h"
 #include "record/string_table.h"
@@ -96,6 +97,7 @@ class Recorder {
     // AIFLAME_AUTOGRAD_AB: launches walked in full (no memo held) and their ticks, all and those in
     // slices without tracking.
     std::atomic<uint64_t> walked{0}, walked_ticks{0}, off_walked{0}, off_walked_ticks{0};
+    LaunchAB::ThreadState ab_last;  // AIFLAME_LAUNCH_AB: this thread's previous launch
   };
   struct LaunchTotals {
     uint64_t launches = 0, unwound = 0, capture_ns = 0;
@@ -119,11 +121,19 @@ class Recorder {
   };
   AutogradAB autograd_ab() const;
 
+  // AIFLAME_LAUNCH_AB: true if the launch entering now falls in a slice without the launch path
+  // (the backend then returns from its callback at once). Always false without the switch.
+  bool launch_ab_off(uint64_t site) { return launch_ab_ && launch_ab_slow(site); }
+  LaunchAB::Result launch_ab() const { return launch_ab_state_.result(clock_.ns_per_tick()); }
+
  private:
+  bool launch_ab_slow(uint64_t site);
   LaunchTally& tally();  // this thread's (the shared overflow tally past kTallies threads)
   static constexpr size_t kTallies = 256;
   const uint64_t serial_;  // tells this recorder's per-thread state from another's (tests make several)
   bool autograd_ab_ = false;  // AIFLAME_AUTOGRAD_AB
+  bool launch_ab_ = false;    // AIFLAME_LAUNCH_AB
+  LaunchAB launch_ab_state_;
   std::unique_ptr<LaunchTally[]> tallies_;  // [kTallies] is the overflow tally, updated atomically
   std::atomic<uint32_t> tally_count_{0};
   TscClock clock_;

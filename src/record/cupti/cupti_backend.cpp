@@ -203,6 +203,7 @@ void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbi
     // alone, 2 adds the timestamp and context lookup.
     const uint32_t skip = measure_.skip_launches;
     if (skip == 1) return;
+    if (rec_.launch_ab_off(reinterpret_cast<uint64_t>(cb->symbolName))) return;  // AIFLAME_LAUNCH_AB: a slice without the launch path
     uint64_t ts = 0;
     api_.cuptiGetTimestamp(&ts);
     Context* c = context_of(cb->context);
