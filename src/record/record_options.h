@@ -101,8 +101,8 @@ struct MeasurementSwitches {
   // same way every time, so memos that no longer hold (a warm-up's paths) are never evicted: the cold
   // benchmark's four timed paths got 0% from their memos (bench/RESULTS.md, twelfth session). The
   // default since the thirteenth session: on the H200 the training loops' capture did not move with
-  // it (paired -0.07 to +0.11 us), and the development machine's hot benchmark went back under #22's
-  // 0.5 us (0.85 -> 0.30).
+  // it (paired medians -0.07 to +0.11 us, single pairs -0.33 to +0.20), and the development
+  // machine's hot benchmark went back under #22's 0.5 us (0.85 -> 0.30).
   bool memo_evict_lru = true;
   bool verify_memos = false;  // AIFLAME_VERIFY_MEMOS: a memo's stack against a full walk, at every launch
   bool launch_ab = false;     // AIFLAME_LAUNCH_AB: the launch path on and off in slices of one run (record/launch_ab.h)

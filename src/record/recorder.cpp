@@ -34,6 +34,7 @@ bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std
   if (!writer_.open(path, /*overwrite=*/true, error)) return false;
   writer_.add(process);
   autograd_ab_ = opt.measure.autograd_ab;
+  if (opt.measure.launch_ab && !launch_ab_state_) launch_ab_state_ = std::make_unique<LaunchAB>();
   launch_ab_ = opt.measure.launch_ab;
   if (opt.measure.capture_stats) {
     CaptureStats::enable();
@@ -90,7 +91,7 @@ void Recorder::on_launch_exit() { t_launch.in_launch = false; }
 bool Recorder::launch_ab_slow(uint64_t site) {
   LaunchTally& t = tally();
   if (&t == &tallies_[kTallies]) return false;  // past kTallies threads: always on, not counted
-  return launch_ab_state_.off(clock_.now(), site, t.ab_last);
+  return launch_ab_state_->off(clock_.now(), site, t.ab_last);
 }
 
 Recorder::LaunchTally& Recorder::tally() {

@@ -124,7 +124,7 @@ class Recorder {
   // AIFLAME_LAUNCH_AB: true if the launch entering now falls in a slice without the launch path
   // (the backend then returns from its callback at once). Always false without the switch.
   bool launch_ab_off(uint64_t site) { return launch_ab_ && launch_ab_slow(site); }
-  LaunchAB::Result launch_ab() const { return launch_ab_state_.result(clock_.ns_per_tick()); }
+  LaunchAB::Result launch_ab() const { return launch_ab_state_ ? launch_ab_state_->result(clock_.ns_per_tick()) : LaunchAB::Result{}; }
 
  private:
   bool launch_ab_slow(uint64_t site);
@@ -133,7 +133,7 @@ class Recorder {
   const uint64_t serial_;  // tells this recorder's per-thread state from another's (tests make several)
   bool autograd_ab_ = false;  // AIFLAME_AUTOGRAD_AB
   bool launch_ab_ = false;    // AIFLAME_LAUNCH_AB
-  LaunchAB launch_ab_state_;
+  std::unique_ptr<LaunchAB> launch_ab_state_;  // with the switch only (its strata take 256 KB)
   std::unique_ptr<LaunchTally[]> tallies_;  // [kTallies] is the overflow tally, updated atomically
   std::atomic<uint32_t> tally_count_{0};
   TscClock clock_;

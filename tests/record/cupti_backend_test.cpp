@@ -529,6 +529,30 @@ TEST(CuptiBackend, SkipLaunchesSwitchRecordsNoLaunch) {
   }
 }
 
+// AIFLAME_LAUNCH_AB: in slices without the launch path, the callback returns before any stack or
+// record; the recorder still counts each launch's interval to the next for its kind of slice.
+TEST(CuptiBackend, LaunchAbSkipsTheLaunchPathInSomeSlices) {
+  RecordOptions o;
+  o.measure.launch_ab = true;
+  Harness h(o);
+  CuptiBackend b(h.rec, fake_api());
+  ASSERT_TRUE(b.start());
+  h.create_context(b);
+  uint32_t n = 0;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(300);  // ~40 slices
+  while (std::chrono::steady_clock::now() < end) {
+    h.launch(++n);
+    std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+  b.stop();
+  const LaunchAB::Result ab = h.rec.launch_ab();
+  const size_t recorded = h.finish().launches.size();
+  EXPECT_GT(recorded, n / 5) << "slices with the launch path record their launches";
+  EXPECT_LT(recorded, n - n / 5) << "slices without it record none";
+  ASSERT_TRUE(ab.valid);
+  EXPECT_EQ(ab.on_intervals + ab.off_intervals + ab.long_intervals, n - 1u);
+}
+
 // The library makes its backend before it starts the Recorder with the options (injection.cpp):
 // the measurement switches must still reach the backend (a copy taken at construction held the
 // defaults, and no switch took effect on the GPU machine).
