@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "record/debug_log.h"
+#include "record/py_name_cache.h"
 #include "util/hot_pages.h"
 #include "util/safe_memory.h"
 
@@ -240,6 +241,14 @@ void PythonFrames::describe(const RawPyFrame& f, std::string* file, std::string*
   int l = f.lasti >= 0 ? addr2line_(const_cast<void*>(code), f.lasti) : -1;
   if (l < 0 && layout_ok_) l = read_at<int>(code, L_.code_firstlineno);
   *line = l > 0 ? static_cast<uint32_t>(l) : 0;
+}
+
+bool PythonFrames::identity(const void* code, CodeIdentity* out) const {
+  if (!layout_ok_) return false;
+  out->file = read_at<const void*>(code, L_.code_filename);
+  out->name = read_at<const void*>(code, L_.code_qualname);
+  out->first_line = read_at<int>(code, L_.code_firstlineno);
+  return true;
 }
 
 int PythonFrames::thread_states(const void** out, int max) const {

@@ -13,6 +13,8 @@
 
 namespace aiflame {
 
+struct CodeIdentity;
+
 struct RawPyFrame {
   const void* code = nullptr;  // PyCodeObject*
   int32_t lasti = -1;          // byte offset of the instruction in the code object (-1: unknown)
@@ -32,6 +34,9 @@ class PythonFrames {
   void prefetch() const;
   // Names a frame captured on this same thread, while the launch callback still runs (its frames are alive).
   void describe(const RawPyFrame& f, std::string* file, std::string* function, uint32_t* line) const;
+  // The identity of a code object captured on this same thread (its frames are alive): false without
+  // a known layout.
+  bool identity(const void* code, CodeIdentity* out) const;
   std::string version() const { return version_; }
 
   // A thread's stack as capture_thread last read it (3.11+), for same_stack.

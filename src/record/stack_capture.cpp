@@ -308,12 +308,15 @@ int StackCapture::unwind(uint64_t* out, int max, const unwind::WalkMemo* const* 
   return k;
 }
 
+// Under mu_ (intern_shared).
 PyFrame StackCapture::name_python(const RawPyFrame& f) {
   PhaseScope phase(Phase::PythonNames);
-  std::string file, function;
-  uint32_t line = 0;
-  python_.describe(f, &file, &function, &line);
-  return PyFrame{strings_.intern(file), strings_.intern(function), line};
+  return names_.name(python_, f, [&](const RawPyFrame& g) {
+    std::string file, function;
+    uint32_t line = 0;
+    python_.describe(g, &file, &function, &line);
+    return PyFrame{strings_.intern(file), strings_.intern(function), line};
+  });
 }
 
 // A stack new to this thread: the process-wide table (under the mutex) keeps one id per content.

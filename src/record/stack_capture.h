@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "profile/profile_writer.h"
+#include "record/py_name_cache.h"
 #include "record/python_frames.h"
 #include "record/string_table.h"
 #include "record/unwind/unwinder.h"
@@ -97,6 +98,7 @@ class StackCapture {
   const uint64_t serial_;  // tells this capture's per-thread tables from another's (tests make several)
 
   std::mutex mu_;  // only for stacks new to a thread
+  PyNameCache names_;  // under mu_: Python frames named before (name_python)
   std::unordered_map<uint64_t, std::vector<uint32_t>> stack_ids_;  // content hash -> ids (collisions checked)
   std::vector<std::vector<uint64_t>> stack_content_;               // by id - 1
   std::atomic<uint32_t> next_stack_id_{1};

@@ -7,7 +7,9 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <vector>
 
+#include "record/py_name_cache.h"
 #include "record/python_frames.h"
 
 namespace {
@@ -38,6 +40,41 @@ extern "C" int aiflame_probe_capture(char* buf, int size) {
     uint32_t line = 0;
     g_frames.describe(frames[i], &file, &function, &line);
     out += function + " " + file.substr(file.rfind('/') + 1) + ":" + std::to_string(line) + "\n";
+  }
+  std::strncpy(buf, out.c_str(), static_cast<size_t>(size) - 1);
+  buf[size - 1] = 0;
+  return n;
+}
+
+// The same through PyNameCache, as a stack new to the process names its frames (StackCapture::
+// name_python): a frame named before is not described again while its code object is the one named.
+// Strings are interned in a table of the probe's own. Also returns, in *described, how many frames
+// were described (not found in the cache).
+namespace {
+aiflame::PyNameCache g_names;
+std::vector<std::string> g_strings;
+uint32_t intern(const std::string& s) {
+  for (size_t i = 0; i < g_strings.size(); i++)
+    if (g_strings[i] == s) return static_cast<uint32_t>(i);
+  g_strings.push_back(s);
+  return static_cast<uint32_t>(g_strings.size() - 1);
+}
+}  // namespace
+extern "C" int aiflame_probe_capture_cached(char* buf, int size, int* described) {
+  aiflame::RawPyFrame frames[64];
+  int n = g_frames.capture(frames, 64);
+  std::string out;
+  *described = 0;
+  for (int i = 0; i < n; i++) {
+    aiflame::PyFrame f = g_names.name(g_frames, frames[i], [&](const aiflame::RawPyFrame& g) {
+      std::string file, function;
+      uint32_t line = 0;
+      g_frames.describe(g, &file, &function, &line);
+      ++*described;
+      return aiflame::PyFrame{intern(file), intern(function), line};
+    });
+    const std::string& file = g_strings[f.file];
+    out += g_strings[f.function] + " " + file.substr(file.rfind('/') + 1) + ":" + std::to_string(f.line) + "\n";
   }
   std::strncpy(buf, out.c_str(), static_cast<size_t>(size) - 1);
   buf[size - 1] = 0;

@@ -7,10 +7,12 @@ lib_path = sys.argv[1]
 with_gil = ctypes.PyDLL(lib_path)     # calls keep the GIL
 without_gil = ctypes.CDLL(lib_path)   # calls release the GIL, like PyTorch around its kernels
 failures = 0
+checks = 0
 
 
 def check(name, cond, detail=""):
-    global failures
+    global failures, checks
+    checks += 1
     if not cond:
         failures += 1
         print("FAIL", name, detail)
@@ -193,5 +195,53 @@ kept, same_at_3, same_at_4 = kept_then_moved(outer_steps, 3)
 check("an inner frame's stack found again", kept >= 3 and same_at_3 == 1 if windowed else same_at_3 == 0,
       (kept, same_at_3))
 check("a returned frame is not the same stack", same_at_4 == 0, same_at_4)
-print("python_frames (Python %s): %d passed, %d failed" % (sys.version.split()[0], 19 - failures, failures))
+
+
+# Frames named through PyNameCache, as StackCapture names the Python frames of a stack new to the
+# process: the names and lines of this file; a second capture from the same places describes none
+# of them again; a code object freed and another made at its address is named anew.
+def cached(dll):
+    described = ctypes.c_int(0)
+    buf = ctypes.create_string_buffer(8192)
+    dll.aiflame_probe_capture_cached(buf, 8192, ctypes.byref(described))  # LINE_CACHED
+    return buf.value.decode().splitlines(), described.value
+
+
+def cached_inner(dll):
+    return cached(dll)  # LINE_CACHED_INNER
+
+
+(first, described_first), (second, described_second) = [cached_inner(with_gil) for _ in range(2)]  # one place
+name = "python_frames_test.py"
+check("cached names", first[:2] == ["cached %s:%d" % (name, line_of("LINE_CACHED")),
+                                     "cached_inner %s:%d" % (name, line_of("LINE_CACHED_INNER"))], first)
+check("every frame described at the first capture", described_first == len(first) > 2, (described_first, first))
+check("none described again at the second", described_second == 0 and second == first, (described_second, second))
+
+
+def generated(fn_name):
+    ns = {"cached": cached}
+    exec(compile("def %s(dll):\n    return cached(dll)\n" % fn_name, "<generated>", "exec"), ns)
+    return ns[fn_name]
+
+
+import gc
+fn = generated("gen_aa")
+address = id(fn.__code__)
+out_a, _ = fn(with_gil)
+del fn
+gc.collect()
+kept = []
+for attempt in range(100):
+    fn = generated("gen_bb")
+    if id(fn.__code__) == address:
+        break
+    kept.append(fn)
+if id(fn.__code__) == address:
+    out_b, described_b = fn(with_gil)
+    check("a code object at a freed one's address is named anew",
+          out_a[1].startswith("gen_aa ") and out_b[1].startswith("gen_bb ") and described_b >= 1, (out_a, out_b))
+else:
+    print("note: no code object was made at a freed one's address in 100 tries; that check did not run")
+print("python_frames (Python %s): %d passed, %d failed" % (sys.version.split()[0], checks - failures, failures))
 sys.exit(1 if failures else 0)
