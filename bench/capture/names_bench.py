@@ -1,0 +1,38 @@
+"""What naming a stack's Python frames costs, with and without PyNameCache (issue #22), inside a real
+CPython on the development machine: 3,000 captures of one ~12-frame stack through the test probe
+(tests/record/python_frames_probe.cpp), each frame described every time (aiflame_probe_capture) or
+named through the cache (aiflame_probe_capture_cached), and the ctypes call alone, twice each.
+Warm caches: the GPU loops' new stacks are named cold, so this is the lower bound of the gain.
+Usage: python3 bench/capture/names_bench.py build/tests/libaiflame_pyprobe.so"""
+import ctypes
+import sys
+import time
+
+dll = ctypes.PyDLL(sys.argv[1])
+dll.aiflame_probe_init()
+buf = ctypes.create_string_buffer(8192)
+described = ctypes.c_int(0)
+
+
+def deep(n, f):
+    return deep(n - 1, f) if n else f()
+
+
+def describe_all():
+    return dll.aiflame_probe_capture(buf, 8192)
+
+
+def through_cache():
+    return dll.aiflame_probe_capture_cached(buf, 8192, ctypes.byref(described))
+
+
+def call_only():
+    return 0
+
+
+for name, f in (("every frame described", describe_all), ("through the cache", through_cache), ("the call alone", call_only)):
+    for _ in range(2):
+        t = time.perf_counter()
+        for i in range(3000):
+            deep(8, f)
+        print("%-22s %.2f us per capture" % (name, (time.perf_counter() - t) / 3000 * 1e6))
