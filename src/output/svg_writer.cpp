@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "output/svg_script.h"
+#include "util/splitmix.h"
 
 namespace aiflame {
 
@@ -91,9 +92,7 @@ std::string percent(uint64_t n, uint64_t total) {
 uint64_t name_hash(std::string_view s) {
   uint64_t h = 1469598103934665603ull;  // FNV-1a, then a splitmix64 finaliser to spread the bits
   for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  h ^= h >> 30, h *= 0xbf58476d1ce4e5b9ull;
-  h ^= h >> 27, h *= 0x94d049bb133111ebull;
-  return h ^ (h >> 31);
+  return splitmix64_mix(h);
 }
 
 // A colour for the kind, its shade varied by v1..v3 in [0, 1].

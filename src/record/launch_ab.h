@@ -22,6 +22,8 @@
 #include <cstdint>
 #include <memory>
 
+#include "util/splitmix.h"
+
 namespace aiflame {
 
 class LaunchAB {
@@ -38,7 +40,7 @@ class LaunchAB {
     uint32_t stratum = 0;  // and its site's stratum
   };
   bool off(uint64_t ticks, uint64_t site, ThreadState& last) {
-    const uint64_t h = mix(ticks >> kSliceShift);
+    const uint64_t h = splitmix64_mix(ticks >> kSliceShift);
     const int kind = static_cast<int>(h & 1), cell = static_cast<int>((h >> 1) & 1) * 2 + kind;
     if (last.cell >= 0 && ticks > last.ticks) {
       const uint64_t dt = ticks - last.ticks;
@@ -52,7 +54,7 @@ class LaunchAB {
     }
     last.ticks = ticks;
     last.cell = cell;
-    last.stratum = static_cast<uint32_t>(mix(site) % kStrata);
+    last.stratum = static_cast<uint32_t>(splitmix64_mix(site) % kStrata);
     return kind == 1;
   }
 
@@ -70,14 +72,6 @@ class LaunchAB {
   };
   // ns_per_tick: TscClock::ns_per_tick().
   Result result(double ns_per_tick) const;
-
-  static uint64_t mix(uint64_t x) {  // splitmix64's finalizer
-    x ^= x >> 30;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 27;
-    x *= 0x94d049bb133111ebull;
-    return x ^ (x >> 31);
-  }
 
  private:
   struct Stratum {  // [half * 2 + kind], kind 0 on, 1 off

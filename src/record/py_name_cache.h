@@ -18,13 +18,6 @@
 
 namespace aiflame {
 
-struct CodeIdentity {
-  const void* file = nullptr;  // co_filename
-  const void* name = nullptr;  // co_qualname
-  int first_line = 0;          // co_firstlineno
-  bool operator==(const CodeIdentity&) const = default;
-};
-
 class PyNameCache {
  public:
   static constexpr size_t kMaxEntries = size_t{1} << 16;  // then cleared: ~6 MB at most

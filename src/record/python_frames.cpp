@@ -9,7 +9,6 @@
 #include <cstring>
 
 #include "record/debug_log.h"
-#include "record/py_name_cache.h"
 #include "util/hot_pages.h"
 #include "util/safe_memory.h"
 

@@ -13,7 +13,14 @@
 
 namespace aiflame {
 
-struct CodeIdentity;
+// What tells a code object from another made later at its address (PyNameCache): its file and name
+// objects and first line.
+struct CodeIdentity {
+  const void* file = nullptr;  // co_filename
+  const void* name = nullptr;  // co_qualname
+  int first_line = 0;          // co_firstlineno
+  bool operator==(const CodeIdentity&) const = default;
+};
 
 struct RawPyFrame {
   const void* code = nullptr;  // PyCodeObject*

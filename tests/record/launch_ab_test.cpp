@@ -89,7 +89,7 @@ TEST(LaunchAB, SliceKindsAreBalancedAndNotAlternating) {
   int off = 0, same_as_next = 0;
   const int n = 10000;
   for (uint64_t s = 0; s < n; s++) {
-    const bool a = LaunchAB::mix(s) & 1, b = LaunchAB::mix(s + 1) & 1;
+    const bool a = splitmix64_mix(s) & 1, b = splitmix64_mix(s + 1) & 1;
     off += a;
     same_as_next += a == b;
   }

@@ -11,6 +11,7 @@
 
 #include "record/unwind/object_table.h"
 #include "util/hot_pages.h"
+#include "util/splitmix.h"
 
 namespace aiflame::unwind {
 namespace {
@@ -182,10 +183,7 @@ constexpr std::array<uint64_t, WalkMemo::kMaxWords> memo_keys() {
   uint64_t x = 0x6a09e667f3bcc909ULL;
   for (auto& key : k) {
     x += 0x9e3779b97f4a7c15ULL;
-    uint64_t z = x;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    key = (z ^ (z >> 31)) | 1;
+    key = splitmix64_mix(x) | 1;
   }
   return k;
 }
