@@ -40,6 +40,8 @@ struct Collect {
 
 }  // namespace
 
+PublishedGeneration g_published_generation;
+
 ObjectTable& ObjectTable::instance() {
   static ObjectTable* t = new ObjectTable();  // never destroyed (see the header)
   return *t;
@@ -88,6 +90,7 @@ const Snapshot* ObjectTable::refresh_now() {
   const Snapshot* published = next.get();
   retired_.push_back(std::move(next));
   current_.store(published, std::memory_order_release);
+  g_published_generation.value.store(published->generation, std::memory_order_release);
   return published;
 }
 

@@ -5,13 +5,11 @@
 #include <pthread.h>
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <memory>
 
 #include "record/unwind/object_table.h"
 #include "util/hot_pages.h"
-#include "util/splitmix.h"
 
 namespace aiflame::unwind {
 namespace {
@@ -177,17 +175,28 @@ struct NoLog {
   static uint64_t fp_word(uint64_t at) { return stack_word(at); }
   static void use_fp() {}
 };
-// The memo fingerprint's keys, one per word position: odd 64-bit constants (splitmix64's outputs).
-constexpr std::array<uint64_t, WalkMemo::kMaxWords> memo_keys() {
-  std::array<uint64_t, WalkMemo::kMaxWords> k{};
-  uint64_t x = 0x6a09e667f3bcc909ULL;
-  for (auto& key : k) {
-    x += 0x9e3779b97f4a7c15ULL;
-    key = splitmix64_mix(x) | 1;
+// The memo fingerprint: the words in their order, dealt to four lanes (word i to lane i mod 4), each
+// lane a polynomial in an odd multiplier (lane = lane * K + word), the lanes summed with odd weights.
+// One differing word changes its lane by (difference) * K^m and the sum by that times an odd weight:
+// never 0 mod 2^64 (odd numbers are invertible), so a single moved word is always seen. Several
+// differing words cancel with a chance of about 2^-(64 - t), t the trailing zero bits of the
+// differences, as with the per-position keys before. Four lanes keep four multiply-adds in flight,
+// with no table of keys to load: the keys' 13 lines were cold at most launches. The development
+// machine's warm memo check went from 0.23 to 0.21 us per launch; on the H200 the loops' native part
+// did not move beyond the runs' spread (bench/RESULTS.md, fourteenth session).
+struct Fingerprint {
+  static constexpr uint64_t kK[4] = {0x9e3779b97f4a7c15ULL, 0xbf58476d1ce4e5b9ULL, 0x94d049bb133111ebULL,
+                                     0xd6e8feb86659fd93ULL};
+  static constexpr uint64_t kWeight[4] = {1, 0xc2b2ae3d27d4eb4fULL, 0x165667b19e3779f9ULL, 0x27d4eb2f165667c5ULL};
+  uint64_t lane[4] = {};
+  void add(int i, uint64_t v) { lane[i & 3] = lane[i & 3] * kK[i & 3] + v; }
+  uint64_t value() const {
+    return lane[0] * kWeight[0] + lane[1] * kWeight[1] + lane[2] * kWeight[2] + lane[3] * kWeight[3];
   }
-  return k;
-}
-constexpr std::array<uint64_t, WalkMemo::kMaxWords> kMemoKeys = memo_keys();
+};
+static_assert((Fingerprint::kK[0] & Fingerprint::kK[1] & Fingerprint::kK[2] & Fingerprint::kK[3] & 1) &&
+                  (Fingerprint::kWeight[0] & Fingerprint::kWeight[1] & Fingerprint::kWeight[2] & Fingerprint::kWeight[3] & 1),
+              "odd multipliers and weights: one differing word always changes the fingerprint");
 
 struct MemoLog {
   WalkMemo* m;
@@ -196,13 +205,13 @@ struct MemoLog {
   bool fp_logged = false;  // rbp's value was loaded from fp_at and is logged (or is the start's)
   bool unfit = false;      // a word misaligned or beyond 65,535 words of sp: no memo
   uint64_t fp_at = 0, fp_value = 0;
-  uint64_t fingerprint = 0;
+  Fingerprint fingerprint;
   void add(uint64_t at, uint64_t v) {
     if (n < WalkMemo::kMaxWords) {
       const uint64_t off = at - m->sp;  // reads lie in [sp, top): at >= sp
       if ((off & 7) || (off >> 3) > UINT16_MAX) unfit = true;
       m->offset[n] = static_cast<uint16_t>(off >> 3);
-      fingerprint += v * kMemoKeys[static_cast<size_t>(n)];
+      fingerprint.add(n, v);
     }
     n++;
   }
@@ -515,7 +524,7 @@ int walk(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatu
     memo->hi = stack_hi;
     memo->generation = ObjectTable::instance().snapshot()->generation;
     memo->max = static_cast<uint16_t>(max);
-    memo->fingerprint = log.fingerprint;
+    memo->fingerprint = log.fingerprint.value();
     uint16_t highest = 0;
     for (int i = 0; i < log.n; i++) highest = std::max(highest, memo->offset[i]);
     memo->highest = highest;
@@ -531,14 +540,22 @@ __attribute__((always_inline)) inline MemoMiss check_memo(const WalkMemo& m, con
   if (m.pc != start.pc || m.hi != stack_hi || m.max != max) return MemoMiss::Start;
   if (m.sp != start.sp) return MemoMiss::Sp;
   if (m.fp_used && m.fp != start.fp) return MemoMiss::Fp;
-  if (m.generation != ObjectTable::instance().snapshot()->generation) return MemoMiss::Generation;
+  if (m.generation != g_published_generation.value.load(std::memory_order_acquire)) return MemoMiss::Generation;
   // Every address on the current stack before any load (offsets from sp, so at or above it; the
   // memo's walk bounded them to the same [sp, top), so this only guards against a memo of another
   // stack); then one load and one multiply-add per word, no load waiting for another.
   if (stack_hi < 8 || start.sp + 8 * uint64_t{m.highest} > stack_hi - 8) return MemoMiss::Bounds;
-  uint64_t f = 0;
-  for (int i = 0; i < m.words; i++) f += stack_word(start.sp + 8 * uint64_t{m.offset[i]}) * kMemoKeys[static_cast<size_t>(i)];
-  return f == m.fingerprint ? MemoMiss::Held : MemoMiss::Words;
+  Fingerprint f;
+  const int n = m.words, n4 = n & ~3;
+  auto at = [&](int i) { return stack_word(start.sp + 8 * uint64_t{m.offset[i]}); };
+  for (int i = 0; i < n4; i += 4) {
+    f.lane[0] = f.lane[0] * Fingerprint::kK[0] + at(i);
+    f.lane[1] = f.lane[1] * Fingerprint::kK[1] + at(i + 1);
+    f.lane[2] = f.lane[2] * Fingerprint::kK[2] + at(i + 2);
+    f.lane[3] = f.lane[3] * Fingerprint::kK[3] + at(i + 3);
+  }
+  for (int i = n4; i < n; i++) f.add(i, at(i));
+  return f.value() == m.fingerprint ? MemoMiss::Held : MemoMiss::Words;
 }
 
 bool memo_holds(const WalkMemo& m, const Regs& start, uint64_t stack_hi, int max) {
@@ -552,8 +569,14 @@ MemoMiss memo_miss(const WalkMemo& m, const Regs& start, uint64_t stack_hi, int 
 void prefetch_stack() {
   const PcCache* c = t_cache;
   if (!c) return;
-  // Prefetches never fault: a stale line of a stack or a set is only a wasted load. The stack lines of
-  // the previous walk's return addresses: a memo's check and a walk both read them.
+  // Prefetches never fault: a stale line of a stack or a set is only a wasted load. The generation a
+  // memo's check compares, and the stack lines of the previous walk's return addresses: a memo's
+  // check and a walk both read them.
+  // (Reading the addresses from the record's 40-byte states costs ~40 cold lines per launch. A compact
+  // list of the lines beside rec_n was tried once on the H200, 2026-11-27: no gain in the native part,
+  // and resnet_train's walked launches took 12.4 and 20.7 us against 9.0-11.3, perhaps because the
+  // walks then find those states cold; not kept.)
+  __builtin_prefetch(&g_published_generation);
   const int n = static_cast<int>(c->rec_n);
   for (int t = 0; t < n; t++) __builtin_prefetch(reinterpret_cast<const void*>(c->rec[t].sp - 8));
 }

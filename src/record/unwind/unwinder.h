@@ -52,14 +52,14 @@ struct WalkStatus {
 // Only walks that ended at the outermost frame or at the limit are memos (a bad frame may be an
 // object loaded later).
 // A word's address is kept as its offset from the start's sp in 8-byte words (the walk reads only
-// aligned words of [sp, top)), and the values as one fingerprint: sum of value[i] * kMemoKeys[i]
-// (mod 2^64, a random odd key per position). The memo's check loads the same words and compares the
-// fingerprint: one independent load and multiply-add per word, reading 2 bytes of memo per word where
-// 12 were (issue 22: with nearly every launch from its memo, the check's round of cold loads was the
-// largest part of the H100's capture, 0.58-0.92 us; a memo of 80 words was ~15 lines, now ~3). Two
-// different value lists give the same fingerprint only if sum (v[i] - v'[i]) * key[i] == 0 mod 2^64;
-// for a single differing word never (odd keys), else with a chance of about 2^-(64 - t), t the
-// trailing zero bits of the differences (return addresses and stack addresses: t <= 4).
+// aligned words of [sp, top)), and the values as one fingerprint (mod 2^64: the words dealt to four
+// lanes, each a polynomial in an odd multiplier, summed with odd weights; unwinder.cpp). The memo's
+// check loads the same words and compares the fingerprint: one independent load per word, reading 2
+// bytes of memo per word where 12 were (issue 22: with nearly every launch from its memo, the check's
+// round of cold loads was the largest part of the H100's capture, 0.58-0.92 us; a memo of 80 words was
+// ~15 lines, now ~3). Two different value lists give the same fingerprint never for a single
+// differing word (odd multipliers), else with a chance of about 2^-(64 - t), t the trailing zero bits
+// of the differences (return addresses and stack addresses: t <= 4).
 // 256 words: the H100's hf_gpt2.py launches through cuBLASLt read more than the 160 an earlier memo
 // kept, so 27% of its launches never had a memo.
 struct WalkMemo {

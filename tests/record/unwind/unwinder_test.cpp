@@ -925,5 +925,44 @@ TEST_F(Unwinder, AMemoHoldsOnlyWhereTheWalkReturnsItsFrames) {
     EXPECT_GT(causes[static_cast<int>(m)], 100) << "cause " << static_cast<int>(m) << " never named";
 }
 
+// The fingerprint sees every single moved word: for each word a memo logged (first, middle, last, the
+// tail after the last group of four), changed alone by differences of one bit anywhere (a return
+// address moved by 1, a stack address by 8, the top bit), the memo must not hold; put back, it holds.
+TEST_F(Unwinder, AMemoFailsWhenAnyOneOfItsWordsMoves) {
+  const TextRange* text = nocfi_text();
+  ASSERT_NE(text, nullptr) << "chain_nocfi's object has CFI";
+  RandomChains gen(text, 29);
+  HandStack s;
+  auto memo = std::make_unique<WalkMemo>();
+  int checked = 0, sizes_mod4[4] = {};
+  for (int trial = 0; trial < 200; trial++) {
+    std::vector<size_t> f;
+    std::vector<uint64_t> ra;
+    Regs r = gen.fill(s, f, ra);
+    if (trial % 2) r.fp = gen.rng();  // the first frame's rbp rule then reads no saved rbp: odd counts too
+    const int max = 1 + static_cast<int>(gen.rng() % 40);
+    uint64_t frames[300];
+    WalkStatus st;
+    walk(r, s.hi(), frames, max, &st, false, memo.get());
+    if (!memo->words) continue;
+    ASSERT_TRUE(memo_holds(*memo, r, s.hi(), max)) << "trial " << trial;
+    sizes_mod4[memo->words % 4]++;
+    for (int i = 0; i < memo->words; i++) {
+      uint64_t& word = s.w[memo->offset[i]];  // r.sp is the hand stack's first word
+      const uint64_t was = word;
+      for (uint64_t delta : {uint64_t{1}, uint64_t{8}, uint64_t{1} << 32, uint64_t{1} << 63, ~uint64_t{0}}) {
+        word = was + delta;
+        EXPECT_FALSE(memo_holds(*memo, r, s.hi(), max)) << "trial " << trial << ": word " << i << " of " << memo->words
+                                                       << " moved by " << delta;
+        checked++;
+      }
+      word = was;
+    }
+    ASSERT_TRUE(memo_holds(*memo, r, s.hi(), max)) << "trial " << trial << ": words put back";
+  }
+  EXPECT_GT(checked, 1000);
+  for (int m = 0; m < 4; m++) EXPECT_GT(sizes_mod4[m], 0) << "no memo of 4k+" << m << " words: a tail not covered";
+}
+
 }  // namespace
 }  // namespace aiflame::unwind
