@@ -17,25 +17,48 @@ std::string hex(const unsigned char* p, size_t n) {
   return s;
 }
 
-// The GNU build-id note from the object's PT_NOTE segments, which are mapped in memory.
+// True if [vaddr, vaddr + size) lies in the file contents of one readable PT_LOAD segment of the
+// object: only PT_LOAD segments are mapped, so a PT_NOTE outside them (objects rewritten by patchelf
+// or similar tools can have one: a repaired wheel's libraries) points at an address that may be
+// unmapped or another mapping's, and reading it could kill the program (issue 22's crash hunt,
+// 2026-11-27: a recorded hf_gpt2.py run was killed by SIGSEGV once in ~35 at about the collector's
+// first module scan; not proven to be this).
+bool in_loaded_contents(const dl_phdr_info* info, uint64_t vaddr, uint64_t size) {
+  if (vaddr + size < vaddr) return false;
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_R)) continue;
+    if (vaddr >= ph.p_vaddr && vaddr + size <= ph.p_vaddr + ph.p_filesz) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 std::string build_id_of(const dl_phdr_info* info) {
   for (int i = 0; i < info->dlpi_phnum; i++) {
     const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-    if (ph.p_type != PT_NOTE) continue;
-    const char* p = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
-    const char* end = p + ph.p_memsz;
-    while (p + sizeof(ElfW(Nhdr)) <= end) {
-      auto* nh = reinterpret_cast<const ElfW(Nhdr)*>(p);
-      const char* name = p + sizeof(ElfW(Nhdr));
-      const char* desc = name + ((nh->n_namesz + 3) & ~3u);
-      if (desc + nh->n_descsz > end) break;
-      if (nh->n_type == NT_GNU_BUILD_ID && nh->n_namesz == 4 && std::memcmp(name, "GNU", 4) == 0)
-        return hex(reinterpret_cast<const unsigned char*>(desc), nh->n_descsz);
-      p = desc + ((nh->n_descsz + 3) & ~3u);
+    if (ph.p_type != PT_NOTE || !in_loaded_contents(info, ph.p_vaddr, ph.p_memsz)) continue;
+    const char* base = reinterpret_cast<const char*>(info->dlpi_addr + ph.p_vaddr);
+    const uint64_t size = ph.p_memsz;
+    // Offsets, not pointers: a note's sizes come from the file and may be anything.
+    uint64_t off = 0;
+    while (size - off >= sizeof(ElfW(Nhdr))) {
+      ElfW(Nhdr) nh;
+      std::memcpy(&nh, base + off, sizeof nh);
+      const uint64_t name = off + sizeof nh;
+      const uint64_t desc = name + ((uint64_t{nh.n_namesz} + 3) & ~uint64_t{3});
+      if (desc > size || nh.n_descsz > size - desc) break;
+      if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 && std::memcmp(base + name, "GNU", 4) == 0)
+        return hex(reinterpret_cast<const unsigned char*>(base + desc), nh.n_descsz);
+      off = desc + ((uint64_t{nh.n_descsz} + 3) & ~uint64_t{3});
+      if (off > size) break;
     }
   }
   return {};
 }
+
+namespace {
 
 std::string exe_path() {
   char buf[PATH_MAX];

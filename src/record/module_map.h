@@ -6,7 +6,14 @@
 
 #include "profile/records.h"
 
+struct dl_phdr_info;
+
 namespace aiflame {
+
+// The GNU build-id of a loaded object ("" if none), read from its PT_NOTE segments in memory: only
+// those that a readable PT_LOAD's file contents cover, so that a note the loader did not map is never
+// read.
+std::string build_id_of(const dl_phdr_info* info);
 
 // Every loaded object with its address range, load bias and GNU build-id (read from memory).
 std::vector<ModuleRecord> read_loaded_modules();
