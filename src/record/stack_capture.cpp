@@ -47,10 +47,20 @@ uint64_t hash_words(const uint64_t* w, size_t n) {
 
 std::atomic<uint64_t> g_serial{1};
 
+// Set when this thread's LocalStacks is destroyed (a bool has no destructor: readable until the thread
+// ends). A launch from a later thread-local destructor, or at exit after the main thread's, must not
+// use the freed table (ThreadSanitizer found the use after free, 2026-11-27): it interns through the
+// shared table instead.
+thread_local bool t_stacks_gone = false;
+
 // The stacks this thread has seen for one StackCapture: an open-addressing table whose slots point
 // at their content in a per-thread arena, compared in full on a hash match. Read and written by its
 // thread only: the launch path takes no lock for a stack the thread has launched from before.
 struct LocalStacks {
+  LocalStacks() = default;
+  LocalStacks(const LocalStacks&) = delete;
+  LocalStacks& operator=(const LocalStacks&) = delete;
+  ~LocalStacks() { t_stacks_gone = true; }
   struct Slot {
     uint64_t hash = 0;
     uint64_t off = 0;
@@ -360,6 +370,11 @@ uint32_t StackCapture::stack_id_of(uint64_t* w, int nn, const RawPyFrame* py, in
   w[len++] = static_cast<uint64_t>(np);
   len += put_python(w + len, py, np);
   uint64_t h = hash_words(w, len);
+  if (t_stacks_gone) {
+    if (t_looked_up) *t_looked_up = CaptureStats::now();
+    *thread_new = false;
+    return intern_shared(w, len, h, nn, py, np);
+  }
   LocalStacks& local = t_stacks;
   if (local.owner != serial_) local.reset(serial_);
   uint32_t id = local.find(h, w, len);

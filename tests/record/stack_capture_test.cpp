@@ -292,5 +292,31 @@ TEST(StackCapture, OffPolicyRecordsNoNativeFrames) {
   EXPECT_TRUE(p->stacks.at(r.stack_id).native.empty());
 }
 
+// Another library's thread-local whose destructor launches: constructed before the thread's first
+// capture, so destroyed after the capture's own thread-locals. Its launches must still get their
+// stack's id, from the shared table, and never touch the thread's freed table (a heap use after free
+// that ThreadSanitizer found, and that the ASan build of this test reports without the fix).
+struct CapturesAtThreadExit {
+  StackCapture* capture = nullptr;
+  uint32_t* id = nullptr;
+  ~CapturesAtThreadExit() {
+    if (capture) *id = path_a(*capture, 1).stack_id;
+  }
+};
+thread_local CapturesAtThreadExit t_late;
+
+TEST(StackCapture, ALaunchAfterTheThreadsTablesAreGoneGetsItsStack) {
+  Fixture f(UnwindPolicy::Off);
+  uint32_t during = 0, at_exit = 0;
+  std::thread([&] {
+    t_late.capture = &f.capture;  // constructed here, before the capture's thread-locals
+    t_late.id = &at_exit;
+    during = path_a(f.capture, 1).stack_id;
+  }).join();
+  EXPECT_NE(during, 0u);
+  EXPECT_EQ(at_exit, during);
+  EXPECT_EQ(f.capture.stacks(), 1u);
+}
+
 }  // namespace
 }  // namespace aiflame
