@@ -25,7 +25,13 @@ Recorder::Recorder()
       tallies_(new LaunchTally[kTallies + 1]),
       strings_(writer_),
       stacks_(writer_, strings_),
-      autograd_(writer_, strings_) {}
+      autograd_(writer_, strings_) {
+  // Set before any launch can reach the tracker (which calls it only with deferred tracking): `record
+  // --pid` starts the backend before the collector, and ThreadSanitizer found the waker written in
+  // start_collector while an engine thread's backward launch called it (2026-11-27). Woken before its
+  // thread runs, the scanner finds woken_ set.
+  autograd_.set_waker([this] { wake_caller_scanner(); });
+}
 
 bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std::string* error) {
   opt_ = opt;
@@ -329,8 +335,7 @@ void Recorder::start_collector(std::function<void()> drain) {
   // launch of a graph task: the caller's stack must be read while backward() still runs, and the
   // collector can be busy for longer than a whole backward pass (draining CUPTI, writing modules). On
   // the collector, one graph task in 25 lost its caller on gpt_train and hf_gpt2 (H200, 2026-11-27).
-  if (autograd_.deferred()) {
-    autograd_.set_waker([this] { wake_caller_scanner(); });
+  if (autograd_.deferred()) {  // (its waker was set in the constructor)
     caller_scanner_ = std::thread([this] {
       set_phase(Phase::Collector);
       std::unique_lock<std::mutex> lock(wake_mu_);
