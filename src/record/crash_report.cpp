@@ -21,16 +21,23 @@ const char* phase_name(int p) {
   return p >= 0 && p < 7 ? names[p] : "?";
 }
 
+bool has_handler(const struct sigaction& a) {
+  if (a.sa_flags & SA_SIGINFO) return a.sa_sigaction != nullptr;
+  return a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN;
+}
+
 void on_fatal(int sig, siginfo_t* info, void* ctx) {
-  char line[256];
-  int n = std::snprintf(line, sizeof line, "aiflame: signal %d at address %p in %s; stack:\n", sig,
-                        info ? info->si_addr : nullptr, phase_name(t_phase));
-  (void)!write(2, line, static_cast<size_t>(n));
-  void* frames[64];
-  int k = backtrace(frames, 64);
-  backtrace_symbols_fd(frames, k, 2);
-  // Hand the signal to whoever had it before (Python's faulthandler, the default action).
   struct sigaction& prev = g_previous[sig];
+  if (t_phase != 0 || !has_handler(prev)) {
+    char line[256];
+    int n = std::snprintf(line, sizeof line, "aiflame: signal %d at address %p in %s; stack:\n", sig,
+                          info ? info->si_addr : nullptr, phase_name(t_phase));
+    (void)!write(2, line, static_cast<size_t>(n));
+    void* frames[64];
+    int k = backtrace(frames, 64);
+    backtrace_symbols_fd(frames, k, 2);
+  }
+  // Hand the signal to whoever had it before (Python's faulthandler, the default action).
   if (prev.sa_flags & SA_SIGINFO) {
     if (prev.sa_sigaction) return prev.sa_sigaction(sig, info, ctx);
   } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
@@ -46,6 +53,10 @@ void set_phase(Phase p) { t_phase = static_cast<int>(p); }
 Phase current_phase() { return static_cast<Phase>(t_phase); }
 
 void install_crash_report() {
+  // backtrace() loads libgcc's unwinder at its first call (dlopen, malloc): done here, not in the
+  // handler, where the heap may be what broke.
+  void* warm[2];
+  (void)backtrace(warm, 2);
   struct sigaction sa = {};
   sa.sa_sigaction = on_fatal;
   sa.sa_flags = SA_SIGINFO | SA_RESETHAND;

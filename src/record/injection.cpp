@@ -116,7 +116,7 @@ int run_unprofiled(const RecordOptions& opt, const ProcessRecord& p, const std::
 int initialize() {
   std::vector<std::string> option_warnings;
   RecordOptions opt = record_options_from_env(&option_warnings);
-  if (debug_enabled()) install_crash_report();
+  install_crash_report();
   ProcessRecord p = process_record(opt);
   auto* rec = new Recorder();
   std::string err;

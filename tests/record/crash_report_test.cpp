@@ -1,0 +1,94 @@
+#include "record/crash_report.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+
+namespace aiflame {
+namespace {
+
+// Runs `body` in a child whose stderr comes back; returns it, and the child's wait status.
+template <class F>
+std::string in_child(F body, int* status) {
+  int fds[2];
+  if (pipe(fds) != 0) return "pipe failed";
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 2);
+    close(fds[0]);
+    body();
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  waitpid(pid, status, 0);
+  return out;
+}
+
+// A store to a page mapped without access (a null pointer's store is undefined behaviour, which the
+// compiler may turn into something else).
+__attribute__((noinline)) void fault() {
+  void* page = mmap(nullptr, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  *static_cast<volatile int*>(page) = 1;
+}
+
+void exit_3(int) { _exit(3); }
+
+// A crash with no handler of the program's: the report names the part of aiflame the thread was in
+// and its stack, then the signal kills the process as it would have.
+TEST(CrashReport, ACrashInsideAiflameIsReportedAndStillKills) {
+  int status = 0;
+  std::string err = in_child([] {
+    install_crash_report();
+    set_phase(Phase::Collector);
+    fault();
+  }, &status);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) << status;
+  EXPECT_NE(err.find("aiflame: signal 11 at address 0x"), std::string::npos) << err;
+  EXPECT_NE(err.find(" in aiflame's collector thread; stack:"), std::string::npos) << err;
+  int frames = 0;  // backtrace_symbols_fd's lines: "object(symbol+offset)[address]"
+  for (size_t at = 0; (at = err.find(")[0x", at)) != std::string::npos; at++) frames++;
+  EXPECT_GE(frames, 3) << "the stack's frames follow:\n" << err;
+}
+
+// The program's own handler (installed before aiflame's) runs after the report. Outside aiflame the
+// report says nothing: such a program may handle SIGSEGV as part of its work (a runtime's guard page).
+TEST(CrashReport, AProgramsOwnHandlerRunsAndHearsNothingOfAiflameOutsideIt) {
+  int status = 0;
+  std::string err = in_child([] {
+    signal(SIGSEGV, exit_3);
+    install_crash_report();
+    fault();
+  }, &status);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 3) << status;
+  EXPECT_EQ(err.find("aiflame:"), std::string::npos) << err;
+  err = in_child([] {
+    signal(SIGSEGV, exit_3);
+    install_crash_report();
+    set_phase(Phase::Unwind);
+    fault();
+  }, &status);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 3) << status;
+  EXPECT_NE(err.find("in native unwinding"), std::string::npos) << err;
+}
+
+// A crash in the program's own code with no handler: reported as the program's, and it still dies.
+TEST(CrashReport, ACrashOutsideAiflameIsNamedAsTheProgramsOwn) {
+  int status = 0;
+  std::string err = in_child([] {
+    install_crash_report();
+    fault();
+  }, &status);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) << status;
+  EXPECT_NE(err.find("in the program (not aiflame)"), std::string::npos) << err;
+}
+
+}  // namespace
+}  // namespace aiflame
