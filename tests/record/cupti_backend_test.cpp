@@ -75,6 +75,7 @@ struct FakeCupti {
   bool graph_node_id_fails = false;
   int cubin_crc_calls = 0;
   int launch_callback = -1;  // cuLaunchKernel's driver callback as last switched: 1 on, 0 off, -1 never
+  int kernel_records = -1;   // CONCURRENT_KERNEL records as last switched: 1 on, 0 off, -1 never
 };
 FakeCupti fake;
 
@@ -116,7 +117,14 @@ CuptiApi fake_api() {
     fake.buffer_completed = done;
     return CUPTI_SUCCESS;
   };
-  a.cuptiActivityEnable = [](CUpti_ActivityKind) { return CUPTI_SUCCESS; };
+  a.cuptiActivityEnable = [](CUpti_ActivityKind k) {
+    if (k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) fake.kernel_records = 1;
+    return CUPTI_SUCCESS;
+  };
+  a.cuptiActivityDisable = [](CUpti_ActivityKind k) {
+    if (k == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) fake.kernel_records = 0;
+    return CUPTI_SUCCESS;
+  };
   // As CUPTI does on a flush: asks the tool for a buffer, fills it, hands it back complete (the tool
   // frees it).
   a.cuptiActivityFlushAll = [](uint32_t) {
@@ -551,6 +559,57 @@ TEST(CuptiBackend, LaunchAbSkipsTheLaunchPathInSomeSlices) {
   EXPECT_LT(recorded, n - n / 5) << "slices without it record none";
   ASSERT_TRUE(ab.valid);
   EXPECT_EQ(ab.on_intervals + ab.off_intervals + ab.long_intervals, n - 1u);
+}
+
+// AIFLAME_CALLBACK_AB: the collector's drains switch CUPTI's launch callbacks off, then on again a
+// slice later (100-300 ms); without the switch they stay on.
+TEST(CuptiBackend, CallbackAbSwitchesTheLaunchCallbacksInSlices) {
+  for (uint32_t ab : {0u, 1u}) {
+    RecordOptions o;
+    o.measure.callback_ab = ab;
+    Harness h(o);
+    CuptiBackend b(h.rec, fake_api());
+    ASSERT_TRUE(b.start());
+    h.create_context(b);
+    EXPECT_EQ(fake.launch_callback, 1);
+    b.drain();
+    EXPECT_EQ(fake.launch_callback, ab ? 0 : 1) << "ab " << ab;
+    int seen_on_again = 0;
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(350);
+    while (std::chrono::steady_clock::now() < end) {
+      b.drain();
+      seen_on_again += fake.launch_callback == 1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (ab) {
+      EXPECT_GT(seen_on_again, 0) << "switched on again within 300 ms";
+    }
+    b.stop();
+    h.finish();
+  }
+}
+
+// AIFLAME_CALLBACK_AB=2 switches the kernel records (the launch callbacks stay on), only without PC
+// sampling: with it, CUPTI refuses to switch them on again, so the switch says so and leaves them.
+TEST(CuptiBackend, CallbackAbSwitchesKernelRecordsOnlyWithoutPcSampling) {
+  for (bool sampling : {false, true}) {
+    RecordOptions o;
+    o.measure.callback_ab = 2;
+    o.pc_sampling = sampling;
+    Harness h(o);
+    CuptiBackend b(h.rec, fake_api());
+    ASSERT_TRUE(b.start());
+    h.create_context(b);
+    EXPECT_EQ(fake.kernel_records, 1);
+    b.drain();
+    EXPECT_EQ(fake.kernel_records, sampling ? 1 : 0) << "sampling " << sampling;
+    EXPECT_EQ(fake.launch_callback, 1) << "sampling " << sampling;
+    b.stop();
+    Profile p = h.finish();
+    const bool warned = std::any_of(p.warnings.begin(), p.warnings.end(),
+                                    [](const std::string& w) { return w.find("--no-pc-sampling") != std::string::npos; });
+    EXPECT_EQ(warned, sampling);
+  }
 }
 
 // The library makes its backend before it starts the Recorder with the options (injection.cpp):

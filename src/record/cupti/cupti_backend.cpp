@@ -2,6 +2,8 @@
 
 #include <cupti_activity_deprecated.h>
 #include <dlfcn.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstddef>
@@ -152,6 +154,17 @@ bool CuptiBackend::start() {
   // On from the start in every mode: in windows mode the first window is due at once and opens at
   // the program's first launch (its start-up, not the loop it times); it switches them off.
   set_launch_callbacks(true);
+  if (measure_.callback_ab && !windows) {
+    // Kernel records cannot be switched on while PC sampling is enabled (CUPTI_ERROR_NOT_COMPATIBLE,
+    // third session): their A/B needs --no-pc-sampling.
+    if ((measure_.callback_ab & 2) && (o.pc_sampling || !o.kernel_activity || !api_.cuptiActivityDisable)) {
+      rec_.warn("AIFLAME_CALLBACK_AB=" + std::to_string(measure_.callback_ab) +
+                ": kernel records are switched only without PC sampling (--no-pc-sampling) and with kernel records on");
+      measure_.callback_ab &= ~2u;
+    }
+    if (measure_.callback_ab)
+      callback_ab_ = std::make_unique<CallbackAB>(static_cast<uint64_t>(getpid()) * 0x2545f4914f6cdd1dULL);
+  }
   if (o.kernel_activity) {
     tune_activity_buffers();
     if (check(api_.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks") &&
@@ -349,6 +362,26 @@ void CuptiBackend::set_launch_callbacks(bool on) {
   launch_callbacks_on_.store(on, std::memory_order_release);
   toggles_++;
   toggle_ns_ += ns_since(t0);
+}
+
+void CuptiBackend::callback_ab_tick() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  const uint64_t now = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  bool on = true;
+  if (!callback_ab_->tick(now, &on)) return;
+  if (measure_.callback_ab & 1) set_launch_callbacks(on);
+  if (measure_.callback_ab & 2) {
+    if (on)
+      check(api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable(CONCURRENT_KERNEL)");
+    else
+      check(api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable(CONCURRENT_KERNEL)");
+  }
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  const uint64_t done = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  // Both ends of the switch: a step that overlaps [now, done] belongs to neither kind.
+  std::fprintf(stderr, "aiflame: callback A/B %llu %llu %s\n", static_cast<unsigned long long>(now),
+               static_cast<unsigned long long>(done), on ? "on" : "off");
 }
 
 void CuptiBackend::stop() {

@@ -14,6 +14,7 @@
 #include <thread>
 #include <vector>
 
+#include "record/callback_ab.h"
 #include "record/cupti/cupti_api.h"
 #include "record/device_claim.h"
 #include "record/gpu_backend.h"
@@ -159,6 +160,7 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
   void count_launch_out(Context& c);
   void note_launcher(Context& c);
   void set_launch_callbacks(bool on);
+  void callback_ab_tick();  // AIFLAME_CALLBACK_AB: the collector's switch, when due
   uint64_t synchronize(Context& c);  // returns the nanoseconds it took
   bool claim_device(uint32_t device);
   void drain(Context& c);
@@ -190,6 +192,7 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
   unsigned drains_ = 0;
   std::map<uint32_t, std::unique_ptr<DeviceClaim>> claims_;  // per device ordinal, under contexts_mu_
   std::atomic<bool> launch_callbacks_on_{true};
+  std::unique_ptr<CallbackAB> callback_ab_;  // AIFLAME_CALLBACK_AB, continuous mode; the collector's
   // Windows mode: when the window thread last switched the launch callbacks back on (CUPTI's clock).
   // A launch that entered its driver call while they were off has no entry callback, so it is not in
   // Context::launches_out, and a window opened at once could take its kernel: on the H100 eight

@@ -392,6 +392,7 @@ void CuptiBackend::drain_locked(Context& c) {
 }
 
 void CuptiBackend::drain_all() {
+  if (callback_ab_) callback_ab_tick();  // AIFLAME_CALLBACK_AB (record/callback_ab.h)
   std::vector<Context*> all;
   {
     std::lock_guard<std::mutex> lock(contexts_mu_);

@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""What CUPTI's launch callback and aiflame's launch path cost a training loop's steps, inside one run.
+
+Reads a log holding `aiflame record`'s stderr with AIFLAME_CALLBACK_AB=1 ("aiflame: callback A/B
+START DONE on|off": each switch of the launch callbacks, CLOCK_MONOTONIC ns) and the workload's
+stdout with STEP_TIMES=1 ("step_end_ns T0 T1 ...": the loop's start, then each step's end). A step
+counts for the slice it lies in whole (steps across a switch count for neither). Prints the median
+step of each kind, their ratio, the ratio slice pair by slice pair (a slice and the next, of the
+other kind), and the ratio in each half of the run (its spread). Exit status 1 if there are too few
+steps of either kind.
+
+Usage: callback_ab.py LOG [LABEL]
+"""
+import statistics
+import sys
+
+
+def parse(path):
+    switches, ends = [], []
+    for line in open(path, errors="replace"):
+        parts = line.split()
+        if line.startswith("aiflame: callback A/B ") and len(parts) == 6:
+            switches.append((int(parts[3]), int(parts[4]), parts[5] == "on"))
+        elif line.startswith("step_end_ns "):
+            ends = [int(x) for x in parts[1:]]
+    return switches, ends
+
+
+def slices(switches):
+    """(lo, hi, on, index): the spans between switches; on before the first."""
+    out, lo, on = [], 0, True
+    for i, (start, done, state) in enumerate(switches):
+        out.append((lo, start, on, i))
+        lo, on = done, state
+    out.append((lo, float("inf"), on, len(switches)))
+    return out
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__.strip().splitlines()[-1])
+        return 2
+    label = sys.argv[2] if len(sys.argv) > 2 else sys.argv[1]
+    switches, ends = parse(sys.argv[1])
+    if not switches or len(ends) < 3:
+        print(f"{label}: no switches ({len(switches)}) or step times ({len(ends)})")
+        return 1
+    sl = slices(switches)
+    by_slice = {}
+    j = 0
+    for a, b in zip(ends, ends[1:]):
+        while j < len(sl) and sl[j][1] <= a:
+            j += 1
+        if j < len(sl) and sl[j][0] <= a and b <= sl[j][1]:
+            by_slice.setdefault(sl[j][3], []).append(b - a)
+    kind = {s[3]: s[2] for s in sl}
+    on = [d for i, ds in by_slice.items() if kind[i] for d in ds]
+    off = [d for i, ds in by_slice.items() if not kind[i] for d in ds]
+    if len(on) < 5 or len(off) < 5:
+        print(f"{label}: too few whole steps in slices (on {len(on)}, off {len(off)})")
+        return 1
+    ratio = statistics.median(on) / statistics.median(off)
+    pairs = []
+    for i in sorted(by_slice):
+        if i + 1 in by_slice and kind[i] != kind[i + 1]:
+            a, b = statistics.median(by_slice[i]), statistics.median(by_slice[i + 1])
+            pairs.append(a / b if kind[i] else b / a)
+    mid = ends[len(ends) // 2]
+    halves = []
+    for first in (True, False):
+        o = [d for i, ds in by_slice.items() if kind[i] and (sl[i][1] <= mid) == first for d in ds]
+        f = [d for i, ds in by_slice.items() if not kind[i] and (sl[i][1] <= mid) == first for d in ds]
+        halves.append(statistics.median(o) / statistics.median(f) if o and f else float("nan"))
+    p = sorted(pairs)
+    print(f"{label}: {len(switches)} switches; {len(on)} steps in on slices, {len(off)} in off slices; "
+          f"median step {statistics.median(on) / 1e6:.2f} / {statistics.median(off) / 1e6:.2f} ms: "
+          f"on/off {ratio:.3f}; by slice pair {statistics.median(p):.3f} [{p[0]:.3f}, {p[-1]:.3f}] over {len(p)} pairs; "
+          f"halves {halves[0]:.3f}, {halves[1]:.3f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
