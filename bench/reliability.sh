@@ -35,6 +35,9 @@ for mode in segv abort; do
   $A report $t/$mode.aiflame -o $t/$mode.folded 2>$t/$mode.rep
   check "$mode: profile readable" '[ $? -eq 0 ] && [ -s $t/$mode.folded ]'
   check "$mode: report says cut short" 'grep -q "cut short" $t/$mode.rep'
+  # The crash report (on at every recording since 2026-11-27) names the program's own code.
+  [ $mode = segv ] && check "segv: the crash report names the program, not aiflame" \
+    'grep -q "aiflame: signal 11 at address .* in the program (not aiflame)" $t/$mode.err'
   grep -h "GPU samples" $t/$mode.rep | head -1
 done
 
