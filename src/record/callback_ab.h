@@ -1,14 +1,14 @@
 // AIFLAME_CALLBACK_AB=1: CUPTI's launch callbacks switched off and on in random slices of one run, so
 // that what the launch callback and aiflame's launch path cost the program's steps can be measured
 // inside one process (issue #24); =2 CUPTI's kernel records instead (only without PC sampling, since
-// CUPTI refuses to switch them on while sampling is enabled), =3 both. Between runs this host's plain loops moved 20-28% (hf_gpt2.py,
-// fourteenth session, pinned or not), more than the 3% to be told apart; steps of one run, seconds
-// apart, do not drift that much. Each switch is printed with its CLOCK_MONOTONIC time; the workloads
-// print their steps' end times with STEP_TIMES=1, and bench/callback_ab.py compares the steps of the
-// two kinds of slice. What is not switched stays as configured: with =1 the A/B sees the launch
-// callback (CUPTI's part and aiflame's), not the records or the sampling. Launches in off slices have
-// no stack (or no kernel record): a profile made with the switch is for this measurement only. The
-// collector switches (every `interval`).
+// CUPTI refuses to switch them on while sampling is enabled); =3 both. Between runs this host's plain
+// loops moved 20-28% (hf_gpt2.py, fourteenth session, pinned or not), more than the 3% to be told
+// apart; steps of one run, seconds apart, do not drift that much. Each switch is printed with its
+// CLOCK_MONOTONIC time; the workloads print their steps' end times with STEP_TIMES=1, and
+// bench/callback_ab.py compares the steps of the two kinds of slice. What is not switched stays as
+// configured: with =1 the A/B sees the launch callback (CUPTI's part and aiflame's), not the records
+// or the sampling. Launches in off slices have no stack (or no kernel record): a profile made with the
+// switch is for this measurement only. The collector switches (every `interval`).
 #pragma once
 #include <cstdint>
 

@@ -1,23 +1,15 @@
 #include "record/capture_stats.h"
 
-#include <time.h>
-
 #include <fmt/format.h>
 
 #include "util/hot_pages.h"
 #include "util/static_tls.h"
+#include "util/tsc_clock.h"
 
 namespace aiflame {
 
 std::atomic<bool> CaptureStats::enabled_{false};
 
-namespace {
-uint64_t mono_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-}  // namespace
 
 CaptureStats& CaptureStats::instance() {
   static CaptureStats* s = new CaptureStats();  // never destroyed: launches may run during exit
@@ -27,7 +19,7 @@ CaptureStats& CaptureStats::instance() {
 void CaptureStats::enable() {
   CaptureStats& s = instance();
   s.tsc0 = __rdtsc();
-  s.ns0 = mono_ns();
+  s.ns0 = TscClock::mono_ns();
   enabled_.store(true);
 }
 
@@ -49,7 +41,7 @@ std::string CaptureStats::miss_causes() const {
 std::string CaptureStats::line() const {
   uint64_t n = launches.load();
   double ns_per_tick = 0;
-  if (uint64_t dt = __rdtsc() - tsc0; dt) ns_per_tick = static_cast<double>(mono_ns() - ns0) / static_cast<double>(dt);
+  if (uint64_t dt = __rdtsc() - tsc0; dt) ns_per_tick = static_cast<double>(TscClock::mono_ns() - ns0) / static_cast<double>(dt);
   auto us = [&](Part p) { return n ? static_cast<double>(ticks[p].load()) * ns_per_tick / 1e3 / static_cast<double>(n) : 0.0; };
   auto tick_us = [&](Part p) { return static_cast<double>(ticks[p].load()) * ns_per_tick / 1e3; };
   const uint64_t bw = backward_launches.load();

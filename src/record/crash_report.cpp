@@ -38,9 +38,8 @@ void on_fatal(int sig, siginfo_t* info, void* ctx) {
     backtrace_symbols_fd(frames, k, 2);
   }
   // Hand the signal to whoever had it before (Python's faulthandler, the default action).
-  if (prev.sa_flags & SA_SIGINFO) {
-    if (prev.sa_sigaction) return prev.sa_sigaction(sig, info, ctx);
-  } else if (prev.sa_handler != SIG_DFL && prev.sa_handler != SIG_IGN) {
+  if (has_handler(prev)) {
+    if (prev.sa_flags & SA_SIGINFO) return prev.sa_sigaction(sig, info, ctx);
     return prev.sa_handler(sig);
   }
   signal(sig, SIG_DFL);

@@ -2,7 +2,6 @@
 
 #include <cupti_activity_deprecated.h>
 #include <dlfcn.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,6 +13,7 @@
 
 #include "record/crash_report.h"
 #include "record/debug_log.h"
+#include "util/tsc_clock.h"
 
 namespace aiflame {
 namespace {
@@ -365,9 +365,7 @@ void CuptiBackend::set_launch_callbacks(bool on) {
 }
 
 void CuptiBackend::callback_ab_tick() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  const uint64_t now = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  const uint64_t now = TscClock::mono_ns();
   bool on = true;
   if (!callback_ab_->tick(now, &on)) return;
   if (measure_.callback_ab & 1) set_launch_callbacks(on);
@@ -377,8 +375,7 @@ void CuptiBackend::callback_ab_tick() {
     else
       check(api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable(CONCURRENT_KERNEL)");
   }
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  const uint64_t done = static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+  const uint64_t done = TscClock::mono_ns();
   // Both ends of the switch: a step that overlaps [now, done] belongs to neither kind.
   std::fprintf(stderr, "aiflame: callback A/B %llu %llu %s\n", static_cast<unsigned long long>(now),
                static_cast<unsigned long long>(done), on ? "on" : "off");
