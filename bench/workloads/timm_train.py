@@ -20,11 +20,19 @@ def main():
     for _ in range(3):
         step()
     torch.cuda.synchronize()
+    # STEP_TIMES=1: each step's end (CLOCK_MONOTONIC ns, the loop's start first), for bench/callback_ab.py.
+    ends = [] if os.environ.get("STEP_TIMES") == "1" else None
     t0 = time.perf_counter()
+    if ends is not None:
+        ends.append(time.monotonic_ns())
     for _ in range(steps):
         step()
+        if ends is not None:
+            ends.append(time.monotonic_ns())
     torch.cuda.synchronize()
     print("loop_s %.3f" % (time.perf_counter() - t0))
+    if ends is not None:
+        print("step_end_ns " + " ".join(map(str, ends)))
 
 if __name__ == "__main__":
     main()
