@@ -8,7 +8,9 @@
 #
 # Usage: bench/repeat_check.sh WORKLOAD [N=10]
 # Env:   AIFLAME_BIN (.dist), STEPS (5), PLAIN (0), RUN_TIMEOUT (150), OUT (a temporary directory),
-#        EXTRA_ENV (more VAR=value words for the recorded runs)
+#        EXTRA_ENV (more VAR=value words for the recorded runs), DEBUG (1; 0: the recorded runs as a user
+#        runs them, without AIFLAME_DEBUG and Python's faulthandler: the crash report is on anyway since
+#        2026-11-27)
 set -u
 w=$1
 n=${2:-10}
@@ -25,7 +27,8 @@ for i in $(seq 1 "$n"); do
     if [ $rc != 0 ]; then plain_fails=$((plain_fails + 1)); tail -40 "$out/plain_$i.log" | sed 's/^/    /'; else rm -f "$out/plain_$i.log"; fi
   fi
   # shellcheck disable=SC2086
-  timeout -k 5 "${RUN_TIMEOUT:-150}" env AIFLAME_DEBUG=1 PYTHONFAULTHANDLER=1 ${EXTRA_ENV:-} "$bin/aiflame" record -f \
+  dbg="AIFLAME_DEBUG=1 PYTHONFAULTHANDLER=1"; [ "${DEBUG:-1}" = 0 ] && dbg="AIFLAME_DEBUG=0"
+  timeout -k 5 "${RUN_TIMEOUT:-150}" env $dbg ${EXTRA_ENV:-} "$bin/aiflame" record -f \
     --sass-timeout 0 -o "$out/run.aiflame" -- env STEPS="${STEPS:-5}" python3 "bench/workloads/$w.py" > "$out/rec_$i.log" 2>&1
   rc=$?
   echo "run $i recorded exit $rc"
