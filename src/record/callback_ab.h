@@ -25,8 +25,7 @@ class CallbackAB {
   explicit CallbackAB(uint64_t seed) : state_(seed) {}
   // At `now_ns`: true if the callbacks must switch now, to *on. The first call switches them off.
   bool tick(uint64_t now_ns, bool* on) {
-    if (started_ && now_ns < next_ns_) return false;
-    started_ = true;
+    if (now_ns < next_ns_) return false;  // next_ns_ 0 before the first call
     on_ = !on_;
     *on = on_;
     state_ += 0x9e3779b97f4a7c15ULL;
@@ -37,7 +36,6 @@ class CallbackAB {
  private:
   uint64_t state_;
   uint64_t next_ns_ = 0;
-  bool started_ = false;
   bool on_ = true;
 };
 

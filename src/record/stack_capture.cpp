@@ -6,6 +6,7 @@
 #include "record/unwind/object_table.h"
 #include "record/unwind/unwinder.h"
 #include "util/hot_pages.h"
+#include "util/splitmix.h"
 
 #include <execinfo.h>
 
@@ -25,9 +26,7 @@ constexpr size_t kMaxContent = 2 + kMaxNative + 2 * kMaxPython;
 uint64_t mix(uint64_t h, uint64_t v) {
   // 64-bit multiplicative mixing (splitmix64 finaliser) over a running hash.
   h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  h ^= h >> 30; h *= 0xbf58476d1ce4e5b9ULL;
-  h ^= h >> 27; h *= 0x94d049bb133111ebULL;
-  return h ^ (h >> 31);
+  return splitmix64_mix(h);
 }
 
 // The hash of a stack's content at every launch: two independent multiply-rotate chains over
