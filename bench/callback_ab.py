@@ -9,7 +9,11 @@ step of each kind, their ratio, the ratio slice pair by slice pair (a slice and 
 other kind), and the ratio in each half of the run (its spread). Exit status 1 if there are too few
 steps of either kind.
 
-Usage: callback_ab.py LOG [LABEL]
+--guard-ms N leaves out, in addition, every step that starts less than N ms after a switch ended:
+a switch whose cost lands on the program's next launches rather than inside the switch (PC sampling,
+AIFLAME_CALLBACK_AB=4: each Enable pays CUPTI's start again at the next launch, 0.1-0.4 s).
+
+Usage: callback_ab.py [--guard-ms N] LOG [LABEL]
 """
 import statistics
 import sys
@@ -26,26 +30,38 @@ def parse(path):
     return switches, ends
 
 
-def slices(switches):
-    """(lo, hi, on, index): the spans between switches; on before the first."""
+def slices(switches, guard_ns=0):
+    """(lo, hi, on, index): the spans between switches, each from guard_ns after its switch ended; on
+    before the first."""
     out, lo, on = [], 0, True
     for i, (start, done, state) in enumerate(switches):
         out.append((lo, start, on, i))
-        lo, on = done, state
+        lo, on = done + guard_ns, state
     out.append((lo, float("inf"), on, len(switches)))
     return out
 
 
 def main():
-    if len(sys.argv) < 2:
+    args = sys.argv[1:]
+    guard_ms = 0.0
+    if len(args) >= 2 and args[0] == "--guard-ms":
+        try:
+            guard_ms = float(args[1])
+        except ValueError:
+            guard_ms = -1
+        if guard_ms < 0:
+            print(f"--guard-ms wants a number of ms >= 0, not {args[1]!r}")
+            return 2
+        args = args[2:]
+    if not args:
         print(__doc__.strip().splitlines()[-1])
         return 2
-    label = sys.argv[2] if len(sys.argv) > 2 else sys.argv[1]
-    switches, ends = parse(sys.argv[1])
+    label = args[1] if len(args) > 1 else args[0]
+    switches, ends = parse(args[0])
     if not switches or len(ends) < 3:
         print(f"{label}: no switches ({len(switches)}) or step times ({len(ends)})")
         return 1
-    sl = slices(switches)
+    sl = slices(switches, int(guard_ms * 1e6))
     by_slice = {}
     j = 0
     for a, b in zip(ends, ends[1:]):

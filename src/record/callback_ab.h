@@ -1,7 +1,10 @@
 // AIFLAME_CALLBACK_AB=1: CUPTI's launch callbacks switched off and on in random slices of one run, so
 // that what the launch callback and aiflame's launch path cost the program's steps can be measured
 // inside one process (issue #24); =2 CUPTI's kernel records instead (only without PC sampling, since
-// CUPTI refuses to switch them on while sampling is enabled); =3 both. Between runs this host's plain
+// CUPTI refuses to switch them on while sampling is enabled); =3 both; =4 continuous PC sampling itself
+// (Disable and Enable from the collector, in slices of 2-4 s: each Enable costs CUPTI's start again,
+// >= 0.1 s, so bench/callback_ab.py --guard-ms leaves the steps just after a switch out); +8 keeps the
+// launch callbacks off throughout (12: what sampling costs with nothing else on the launch path). Between runs this host's plain
 // loops moved 20-28% (hf_gpt2.py, fourteenth session, pinned or not), more than the 3% to be told
 // apart; steps of one run, seconds apart, do not drift that much. Each switch is printed with its
 // CLOCK_MONOTONIC time; the workloads print their steps' end times with STEP_TIMES=1, and
@@ -22,19 +25,25 @@ class CallbackAB {
   // lag, and random so that slices do not beat with a program's period.
   static constexpr uint64_t kMinSliceNs = 100'000'000, kMaxSliceNs = 300'000'000;
 
-  explicit CallbackAB(uint64_t seed) : state_(seed) {}
+  // PC sampling (=4): each Enable pays CUPTI's start again (0.1-0.4 s, bench/RESULTS.md "What enabled
+  // sampling costs between windows"), so its slices are long beside that.
+  static constexpr uint64_t kMinSamplingSliceNs = 2'000'000'000, kMaxSamplingSliceNs = 4'000'000'000;
+
+  explicit CallbackAB(uint64_t seed, uint64_t min_ns = kMinSliceNs, uint64_t max_ns = kMaxSliceNs)
+      : state_(seed), min_ns_(min_ns), span_ns_(max_ns - min_ns) {}
   // At `now_ns`: true if the callbacks must switch now, to *on. The first call switches them off.
   bool tick(uint64_t now_ns, bool* on) {
     if (now_ns < next_ns_) return false;  // next_ns_ 0 before the first call
     on_ = !on_;
     *on = on_;
     state_ += 0x9e3779b97f4a7c15ULL;
-    next_ns_ = now_ns + kMinSliceNs + splitmix64_mix(state_) % (kMaxSliceNs - kMinSliceNs);
+    next_ns_ = now_ns + min_ns_ + splitmix64_mix(state_) % span_ns_;
     return true;
   }
 
  private:
   uint64_t state_;
+  uint64_t min_ns_, span_ns_;
   uint64_t next_ns_ = 0;
   bool on_ = true;
 };

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """bench/callback_ab.py on synthetic logs of a known cost (steps jittered by 2%): 10%, 3% and no cost
 must read within 0.01; every step that a switch overlaps counts for neither kind, every other step
-for one; a log without switches or step times is refused with exit status 1. (With 10% jitter the
+for one; a log without switches or step times is refused with exit status 1; --guard-ms leaves out
+the steps just after each switch, where a transient cost would read as the switched part's. (With 10% jitter the
 same logs read up to 0.025 off: the method's resolution at ~180 steps of each kind.)"""
 import os
 import random
@@ -13,29 +14,36 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SCRIPT = os.path.join(HERE, "..", "..", "bench", "callback_ab.py")
 
 
-def synth(cost, seed, switch_mid_step=False):
+def synth(cost, seed, switch_mid_step=False, slice_ms=(100, 300), steps=400, transient_ms=0):
+    """transient_ms: after each switch to on, the steps that start within this long take 1.5 times as long
+    (the cost of enabling PC sampling, paid at the program's next launches)."""
     rng = random.Random(seed)
     t = 10**9
     ends, lines, on = [t], [], True
     nxt = t + 150_000_000
-    for _ in range(400):
+    switched_on = -10**18
+    for _ in range(steps):
         step = int(20e6 * (1 + cost if on else 1) * rng.uniform(0.98, 1.02))
         if t >= nxt:
             at = t + (step // 2 if switch_mid_step else 0)
             on = not on
             lines.append(f"aiflame: callback A/B {at} {at + 30000} {'on' if on else 'off'}")
-            nxt = t + rng.randint(100, 300) * 10**6
+            if on:
+                switched_on = at + 30000
+            nxt = t + rng.randint(*slice_ms) * 10**6
+        if on and t - switched_on < transient_ms * 10**6:
+            step = int(step * 1.5)
         t += step
         ends.append(t)
     lines.append("step_end_ns " + " ".join(map(str, ends)))
     return "\n".join(lines) + "\n"
 
 
-def run(text):
+def run(text, *opts):
     with tempfile.NamedTemporaryFile("w", suffix=".log", delete=False) as f:
         f.write(text)
     try:
-        r = subprocess.run([sys.executable, SCRIPT, f.name, "x"], capture_output=True, text=True)
+        r = subprocess.run([sys.executable, SCRIPT, *opts, f.name, "x"], capture_output=True, text=True)
     finally:
         os.unlink(f.name)
     return r.returncode, r.stdout
@@ -65,6 +73,22 @@ def main():
     ok = rc == 0 and abs(ratio(out) - 1.10) <= 0.01 and sum(counted(out)) == 400
     fails += not ok
     print(("ok  " if ok else "FAIL"), "mid-step switches:", out.strip())
+    # PC sampling's switch (=4): slices of 2-4 s, and 2 s of steps 1.5 times as long after each switch to on.
+    # Without a guard the transient reads as cost; --guard-ms 2100 leaves those steps out (and only a
+    # part of each slice), so 5% reads as 5%.
+    log = synth(0.05, 11, slice_ms=(2000, 4000), steps=3000, transient_ms=2000)
+    rc, out = run(log)
+    ok = rc == 0 and ratio(out) > 1.15
+    fails += not ok
+    print(("ok  " if ok else "FAIL"), "transient, no guard, reads too high:", out.strip())
+    rc, out = run(log, "--guard-ms", "2100")
+    ok = rc == 0 and abs(ratio(out) - 1.05) <= 0.01 and 300 < sum(counted(out)) < 2000
+    fails += not ok
+    print(("ok  " if ok else "FAIL"), "transient, guard 2100 ms:", out.strip())
+    rc, out = run(log, "--guard-ms", "-3")
+    ok = rc == 2
+    fails += not ok
+    print(("ok  " if ok else "FAIL"), f"a negative guard is refused: exit {rc}")
     for text in ("step_end_ns 1 2 3\n", "aiflame: callback A/B 1 2 off\n", ""):
         rc, out = run(text)
         ok = rc == 1

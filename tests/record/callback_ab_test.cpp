@@ -34,5 +34,27 @@ TEST(CallbackAB, SlicesAlternateAndLastOneToThreeTenthsOfASecond) {
   EXPECT_GT(lengths.size(), 15u) << "slice lengths vary";
 }
 
+// PC sampling's slices (=4): 2-4 s each, alternating, as long as asked.
+TEST(CallbackAB, SamplingSlicesLastTwoToFourSeconds) {
+  CallbackAB ab(7, CallbackAB::kMinSamplingSliceNs, CallbackAB::kMaxSamplingSliceNs);
+  bool on = true;
+  ASSERT_TRUE(ab.tick(0, &on));
+  EXPECT_FALSE(on);
+  uint64_t last = 0;
+  int switches = 0;
+  for (uint64_t t = 0; t < 600'000'000'000ull; t += 10'000'000) {  // every 10 ms, for ten minutes
+    bool now_on = on;
+    if (!ab.tick(t, &now_on)) continue;
+    EXPECT_GE(t - last, CallbackAB::kMinSamplingSliceNs);
+    EXPECT_LE(t - last, CallbackAB::kMaxSamplingSliceNs + 10'000'000);
+    EXPECT_NE(now_on, on);
+    on = now_on;
+    last = t;
+    switches++;
+  }
+  EXPECT_GT(switches, 150);
+  EXPECT_LT(switches, 300);
+}
+
 }  // namespace
 }  // namespace aiflame

@@ -612,6 +612,49 @@ TEST(CuptiBackend, CallbackAbSwitchesKernelRecordsOnlyWithoutPcSampling) {
   }
 }
 
+// AIFLAME_CALLBACK_AB=4 switches continuous PC sampling itself: the first drain takes what CUPTI
+// holds, then disables sampling (no GetData while off, the launch callbacks and records untouched);
+// 2-4 s later a drain enables and configures it again. Without PC sampling it says so and does nothing.
+TEST(CuptiBackend, CallbackAbSwitchesPcSamplingInSlicesOfSeconds) {
+  for (bool sampling : {true, false}) {
+    RecordOptions o;
+    o.measure.callback_ab = 4;
+    o.pc_sampling = sampling;
+    Harness h(o);
+    CuptiBackend b(h.rec, fake_api());
+    ASSERT_TRUE(b.start());
+    h.create_context(b);
+    EXPECT_EQ(fake.enables, sampling ? 1 : 0);
+    fake.pcs_to_deliver = 2;
+    b.drain();
+    EXPECT_EQ(fake.disables, sampling ? 1 : 0) << "sampling " << sampling;
+    EXPECT_EQ(fake.launch_callback, 1);
+    EXPECT_EQ(fake.kernel_records, 1);
+    if (sampling) {
+      EXPECT_EQ(fake.pcs_to_deliver, 0) << "drained before the switch";
+      fake.pcs_to_deliver = 3;
+      b.drain();
+      EXPECT_EQ(fake.pcs_to_deliver, 3) << "no GetData while sampling is off";
+      const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(4500);
+      while (fake.enables < 2 && std::chrono::steady_clock::now() < end) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        b.drain();
+      }
+      EXPECT_EQ(fake.enables, 2) << "enabled again within 4 s";
+      EXPECT_EQ(fake.disables, 1);
+      EXPECT_EQ(fake.mode, static_cast<uint32_t>(CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS)) << "configured again";
+      b.drain();
+      EXPECT_EQ(fake.pcs_to_deliver, 0) << "fetched again once on";
+    }
+    b.stop();
+    Profile p = h.finish();
+    const bool warned = std::any_of(p.warnings.begin(), p.warnings.end(),
+                                    [](const std::string& w) { return w.find("PC sampling is off") != std::string::npos; });
+    EXPECT_EQ(warned, !sampling);
+    if (sampling) EXPECT_GE(p.batch_records, 2u) << "the batches before the switch and after it";
+  }
+}
+
 // The library makes its backend before it starts the Recorder with the options (injection.cpp):
 // the measurement switches must still reach the backend (a copy taken at construction held the
 // defaults, and no switch took effect on the GPU machine).

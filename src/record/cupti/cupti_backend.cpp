@@ -162,8 +162,20 @@ bool CuptiBackend::start() {
                 ": kernel records are switched only without PC sampling (--no-pc-sampling) and with kernel records on");
       measure_.callback_ab &= ~2u;
     }
-    if (measure_.callback_ab)
-      callback_ab_ = std::make_unique<CallbackAB>(static_cast<uint64_t>(getpid()) * 0x2545f4914f6cdd1dULL);
+    if ((measure_.callback_ab & 4) && !o.pc_sampling) {
+      rec_.warn("AIFLAME_CALLBACK_AB=" + std::to_string(measure_.callback_ab) + ": PC sampling is off, so it is not switched");
+      measure_.callback_ab &= ~4u;
+    }
+    // 8: no launch callback at all (with 4, sampling's cost with nothing else per launch: its floor).
+    if (measure_.callback_ab & 8) {
+      measure_.callback_ab &= ~1u;
+      set_launch_callbacks(false);
+    }
+    const uint64_t seed = static_cast<uint64_t>(getpid()) * 0x2545f4914f6cdd1dULL;
+    if (measure_.callback_ab & 4)
+      callback_ab_ = std::make_unique<CallbackAB>(seed, CallbackAB::kMinSamplingSliceNs, CallbackAB::kMaxSamplingSliceNs);
+    else if (measure_.callback_ab & 3)
+      callback_ab_ = std::make_unique<CallbackAB>(seed);
   }
   if (o.kernel_activity) {
     tune_activity_buffers();
@@ -375,6 +387,7 @@ void CuptiBackend::callback_ab_tick() {
     else
       check(api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable(CONCURRENT_KERNEL)");
   }
+  if (measure_.callback_ab & 4) switch_sampling(on);
   const uint64_t done = TscClock::mono_ns();
   // Both ends of the switch: a step that overlaps [now, done] belongs to neither kind.
   std::fprintf(stderr, "aiflame: callback A/B %llu %llu %s\n", static_cast<unsigned long long>(now),

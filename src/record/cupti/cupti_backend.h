@@ -161,6 +161,7 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
   void note_launcher(Context& c);
   void set_launch_callbacks(bool on);
   void callback_ab_tick();  // AIFLAME_CALLBACK_AB: the collector's switch, when due
+  void switch_sampling(bool on);  // AIFLAME_CALLBACK_AB=4: continuous PC sampling disabled or enabled again
   uint64_t synchronize(Context& c);  // returns the nanoseconds it took
   bool claim_device(uint32_t device);
   void drain(Context& c);

@@ -356,7 +356,7 @@ void CuptiBackend::drain(Context& c) {
   // Windows mode: data is fetched on the launching threads (CUPTI wants a flush after every range).
   if (c.windows) return;
   std::lock_guard<std::mutex> lock(c.mu);
-  if (!c.enabled) return;
+  if (!c.enabled || !c.configured) return;  // not configured: switched off by AIFLAME_CALLBACK_AB=4
   drain_locked(c);
 }
 
@@ -407,6 +407,40 @@ void CuptiBackend::drain_all() {
   if (rec_.options().kernel_activity && every && ++drains_ % every == 0 && !window_open) api_.cuptiActivityFlushAll(0);
 }
 
+// AIFLAME_CALLBACK_AB=4 (record/callback_ab.h), continuous mode, on the collector: off drains the
+// context and disables sampling (Disable flushes what CUPTI still held into the configured buffer);
+// on enables and configures it again. A context whose sampling failed stays as it is.
+void CuptiBackend::switch_sampling(bool on) {
+  std::vector<Context*> all;
+  {
+    std::lock_guard<std::mutex> lock(contexts_mu_);
+    for (auto& [ctx, c] : contexts_) all.push_back(c.get());
+  }
+  for (Context* cp : all) {
+    Context& c = *cp;
+    std::lock_guard<std::mutex> lock(c.mu);
+    if (!c.enabled || c.windows || c.configured == on) continue;
+    if (!on) {
+      drain_locked(c);
+      if (!c.enabled) continue;  // GetData failed and gave the context up
+      c.buf.data.totalNumPcs = 0;
+      CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize};
+      dp.ctx = c.ctx;
+      check(api_.cuptiPCSamplingDisable(&dp), "cuptiPCSamplingDisable");
+      c.configured = false;
+      if (c.buf.data.totalNumPcs > 0) {
+        uint64_t now = 0;
+        api_.cuptiGetTimestamp(&now);
+        take_batch(c, c.buf.data, now);
+      }
+      continue;
+    }
+    CUpti_PCSamplingEnableParams en = {CUpti_PCSamplingEnableParamsSize};
+    en.ctx = c.ctx;
+    if (!check(api_.cuptiPCSamplingEnable(&en), "cuptiPCSamplingEnable") || !configure_sampling(c)) c.enabled = false;
+  }
+}
+
 void CuptiBackend::disable(Context& c) {
   std::lock_guard<std::mutex> lock(c.mu);
   if (!c.enabled) return;
@@ -415,7 +449,7 @@ void CuptiBackend::disable(Context& c) {
     api_.cuptiGetTimestamp(&now);
     c.windows->decide(now + (1ull << 62));  // closes it
     close_window_locked(c, now);
-  } else if (!c.windows) {
+  } else if (!c.windows && c.configured) {
     drain_locked(c);
   }
   c.enabled = false;
