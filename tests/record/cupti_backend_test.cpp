@@ -612,10 +612,12 @@ TEST(CuptiBackend, CallbackAbSwitchesKernelRecordsOnlyWithoutPcSampling) {
   }
 }
 
-// AIFLAME_CALLBACK_AB=4 switches continuous PC sampling itself: the first drain takes what CUPTI
-// holds, then disables sampling (no GetData while off, the launch callbacks and records untouched);
-// 2-4 s later a drain enables and configures it again. Without PC sampling it says so and does nothing.
-TEST(CuptiBackend, CallbackAbSwitchesPcSamplingInSlicesOfSeconds) {
+// AIFLAME_CALLBACK_AB=4 switches continuous PC sampling itself, at the exit of the launch after the
+// collector asked (from the collector, CUPTI hung the program): that launch takes what CUPTI holds,
+// then disables sampling (no GetData while off, the launch callbacks and records untouched); 2-4 s
+// later the launch after a drain enables and configures it again. Without PC sampling it says so
+// and does nothing.
+TEST(CuptiBackend, CallbackAbSwitchesPcSamplingAtALaunchInSlicesOfSeconds) {
   for (bool sampling : {true, false}) {
     RecordOptions o;
     o.measure.callback_ab = 4;
@@ -625,20 +627,23 @@ TEST(CuptiBackend, CallbackAbSwitchesPcSamplingInSlicesOfSeconds) {
     ASSERT_TRUE(b.start());
     h.create_context(b);
     EXPECT_EQ(fake.enables, sampling ? 1 : 0);
-    fake.pcs_to_deliver = 2;
     b.drain();
+    EXPECT_EQ(fake.disables, 0) << "not by the collector";
+    uint32_t n = 0;
+    h.launch(++n);  // delivers one record to the next GetData
     EXPECT_EQ(fake.disables, sampling ? 1 : 0) << "sampling " << sampling;
     EXPECT_EQ(fake.launch_callback, 1);
     EXPECT_EQ(fake.kernel_records, 1);
     if (sampling) {
       EXPECT_EQ(fake.pcs_to_deliver, 0) << "drained before the switch";
-      fake.pcs_to_deliver = 3;
+      h.launch(++n);
       b.drain();
-      EXPECT_EQ(fake.pcs_to_deliver, 3) << "no GetData while sampling is off";
+      EXPECT_EQ(fake.pcs_to_deliver, 1) << "no GetData while sampling is off";
       const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(4500);
       while (fake.enables < 2 && std::chrono::steady_clock::now() < end) {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
         b.drain();
+        h.launch(++n);
       }
       EXPECT_EQ(fake.enables, 2) << "enabled again within 4 s";
       EXPECT_EQ(fake.disables, 1);
@@ -651,8 +656,29 @@ TEST(CuptiBackend, CallbackAbSwitchesPcSamplingInSlicesOfSeconds) {
     const bool warned = std::any_of(p.warnings.begin(), p.warnings.end(),
                                     [](const std::string& w) { return w.find("PC sampling is off") != std::string::npos; });
     EXPECT_EQ(warned, !sampling);
-    if (sampling) EXPECT_GE(p.batch_records, 2u) << "the batches before the switch and after it";
+    if (sampling) {
+      EXPECT_GE(p.batch_records, 2u) << "the batches before the switch and after it";
+    }
   }
+}
+
+// AIFLAME_CALLBACK_AB=12: no launch callback at all, except to carry a sampling switch: the
+// collector turns them on with its ask, and the launch that switches turns them off again.
+TEST(CuptiBackend, CallbackAbFloorTurnsTheLaunchCallbacksOnOnlyToSwitchSampling) {
+  RecordOptions o;
+  o.measure.callback_ab = 12;
+  Harness h(o);
+  CuptiBackend b(h.rec, fake_api());
+  ASSERT_TRUE(b.start());
+  h.create_context(b);
+  EXPECT_EQ(fake.launch_callback, 0) << "off from the start";
+  b.drain();
+  EXPECT_EQ(fake.launch_callback, 1) << "on to carry the switch";
+  h.launch(1);
+  EXPECT_EQ(fake.disables, 1);
+  EXPECT_EQ(fake.launch_callback, 0) << "off again after it";
+  b.stop();
+  h.finish();
 }
 
 // The library makes its backend before it starts the Recorder with the options (injection.cpp):

@@ -222,6 +222,7 @@ void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbi
     if (cb->callbackSite != CUPTI_API_ENTER) {
       rec_.on_launch_exit();
       if (rec_.options().pc_mode == PcMode::Windows) window_exit(cb->context);
+      if (sampling_switch_.load(std::memory_order_relaxed)) switch_sampling_at_launch();  // AIFLAME_CALLBACK_AB=4
       return;
     }
     // MeasurementSwitches::skip_launches (bench/storm_breakdown.sh): 1 measures CUPTI's callback
@@ -387,11 +388,31 @@ void CuptiBackend::callback_ab_tick() {
     else
       check(api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable(CONCURRENT_KERNEL)");
   }
-  if (measure_.callback_ab & 4) switch_sampling(on);
+  if (measure_.callback_ab & 4) {
+    // PC sampling is switched by the program's next launch, not here: disabled and enabled from the
+    // collector, hf_gpt2.py, resnet_train.py, timm_train.py and gpt_train.py all hung within 1-3 cycles
+    // (H200, CUPTI 13.0, bench/RESULTS.md). With the launch callbacks off (+8) they come on until then.
+    if (measure_.callback_ab & 8) set_launch_callbacks(true);
+    sampling_switch_.store(on ? 2 : 1, std::memory_order_release);
+    return;  // switch_sampling_at_launch prints it
+  }
   const uint64_t done = TscClock::mono_ns();
   // Both ends of the switch: a step that overlaps [now, done] belongs to neither kind.
   std::fprintf(stderr, "aiflame: callback A/B %llu %llu %s\n", static_cast<unsigned long long>(now),
                static_cast<unsigned long long>(done), on ? "on" : "off");
+}
+
+// AIFLAME_CALLBACK_AB=4: the switch the collector asked for, on the launching thread at a launch's
+// exit (one thread takes it); with +8 the launch callbacks go off again after it.
+void CuptiBackend::switch_sampling_at_launch() {
+  const int want = sampling_switch_.exchange(0, std::memory_order_acq_rel);
+  if (!want) return;
+  const uint64_t now = TscClock::mono_ns();
+  switch_sampling(want == 2);
+  if (measure_.callback_ab & 8) set_launch_callbacks(false);
+  const uint64_t done = TscClock::mono_ns();
+  std::fprintf(stderr, "aiflame: callback A/B %llu %llu %s\n", static_cast<unsigned long long>(now),
+               static_cast<unsigned long long>(done), want == 2 ? "on" : "off");
 }
 
 void CuptiBackend::stop() {

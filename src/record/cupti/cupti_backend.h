@@ -162,6 +162,7 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
   void set_launch_callbacks(bool on);
   void callback_ab_tick();  // AIFLAME_CALLBACK_AB: the collector's switch, when due
   void switch_sampling(bool on);  // AIFLAME_CALLBACK_AB=4: continuous PC sampling disabled or enabled again
+  void switch_sampling_at_launch();  // ... by the launching thread, when the collector asked for it
   uint64_t synchronize(Context& c);  // returns the nanoseconds it took
   bool claim_device(uint32_t device);
   void drain(Context& c);
@@ -194,6 +195,7 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
   std::map<uint32_t, std::unique_ptr<DeviceClaim>> claims_;  // per device ordinal, under contexts_mu_
   std::atomic<bool> launch_callbacks_on_{true};
   std::unique_ptr<CallbackAB> callback_ab_;  // AIFLAME_CALLBACK_AB, continuous mode; the collector's
+  std::atomic<int> sampling_switch_{0};        // AIFLAME_CALLBACK_AB=4: 1 off, 2 on, asked of the next launch's exit
   // Windows mode: when the window thread last switched the launch callbacks back on (CUPTI's clock).
   // A launch that entered its driver call while they were off has no entry callback, so it is not in
   // Context::launches_out, and a window opened at once could take its kernel: on the H100 eight

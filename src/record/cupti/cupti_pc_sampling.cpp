@@ -407,8 +407,8 @@ void CuptiBackend::drain_all() {
   if (rec_.options().kernel_activity && every && ++drains_ % every == 0 && !window_open) api_.cuptiActivityFlushAll(0);
 }
 
-// AIFLAME_CALLBACK_AB=4 (record/callback_ab.h), continuous mode, on the collector: off drains the
-// context and disables sampling (Disable flushes what CUPTI still held into the configured buffer);
+// AIFLAME_CALLBACK_AB=4 (record/callback_ab.h), continuous mode, on a launching thread at a launch's
+// exit (switch_sampling_at_launch): off drains the context and disables sampling (Disable flushes what CUPTI still held into the configured buffer);
 // on enables and configures it again. A context whose sampling failed stays as it is.
 void CuptiBackend::switch_sampling(bool on) {
   std::vector<Context*> all;
