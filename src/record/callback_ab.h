@@ -3,8 +3,10 @@
 // inside one process (issue #24); =2 CUPTI's kernel records instead (only without PC sampling, since
 // CUPTI refuses to switch them on while sampling is enabled); =3 both; =4 continuous PC sampling itself
 // (Disable and Enable at the launch exit after the collector asks, in slices of 2-4 s: each Enable costs CUPTI's start again,
-// >= 0.1 s, so bench/callback_ab.py --guard-ms leaves the steps just after a switch out); +8 keeps the
-// launch callbacks off throughout (12: what sampling costs with nothing else on the launch path). Between runs this host's plain
+// >= 0.1 s, so bench/callback_ab.py --guard-ms leaves the steps just after a switch out), with the
+// launch callbacks (+1) and the kernel records (+2) switched along if asked: 7 is what windows of
+// continuous sampling with nothing between them would cost; +8 keeps the launch callbacks off
+// throughout (12: what sampling costs with nothing else on the launch path). Between runs this host's plain
 // loops moved 20-28% (hf_gpt2.py, fourteenth session, pinned or not), more than the 3% to be told
 // apart; steps of one run, seconds apart, do not drift that much. Each switch is printed with its
 // CLOCK_MONOTONIC time; the workloads print their steps' end times with STEP_TIMES=1, and

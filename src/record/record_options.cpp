@@ -148,12 +148,13 @@ constexpr RecordOptionSpec kSchema[] = {
      "Skip the whole launch path (no stack, no record) in random 6-8 ms slices; print its wall-time cost per launch at "
      "the end (a measurement: the skipped launches have no stack)",
      FLAG_OPTION(measure.launch_ab)},
-    {"callback_ab", "AIFLAME_CALLBACK_AB", nullptr, nullptr, "0 to 12",
+    {"callback_ab", "AIFLAME_CALLBACK_AB", nullptr, nullptr, "0 to 15",
      "Switch CUPTI's launch callbacks (1), kernel records (2, without PC sampling) or both (3) off and on in random "
-     "100-300 ms slices, or continuous PC sampling itself (4) in 2-4 s slices, printing each switch's CLOCK_MONOTONIC "
-     "time (a measurement with bench/callback_ab.py: the off slices' launches have no stack, no kernel record or no "
-     "sample); +8 keeps the launch callbacks off throughout (12: sampling's cost with nothing else per launch)",
-     UINT_OPTION(measure.callback_ab, 0, 12)},
+     "100-300 ms slices, or continuous PC sampling (4, with 1 and 2 as chosen: 7 switches all three) in 2-4 s "
+     "slices, printing each switch's CLOCK_MONOTONIC time (a measurement with bench/callback_ab.py: the off slices' "
+     "launches have no stack, no kernel record or no sample); +8 keeps the launch callbacks off throughout (12: "
+     "sampling's cost with nothing else per launch)",
+     UINT_OPTION(measure.callback_ab, 0, 15)},
     {"autograd_ab", "AIFLAME_AUTOGRAD_AB", nullptr, nullptr, "0 or 1",
      "The autograd tracking skipped in every other 40-70 ms slice; print each kind's capture cost per launch at the end",
      FLAG_OPTION(measure.autograd_ab)},

@@ -108,7 +108,8 @@ struct MeasurementSwitches {
   bool launch_ab = false;     // AIFLAME_LAUNCH_AB: the launch path on and off in slices of one run (record/launch_ab.h)
   // AIFLAME_CALLBACK_AB: in slices of one run, 1 CUPTI's launch callbacks off and on, 2 its kernel
   // records (without PC sampling: CUPTI refuses them while sampling is enabled), 3 both, 4 continuous PC
-  // sampling in 2-4 s slices (record/callback_ab.h); +8 the launch callbacks off throughout
+  // sampling in 2-4 s slices (with 1 and 2 as chosen: 7 all three, as windows of continuous sampling
+  // would; record/callback_ab.h); +8 the launch callbacks off throughout
   uint32_t callback_ab = 0;
   bool autograd_ab = false;   // AIFLAME_AUTOGRAD_AB: the autograd tracking on and off in alternate slices (Recorder::autograd_ab)
   // AIFLAME_AUTOGRAD_DEFER (default on; 0 resolves at the launch): the forward table and the backward

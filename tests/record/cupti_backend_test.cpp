@@ -681,6 +681,40 @@ TEST(CuptiBackend, CallbackAbFloorTurnsTheLaunchCallbacksOnOnlyToSwitchSampling)
   h.finish();
 }
 
+// AIFLAME_CALLBACK_AB=7: sampling, the launch callbacks and the kernel records switched together, in
+// the order CUPTI allows: off at a launch's exit, sampling first (records cannot come on while it is
+// enabled); on from the collector, records and callbacks first, then sampling at the next launch.
+TEST(CuptiBackend, CallbackAbSwitchesSamplingWithCallbacksAndRecordsInCuptisOrder) {
+  RecordOptions o;
+  o.measure.callback_ab = 7;
+  Harness h(o);
+  CuptiBackend b(h.rec, fake_api());
+  ASSERT_TRUE(b.start());
+  h.create_context(b);
+  ASSERT_EQ(fake.enables, 1);
+  b.drain();
+  EXPECT_EQ(fake.kernel_records, 1) << "off only at a launch";
+  uint32_t n = 0;
+  h.launch(++n);
+  EXPECT_EQ(fake.disables, 1);
+  EXPECT_EQ(fake.kernel_records, 0);
+  EXPECT_EQ(fake.launch_callback, 0);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(4500);
+  while (fake.kernel_records != 1 && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    b.drain();
+  }
+  EXPECT_EQ(fake.kernel_records, 1) << "records on from the collector, while sampling is still disabled";
+  EXPECT_EQ(fake.launch_callback, 1);
+  EXPECT_EQ(fake.enables, 1) << "sampling waits for a launch";
+  h.launch(++n);
+  EXPECT_EQ(fake.enables, 2);
+  EXPECT_EQ(fake.launch_callback, 1) << "the callbacks stay on in an on slice";
+  b.stop();
+  Profile p = h.finish();
+  EXPECT_TRUE(p.warnings.empty()) << p.warnings.front();
+}
+
 // The library makes its backend before it starts the Recorder with the options (injection.cpp):
 // the measurement switches must still reach the backend (a copy taken at construction held the
 // defaults, and no switch took effect on the GPU machine).

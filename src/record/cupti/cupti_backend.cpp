@@ -156,10 +156,13 @@ bool CuptiBackend::start() {
   set_launch_callbacks(true);
   if (measure_.callback_ab && !windows) {
     // Kernel records cannot be switched on while PC sampling is enabled (CUPTI_ERROR_NOT_COMPATIBLE,
-    // third session): their A/B needs --no-pc-sampling.
-    if ((measure_.callback_ab & 2) && (o.pc_sampling || !o.kernel_activity || !api_.cuptiActivityDisable)) {
+    // third session): their A/B needs --no-pc-sampling, or sampling switched with them (=6, =7: they
+    // come on before sampling is enabled and go off after it is disabled).
+    const bool records_ok = !o.pc_sampling || (measure_.callback_ab & 4);
+    if ((measure_.callback_ab & 2) && (!records_ok || !o.kernel_activity || !api_.cuptiActivityDisable)) {
       rec_.warn("AIFLAME_CALLBACK_AB=" + std::to_string(measure_.callback_ab) +
-                ": kernel records are switched only without PC sampling (--no-pc-sampling) and with kernel records on");
+                ": kernel records are switched only without PC sampling (--no-pc-sampling) or with it, and with kernel "
+                "records on");
       measure_.callback_ab &= ~2u;
     }
     if ((measure_.callback_ab & 4) && !o.pc_sampling) {
@@ -381,20 +384,24 @@ void CuptiBackend::callback_ab_tick() {
   const uint64_t now = TscClock::mono_ns();
   bool on = true;
   if (!callback_ab_->tick(now, &on)) return;
+  if (measure_.callback_ab & 4) {
+    // PC sampling is switched by the program's next launch, not here: disabled and enabled from the
+    // collector, hf_gpt2.py, resnet_train.py, timm_train.py and gpt_train.py all hung within 1-3 cycles
+    // (H200, CUPTI 13.0, bench/RESULTS.md). What is switched with it (+1 the launch callbacks, +2 the
+    // kernel records) comes on here, before sampling, and goes off at that launch, after it; with the
+    // launch callbacks off (+8) they come on until then, to carry the switch.
+    if (on && (measure_.callback_ab & 2))
+      check(api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable(CONCURRENT_KERNEL)");
+    if (on || (measure_.callback_ab & 8)) set_launch_callbacks(true);
+    sampling_switch_.store(on ? 2 : 1, std::memory_order_release);
+    return;  // switch_sampling_at_launch prints it
+  }
   if (measure_.callback_ab & 1) set_launch_callbacks(on);
   if (measure_.callback_ab & 2) {
     if (on)
       check(api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable(CONCURRENT_KERNEL)");
     else
       check(api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable(CONCURRENT_KERNEL)");
-  }
-  if (measure_.callback_ab & 4) {
-    // PC sampling is switched by the program's next launch, not here: disabled and enabled from the
-    // collector, hf_gpt2.py, resnet_train.py, timm_train.py and gpt_train.py all hung within 1-3 cycles
-    // (H200, CUPTI 13.0, bench/RESULTS.md). With the launch callbacks off (+8) they come on until then.
-    if (measure_.callback_ab & 8) set_launch_callbacks(true);
-    sampling_switch_.store(on ? 2 : 1, std::memory_order_release);
-    return;  // switch_sampling_at_launch prints it
   }
   const uint64_t done = TscClock::mono_ns();
   // Both ends of the switch: a step that overlaps [now, done] belongs to neither kind.
@@ -409,7 +416,9 @@ void CuptiBackend::switch_sampling_at_launch() {
   if (!want) return;
   const uint64_t now = TscClock::mono_ns();
   switch_sampling(want == 2);
-  if (measure_.callback_ab & 8) set_launch_callbacks(false);
+  if (want == 1 && (measure_.callback_ab & 2))
+    check(api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable(CONCURRENT_KERNEL)");
+  if ((measure_.callback_ab & 8) || (want == 1 && (measure_.callback_ab & 1))) set_launch_callbacks(false);
   const uint64_t done = TscClock::mono_ns();
   std::fprintf(stderr, "aiflame: callback A/B %llu %llu %s\n", static_cast<unsigned long long>(now),
                static_cast<unsigned long long>(done), want == 2 ? "on" : "off");
