@@ -6,7 +6,9 @@
 # (the same with --no-pc-sampling), records (AIFLAME_CALLBACK_AB=2 with --no-pc-sampling: the kernel
 # records switched, the launch callbacks on throughout), sampling (AIFLAME_CALLBACK_AB=4: continuous PC
 # sampling switched in 2-4 s slices, everything else at the defaults), sampling-floor (AIFLAME_CALLBACK_AB=12
-# and AIFLAME_ACTIVITY=0: PC sampling switched, no launch callback and no kernel record at all). The sampling
+# and AIFLAME_ACTIVITY=0: PC sampling switched, no launch callback and no kernel record at all), cwindows
+# (AIFLAME_CALLBACK_AB=7: sampling, launch callbacks and kernel records switched together, as windows of
+# continuous sampling with nothing between them would; cwindows-p20 the same at --period 20). The sampling
 # modes leave out the steps within GUARD_MS (1000) after a switch: each Enable pays CUPTI's start again at
 # the program's next launches.
 # Usage: bench/callback_ab_gpu.sh [RUNS=2]   Env: WORKLOADS ("hf_gpt2 resnet_train"), MODES ("default nopc"),
@@ -26,6 +28,8 @@ for w in ${WORKLOADS:-hf_gpt2 resnet_train}; do
         records) opts=(--no-pc-sampling); ab=2 ;;
         sampling) ab=4; guard=(--guard-ms "${GUARD_MS:-1000}") ;;
         sampling-floor) ab=12; envs=(AIFLAME_ACTIVITY=0); guard=(--guard-ms "${GUARD_MS:-1000}") ;;
+        cwindows) ab=7; guard=(--guard-ms "${GUARD_MS:-1000}") ;;
+        cwindows-p20) ab=7; opts=(--period 20); guard=(--guard-ms "${GUARD_MS:-1000}") ;;
         *) echo "unknown mode $mode"; continue ;;
       esac
       log=$out/${w}_${mode}_$r.log
@@ -34,7 +38,7 @@ for w in ${WORKLOADS:-hf_gpt2 resnet_train}; do
       echo "$w $mode run $r: exit $? $(grep -o 'loop_s [0-9.]*' "$log")"
       python3 bench/callback_ab.py "${guard[@]}" "$log" "  $w $mode $r"
       [ ${#guard[@]} -gt 0 ] && python3 bench/callback_ab.py "$log" "  $w $mode $r (no guard)"
-      grep -E "^aiflame: warning" "$log" | head -3
+      grep -E "^aiflame: (warning|.*GPU samples|[0-9.]+% of GPU samples)" "$log" | cut -c1-220 | head -4
     done
   done
 done
