@@ -1,19 +1,21 @@
 // AIFLAME_CALLBACK_AB=1: CUPTI's launch callbacks switched off and on in random slices of one run, so
 // that what the launch callback and aiflame's launch path cost the program's steps can be measured
 // inside one process (issue #24); =2 CUPTI's kernel records instead (only without PC sampling, since
-// CUPTI refuses to switch them on while sampling is enabled); =3 both; =4 continuous PC sampling itself
-// (Disable and Enable at the launch exit after the collector asks, in slices of 2-4 s: each Enable costs CUPTI's start again,
-// >= 0.1 s, so bench/callback_ab.py --guard-ms leaves the steps just after a switch out), with the
-// launch callbacks (+1) and the kernel records (+2) switched along if asked: 7 is what windows of
-// continuous sampling with nothing between them would cost; +8 keeps the launch callbacks off
-// throughout (12: what sampling costs with nothing else on the launch path). Between runs this host's plain
-// loops moved 20-28% (hf_gpt2.py, fourteenth session, pinned or not), more than the 3% to be told
-// apart; steps of one run, seconds apart, do not drift that much. Each switch is printed with its
-// CLOCK_MONOTONIC time; the workloads print their steps' end times with STEP_TIMES=1, and
-// bench/callback_ab.py compares the steps of the two kinds of slice. What is not switched stays as
-// configured: with =1 the A/B sees the launch callback (CUPTI's part and aiflame's), not the records
-// or the sampling. Launches in off slices have no stack (or no kernel record): a profile made with the
-// switch is for this measurement only. The collector switches (every `interval`).
+// CUPTI refuses to switch them on while sampling is enabled); =3 both.
+// =4: continuous PC sampling itself, in slices of 2-4 s, disabled and enabled at the exit of the
+// launch after the collector asks (each Enable costs CUPTI's start again, 0.3-0.4 s, so
+// bench/callback_ab.py --guard-ms leaves the steps just after a switch out); with +1 and +2 the launch
+// callbacks and the kernel records switch along (7: windows of continuous sampling with nothing
+// between them); +8 keeps the launch callbacks off throughout (12: sampling with nothing else on the
+// launch path).
+// Between runs this host's plain loops moved 20-28% (hf_gpt2.py, fourteenth session, pinned or not),
+// more than the 3% to be told apart; steps of one run, seconds apart, do not drift that much. Each
+// switch is printed with its CLOCK_MONOTONIC time; the workloads print their steps' end times with
+// STEP_TIMES=1, and bench/callback_ab.py compares the steps of the two kinds of slice. What is not
+// switched stays as configured: with =1 the A/B sees the launch callback (CUPTI's part and aiflame's),
+// not the records or the sampling. Launches in off slices have no stack (or no kernel record, or no
+// sample): a profile made with the switch is for this measurement only. The collector switches (every
+// `interval`), except PC sampling: from the collector, CUPTI hung the programs (bench/RESULTS.md).
 #pragma once
 #include <cstdint>
 
@@ -27,8 +29,8 @@ class CallbackAB {
   // lag, and random so that slices do not beat with a program's period.
   static constexpr uint64_t kMinSliceNs = 100'000'000, kMaxSliceNs = 300'000'000;
 
-  // PC sampling (=4): each Enable pays CUPTI's start again (0.1-0.4 s, bench/RESULTS.md "What enabled
-  // sampling costs between windows"), so its slices are long beside that.
+  // PC sampling (=4): each Enable pays CUPTI's start again (0.3-0.4 s at its default hardware buffer,
+  // bench/RESULTS.md "Fifteenth session"), so its slices are long beside that.
   static constexpr uint64_t kMinSamplingSliceNs = 2'000'000'000, kMaxSamplingSliceNs = 4'000'000'000;
 
   explicit CallbackAB(uint64_t seed, uint64_t min_ns = kMinSliceNs, uint64_t max_ns = kMaxSliceNs)

@@ -161,8 +161,8 @@ bool CuptiBackend::start() {
     const bool records_ok = !o.pc_sampling || (measure_.callback_ab & 4);
     if ((measure_.callback_ab & 2) && (!records_ok || !o.kernel_activity || !api_.cuptiActivityDisable)) {
       rec_.warn("AIFLAME_CALLBACK_AB=" + std::to_string(measure_.callback_ab) +
-                ": kernel records are switched only without PC sampling (--no-pc-sampling) or with it, and with kernel "
-                "records on");
+                ": kernel records are switched only with kernel records on, and either without PC sampling "
+                "(--no-pc-sampling) or together with it (6, 7)");
       measure_.callback_ab &= ~2u;
     }
     if ((measure_.callback_ab & 4) && !o.pc_sampling) {
@@ -410,7 +410,8 @@ void CuptiBackend::callback_ab_tick() {
 }
 
 // AIFLAME_CALLBACK_AB=4: the switch the collector asked for, on the launching thread at a launch's
-// exit (one thread takes it); with +8 the launch callbacks go off again after it.
+// exit (one thread takes it). Switching off, the records (+2) and the launch callbacks (+1) follow
+// sampling; with +8 the launch callbacks go off again after either switch.
 void CuptiBackend::switch_sampling_at_launch() {
   const int want = sampling_switch_.exchange(0, std::memory_order_acq_rel);
   if (!want) return;

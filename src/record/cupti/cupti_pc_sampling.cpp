@@ -408,8 +408,9 @@ void CuptiBackend::drain_all() {
 }
 
 // AIFLAME_CALLBACK_AB=4 (record/callback_ab.h), continuous mode, on a launching thread at a launch's
-// exit (switch_sampling_at_launch): off drains the context and disables sampling (Disable flushes what CUPTI still held into the configured buffer);
-// on enables and configures it again. A context whose sampling failed stays as it is.
+// exit (switch_sampling_at_launch): off drains the context and disables sampling (Disable flushes what
+// CUPTI still held into the configured buffer); on enables and configures it again. A context whose
+// sampling failed stays as it is.
 void CuptiBackend::switch_sampling(bool on) {
   std::vector<Context*> all;
   {
