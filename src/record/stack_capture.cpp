@@ -20,6 +20,8 @@ namespace aiflame {
 namespace {
 
 constexpr int kMaxNative = 256;
+// Frames a backtrace() wrapper may put at the leaf before this function's return address (unwind()).
+constexpr int kMaxLeafWrappers = 8;
 constexpr int kMaxPython = 256;
 constexpr size_t kMaxContent = 2 + kMaxNative + 2 * kMaxPython;
 
@@ -286,7 +288,7 @@ int StackCapture::unwind(uint64_t* out, int max, const unwind::WalkMemo* const* 
     cs.fp_frames.fetch_add(status.fp_frames, std::memory_order_relaxed);
     cs.reused_frames.fetch_add(status.reused, std::memory_order_relaxed);
   }
-  if (status.needs_fallback()) {
+  if (status.needs_fallback() || fallback_always_) {
     // An object on this stack has no rows yet (they are being built) or was loaded after the
     // snapshot: this once, the slow and complete unwinder.
     uint64_t k = fallbacks_.fetch_add(1, std::memory_order_relaxed) + 1;
@@ -296,15 +298,25 @@ int StackCapture::unwind(uint64_t* out, int max, const unwind::WalkMemo* const* 
             : status.end == unwind::WalkEnd::Stale  ? "object loaded after the snapshot"
                                                     : "not on the thread's stack");
     void* bt[kMaxNative];
-    n = backtrace(bt, std::min(max, kMaxNative));
+    n = backtrace_ ? backtrace_(bt, std::min(max, kMaxNative)) : backtrace(bt, std::min(max, kMaxNative));
     for (int i = 0; i < n; i++) frames[i] = reinterpret_cast<uint64_t>(bt[i]);
     unwind::ObjectTable::instance().request_builds_for(frames, n);
   }
-  // frames[0] is the return address into this function from one unwinder or the other: dropped, so
-  // that a fallback and a walk give the same stack. (backtrace() stops at code without CFI, where the
-  // walk goes on by frame pointers: stacks through such code differ while rows are being built.)
-  // Then drop the leaf frames of aiflame, CUPTI and the driver: the launch is the first one after them.
+  // The stack starts at this function's return address (into capture()): what lies before it is this
+  // function's own frame, one from the walk, one or more from backtrace(), so that a fallback and a
+  // walk give the same stack. Not simply frames[1]: a backtrace() interposed by a wrapper (ASan's and
+  // TSan's interceptors) adds its frame, and under TSan each fallback stack had one frame more than
+  // the walks' of its path (StackCapture.EveryLaunchIsUnwoundAndGetsItsOwnPathsStack failed 2 runs in
+  // 10). (backtrace() stops at code without CFI, where the walk goes on by frame pointers: stacks
+  // through such code still differ while rows are being built.) Then drop the leaf frames of
+  // aiflame, CUPTI and the driver: the launch is the first one after them.
+  const uint64_t caller = reinterpret_cast<uint64_t>(__builtin_return_address(0));
   int first = 1;
+  for (int i = 0; i < n && i < kMaxLeafWrappers; i++)
+    if (frames[i] == caller) {
+      first = i;
+      break;
+    }
   while (first < n) {
     uint64_t a = frames[first];
     bool skip = false;

@@ -54,6 +54,14 @@ class StackCapture {
   // true: a walk whose key's memos all failed replaces the least recently used of them
   // (the default; AIFLAME_MEMO_EVICT_LRU=0 for A/B); false: the last one checked.
   void set_memo_evict_lru(bool on) { memo_evict_lru_ = on; }
+  // Tests: every walk takes the fallback, as while an object's rows are built, through `bt` in place
+  // of backtrace() (a backtrace() interposed by a wrapper, as sanitizers' interceptors are, adds the
+  // wrapper's frames at the leaf).
+  using BacktraceFn = int (*)(void**, int);
+  void set_fallback_for_test(bool always, BacktraceFn bt) {
+    fallback_always_ = always;
+    backtrace_ = bt;
+  }
   struct MemoCheck {
     uint64_t checked = 0, differed = 0;
   };
@@ -92,6 +100,8 @@ class StackCapture {
   bool memo_key_site_ = false;
   int memos_per_key_ = 4;
   bool memo_evict_lru_ = true;
+  bool fallback_always_ = false;    // set_fallback_for_test
+  BacktraceFn backtrace_ = nullptr;  // set_fallback_for_test; null: glibc's backtrace()
   std::atomic<uint64_t> memo_checked_{0}, memo_differed_{0};
   UnwindPolicy policy_ = UnwindPolicy::Always;
   std::vector<std::pair<uint64_t, uint64_t>> skip_;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <execinfo.h>
+
 #include <span>
 
 #include <thread>
@@ -81,6 +83,41 @@ TEST(StackCapture, EveryLaunchIsUnwoundAndGetsItsOwnPathsStack) {
     }
     EXPECT_EQ(f.capture.stacks(), 2u);
   }
+}
+
+// backtrace() called through a wrapper, as ASan's and TSan's interceptors call it: one more frame.
+__attribute__((noinline)) int wrapped_backtrace(void** out, int max) {
+  int n = backtrace(out, max);
+  asm volatile("");
+  return n;
+}
+__attribute__((noinline)) int twice_wrapped_backtrace(void** out, int max) {
+  int n = wrapped_backtrace(out, max);
+  asm volatile("");
+  return n;
+}
+
+// A launch whose walk falls back to backtrace() (an object's rows still being built) gets the stack
+// the walk gives its path, also when backtrace() is wrapped: under TSan, whose interceptor is such a
+// wrapper, fallback stacks had one leaf frame more (aiflame's own), and one path got two stacks.
+TEST(StackCapture, AFallbackGivesTheWalksStackThroughAWrappedBacktrace) {
+  Fixture f(UnwindPolicy::Always);
+  unwind::ObjectTable::instance().build_all_now();
+  f.capture.set_incremental_unwind(false);  // no memo: every launch walks (or falls back)
+  const StackCapture::BacktraceFn fallbacks[] = {nullptr, &wrapped_backtrace, &twice_wrapped_backtrace};
+  uint32_t walked[2] = {0, 0};
+  for (int round = 0; round <= 3; round++) {  // round 0 walks; rounds 1-3 fall back, as `fallbacks` says
+    f.capture.set_fallback_for_test(round > 0, round > 0 ? fallbacks[round - 1] : nullptr);
+    const uint32_t a = via(path_a, f.capture).stack_id, b = via(path_b, f.capture).stack_id;  // one call site each
+    if (round == 0) {
+      walked[0] = a;
+      walked[1] = b;
+      EXPECT_NE(a, b);
+    }
+    EXPECT_EQ(a, walked[0]) << "round " << round;
+    EXPECT_EQ(b, walked[1]) << "round " << round;
+  }
+  EXPECT_EQ(f.capture.stacks(), 2u);
 }
 
 // AIFLAME_VERIFY_MEMOS: launches that take their memo are walked again in full and compared; on
