@@ -38,8 +38,15 @@ int chain_spin(void* flag);
 namespace aiflame::unwind {
 namespace {
 
+// Reserved up front: capture_both runs in signal handlers, where it must not allocate (ThreadSanitizer
+// reports operator new there).
 struct Both {
-  std::vector<uint64_t> ours, ref;
+  Both() {
+    ours.reserve(256);
+    ref.reserve(256);
+    scratch.reserve(256);
+  }
+  std::vector<uint64_t> ours, ref, scratch;
   WalkStatus status;
 };
 
@@ -61,8 +68,8 @@ __attribute__((noinline)) void reference(std::vector<uint64_t>* out) {
 
 // Both unwinders from one frame: out[0] of each is the return address into capture_both's caller.
 __attribute__((noinline)) void capture_both(Both* b) {
-  std::vector<uint64_t> ref;
-  ref.reserve(256);
+  std::vector<uint64_t>& ref = b->scratch;
+  ref.clear();
   reference(&ref);  // ref[0]: the return address into capture_both; the rest its callers
   uint64_t frames[256];
   int n = unwind_here(frames, 256, &b->status);  // frames[0]: into capture_both, too
