@@ -11,7 +11,9 @@ steps of either kind.
 
 --guard-ms N leaves out, in addition, every step that starts less than N ms after a switch ended:
 a switch whose cost lands on the program's next launches rather than inside the switch (PC sampling,
-AIFLAME_CALLBACK_AB=4: each Enable pays CUPTI's start again at the next launch, 0.1-0.4 s).
+AIFLAME_CALLBACK_AB=4: each Enable pays CUPTI's start again at the next launch, 0.1-0.4 s). It also
+prints what the switches cost: the steps from each switch to the guard's end, less as many median
+steps of the switch's new kind.
 
 Usage: callback_ab.py [--guard-ms N] LOG [LABEL]
 """
@@ -88,11 +90,28 @@ def main():
         f = [d for i, ds in by_slice.items() if not kind[i] and (sl[i][1] <= mid) == first for d in ds]
         halves.append(statistics.median(o) / statistics.median(f) if o and f else float("nan"))
     p = sorted(pairs)
-    print(f"{label}: {len(switches)} switches; {len(on)} steps in on slices, {len(off)} in off slices; "
-          f"median step {statistics.median(on) / 1e6:.2f} / {statistics.median(off) / 1e6:.2f} ms: "
-          f"on/off {ratio:.3f}; by slice pair {statistics.median(p):.3f} [{p[0]:.3f}, {p[-1]:.3f}] over {len(p)} pairs; "
-          f"halves {halves[0]:.3f}, {halves[1]:.3f}")
+    line = (f"{label}: {len(switches)} switches; {len(on)} steps in on slices, {len(off)} in off slices; "
+            f"median step {statistics.median(on) / 1e6:.2f} / {statistics.median(off) / 1e6:.2f} ms: "
+            f"on/off {ratio:.3f}; by slice pair {statistics.median(p):.3f} [{p[0]:.3f}, {p[-1]:.3f}] over {len(p)} pairs; "
+            f"halves {halves[0]:.3f}, {halves[1]:.3f}")
+    if guard_ms > 0:
+        line += "; " + switch_costs(switches, ends, guard_ms * 1e6, statistics.median(on), statistics.median(off))
+    print(line)
     return 0
+
+
+def switch_costs(switches, ends, guard_ns, med_on, med_off):
+    """What each switch cost the program beyond the steps of its new kind: the time of the steps that
+    start from the switch's start to the guard's end, less as many median steps of the new kind (the
+    switch's own time included); the median over switches of each direction."""
+    extra = {True: [], False: []}
+    for start, done, state in switches:
+        steps = [b - a for a, b in zip(ends, ends[1:]) if start <= b and a < done + guard_ns]
+        if steps:
+            extra[state].append(sum(steps) - len(steps) * (med_on if state else med_off))
+    def show(v):
+        return f"{statistics.median(v) / 1e6:+.0f} ms" if v else "-"
+    return f"switch cost: to on {show(extra[True])}, to off {show(extra[False])} (medians over the switches)"
 
 
 if __name__ == "__main__":

@@ -85,6 +85,12 @@ def main():
     ok = rc == 0 and abs(ratio(out) - 1.05) <= 0.01 and 300 < sum(counted(out)) < 2000
     fails += not ok
     print(("ok  " if ok else "FAIL"), "transient, guard 2100 ms:", out.strip())
+    # The switch cost: each switch to on costs 2 s / 3 (2 s of steps 1.5 times as long), to off nothing.
+    cost_on = float(out.split("to on ")[1].split(" ms")[0])
+    cost_off = float(out.split("to off ")[1].split(" ms")[0])
+    ok = abs(cost_on - 667) <= 40 and abs(cost_off) <= 25
+    fails += not ok
+    print(("ok  " if ok else "FAIL"), f"switch costs: to on {cost_on} ms (667), to off {cost_off} ms (0)")
     rc, out = run(log, "--guard-ms", "-3")
     ok = rc == 2
     fails += not ok
