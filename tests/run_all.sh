@@ -112,14 +112,25 @@ ctest_stage() {
 }
 
 
+# build_stage NAME DIR [configure args] [-- build args]: configures and builds DIR, and names the
+# stage; the logs go to DIR/run_all_configure.log and DIR/run_all_build.log.
+build_stage() {
+  local name=$1 dir=$2 configure=() build=()
+  shift 2
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do configure+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  build=("$@")
+  if cmake -S . -B "$dir" "${configure[@]}" >"$dir.configure.log" 2>&1 && mv "$dir.configure.log" "$dir/run_all_configure.log" &&
+     cmake --build "$dir" -j"$jobs" "${build[@]}" >"$dir/run_all_build.log" 2>&1; then
+    stage "$name" passed
+  else
+    log_tail "$dir.configure.log"; log_tail "$dir/run_all_build.log"
+    stage "$name" "failed (see $dir/run_all_build.log)"
+  fi
+}
+
 # ---- build, ctest -----------------------------------------------------------------------------------
-if cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >build.configure.log 2>&1 && mv build.configure.log build/run_all_configure.log &&
-   cmake --build build -j"$jobs" >build/run_all_build.log 2>&1; then
-  stage build passed
-else
-  log_tail build.configure.log; log_tail build/run_all_build.log
-  stage build "failed (see build/run_all_build.log)"
-fi
+build_stage build build -DCMAKE_BUILD_TYPE=RelWithDebInfo
 ctest_stage ctest build
 
 # ---- asan, ctest-asan -------------------------------------------------------------------------------
@@ -128,14 +139,8 @@ if [ "${AIFLAME_SKIP_SANITIZERS:-0}" = 1 ]; then
   skip_stage ctest-asan "AIFLAME_SKIP_SANITIZERS=1"
 else
   # Benchmarks (and their smoke tests) run in the release build only.
-  if cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DAIFLAME_SANITIZE=ON -DAIFLAME_BENCHMARKS=OFF >build-asan.configure.log 2>&1 &&
-     mv build-asan.configure.log build-asan/run_all_configure.log &&
-     cmake --build build-asan -j"$jobs" --target aiflame_tests aiflame aiflame_cupti >build-asan/run_all_build.log 2>&1; then
-    stage asan passed
-  else
-    log_tail build-asan.configure.log; log_tail build-asan/run_all_build.log
-    stage asan "failed (see build-asan/run_all_build.log)"
-  fi
+  build_stage asan build-asan -DCMAKE_BUILD_TYPE=Debug -DAIFLAME_SANITIZE=ON -DAIFLAME_BENCHMARKS=OFF \
+    -- --target aiflame_tests aiflame aiflame_cupti
   # The python_frames and torch_api probes are loaded into an uninstrumented interpreter; they run in the release build only.
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest_stage ctest-asan build-asan -E 'python_frames|torch_api'
 fi
@@ -148,14 +153,7 @@ if [ "${AIFLAME_SKIP_SANITIZERS:-0}" = 1 ]; then
   skip_stage tsan "AIFLAME_SKIP_SANITIZERS=1"
   skip_stage tsan-record "AIFLAME_SKIP_SANITIZERS=1"
 else
-  if cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAIFLAME_TSAN=ON -DAIFLAME_BENCHMARKS=OFF >build-tsan.configure.log 2>&1 &&
-     mv build-tsan.configure.log build-tsan/run_all_configure.log &&
-     cmake --build build-tsan -j"$jobs" --target aiflame_tests >build-tsan/run_all_build.log 2>&1; then
-    stage tsan passed
-  else
-    log_tail build-tsan.configure.log; log_tail build-tsan/run_all_build.log
-    stage tsan "failed (see build-tsan/run_all_build.log)"
-  fi
+  build_stage tsan build-tsan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DAIFLAME_TSAN=ON -DAIFLAME_BENCHMARKS=OFF -- --target aiflame_tests
   # Every suite defined under tests/record. Unwinder.AtAsynchronousSignalsEqualsLibunwind is left out:
   # TSan delivers a signal only when the thread reaches instrumented code, and the test's target spins
   # in an uninstrumented library, so it never returns. A TSan report makes the binary exit 66.
