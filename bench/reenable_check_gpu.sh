@@ -13,6 +13,7 @@ out=${OUT:-$(mktemp -d)}
 mkdir -p "$out"
 settings=(
   "never switched, callbacks off, records off|AIFLAME_CALLBACK_AB=8 AIFLAME_ACTIVITY=0|"
+  "never switched, defaults, --period 20||--period 20"
   "switched, callbacks and records on (=4)|AIFLAME_CALLBACK_AB=4|"
   "switched, records off (=4)|AIFLAME_CALLBACK_AB=4 AIFLAME_ACTIVITY=0|"
   "switched, callbacks off, records off (=12)|AIFLAME_CALLBACK_AB=12 AIFLAME_ACTIVITY=0|"
