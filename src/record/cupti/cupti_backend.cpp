@@ -184,7 +184,7 @@ bool CuptiBackend::start() {
     tune_activity_buffers();
     if (check(api_.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed), "cuptiActivityRegisterCallbacks") &&
         !(windows && measure_.win_toggle_activity && measure_.win_disable_between && api_.cuptiActivityDisable))
-      check(api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable(CONCURRENT_KERNEL)");
+      set_kernel_records(true);
   }
   return true;
 }
@@ -380,6 +380,13 @@ void CuptiBackend::set_launch_callbacks(bool on) {
   toggle_ns_ += ns_since(t0);
 }
 
+void CuptiBackend::set_kernel_records(bool on) {
+  if (on)
+    check(api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable(CONCURRENT_KERNEL)");
+  else
+    check(api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable(CONCURRENT_KERNEL)");
+}
+
 void CuptiBackend::callback_ab_tick() {
   const uint64_t now = TscClock::mono_ns();
   bool on = true;
@@ -390,22 +397,20 @@ void CuptiBackend::callback_ab_tick() {
     // (H200, CUPTI 13.0, bench/RESULTS.md). What is switched with it (+1 the launch callbacks, +2 the
     // kernel records) comes on here, before sampling, and goes off at that launch, after it; with the
     // launch callbacks off (+8) they come on until then, to carry the switch.
-    if (on && (measure_.callback_ab & 2))
-      check(api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable(CONCURRENT_KERNEL)");
+    if (on && (measure_.callback_ab & 2)) set_kernel_records(true);
     if (on || (measure_.callback_ab & 8)) set_launch_callbacks(true);
     sampling_switch_.store(on ? 2 : 1, std::memory_order_release);
     return;  // switch_sampling_at_launch prints it
   }
   if (measure_.callback_ab & 1) set_launch_callbacks(on);
-  if (measure_.callback_ab & 2) {
-    if (on)
-      check(api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable(CONCURRENT_KERNEL)");
-    else
-      check(api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable(CONCURRENT_KERNEL)");
-  }
-  const uint64_t done = TscClock::mono_ns();
-  // Both ends of the switch: a step that overlaps [now, done] belongs to neither kind.
-  std::fprintf(stderr, "aiflame: callback A/B %llu %llu %s\n", static_cast<unsigned long long>(now),
+  if (measure_.callback_ab & 2) set_kernel_records(on);
+  print_ab_switch(now, TscClock::mono_ns(), on);
+}
+
+// Both ends of an A/B switch, CLOCK_MONOTONIC ns: bench/callback_ab.py counts a step that overlaps
+// [start, done] for neither kind.
+void CuptiBackend::print_ab_switch(uint64_t start, uint64_t done, bool on) {
+  std::fprintf(stderr, "aiflame: callback A/B %llu %llu %s\n", static_cast<unsigned long long>(start),
                static_cast<unsigned long long>(done), on ? "on" : "off");
 }
 
@@ -417,12 +422,9 @@ void CuptiBackend::switch_sampling_at_launch() {
   if (!want) return;
   const uint64_t now = TscClock::mono_ns();
   switch_sampling(want == 2);
-  if (want == 1 && (measure_.callback_ab & 2))
-    check(api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable(CONCURRENT_KERNEL)");
+  if (want == 1 && (measure_.callback_ab & 2)) set_kernel_records(false);
   if ((measure_.callback_ab & 8) || (want == 1 && (measure_.callback_ab & 1))) set_launch_callbacks(false);
-  const uint64_t done = TscClock::mono_ns();
-  std::fprintf(stderr, "aiflame: callback A/B %llu %llu %s\n", static_cast<unsigned long long>(now),
-               static_cast<unsigned long long>(done), want == 2 ? "on" : "off");
+  print_ab_switch(now, TscClock::mono_ns(), want == 2);
 }
 
 void CuptiBackend::stop() {

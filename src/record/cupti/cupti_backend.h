@@ -160,12 +160,15 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
   void count_launch_out(Context& c);
   void note_launcher(Context& c);
   void set_launch_callbacks(bool on);
+  void set_kernel_records(bool on);  // CONCURRENT_KERNEL activity records on or off
   void callback_ab_tick();  // AIFLAME_CALLBACK_AB: the collector's switch, when due
   void switch_sampling(bool on);  // AIFLAME_CALLBACK_AB=4: continuous PC sampling disabled or enabled again
   void switch_sampling_at_launch();  // ... by the launching thread, when the collector asked for it
+  static void print_ab_switch(uint64_t start, uint64_t done, bool on);  // the line bench/callback_ab.py reads
   uint64_t synchronize(Context& c);  // returns the nanoseconds it took
   bool claim_device(uint32_t device);
   void drain(Context& c);
+  void disable_sampling_locked(Context& c);  // under c.mu: Disable, and what it flushed taken as a batch
   void drain_locked(Context& c);
   void close_window_locked(Context& c, uint64_t now);
   Context* context_of(CUcontext ctx);

@@ -423,17 +423,7 @@ void CuptiBackend::switch_sampling(bool on) {
     if (!c.enabled || c.windows || c.configured == on) continue;
     if (!on) {
       drain_locked(c);
-      if (!c.enabled) continue;  // GetData failed and gave the context up
-      c.buf.data.totalNumPcs = 0;
-      CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize};
-      dp.ctx = c.ctx;
-      check(api_.cuptiPCSamplingDisable(&dp), "cuptiPCSamplingDisable");
-      c.configured = false;
-      if (c.buf.data.totalNumPcs > 0) {
-        uint64_t now = 0;
-        api_.cuptiGetTimestamp(&now);
-        take_batch(c, c.buf.data, now);
-      }
+      if (c.enabled) disable_sampling_locked(c);  // (not enabled: GetData failed and gave the context up)
       continue;
     }
     CUpti_PCSamplingEnableParams en = {CUpti_PCSamplingEnableParamsSize};
@@ -454,13 +444,19 @@ void CuptiBackend::disable(Context& c) {
     drain_locked(c);
   }
   c.enabled = false;
-  if (!c.configured) return;
+  if (c.configured) disable_sampling_locked(c);
+}
+
+// Under c.mu: PC sampling disabled on c, and what Disable flushed into the configured buffer (what
+// CUPTI still held) taken as a batch.
+void CuptiBackend::disable_sampling_locked(Context& c) {
   CUpti_PCSamplingData& configured = c.range ? c.range->data : c.buf.data;
   configured.totalNumPcs = 0;
   CUpti_PCSamplingDisableParams dp = {CUpti_PCSamplingDisableParamsSize};
   dp.ctx = c.ctx;
   check(api_.cuptiPCSamplingDisable(&dp), "cuptiPCSamplingDisable");
-  if (configured.totalNumPcs > 0) {  // disabling flushes what CUPTI still held into the configured buffer
+  c.configured = false;
+  if (configured.totalNumPcs > 0) {
     uint64_t now = 0;
     api_.cuptiGetTimestamp(&now);
     take_batch(c, configured, now);
@@ -490,8 +486,7 @@ void CuptiBackend::close_window_locked(Context& c, uint64_t now) {
     WIN_TRACE("closing: launch callbacks off");
   }
   if (!stopped) {
-    if (toggle_activity)
-      check(api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable(CONCURRENT_KERNEL)");
+    if (toggle_activity) set_kernel_records(false);
     return;
   }
   size_t before = c.range->data.totalNumPcs;
@@ -505,8 +500,7 @@ void CuptiBackend::close_window_locked(Context& c, uint64_t now) {
     check(api_.cuptiPCSamplingDisable(&dp), "cuptiPCSamplingDisable");
     c.configured = false;
   }
-  if (toggle_activity)
-    check(api_.cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityDisable(CONCURRENT_KERNEL)");
+  if (toggle_activity) set_kernel_records(false);
   // Closing (the wait for the window's last kernel, Stop, fetching) is the window's cost too; it
   // spaces the next window (the gap of this one was set when it closed).
   uint64_t t1 = 0;
@@ -551,8 +545,7 @@ bool CuptiBackend::open_window_locked(Context& c, uint64_t now) {
   // Kernel records can be switched on only while PC sampling is disabled (CUPTI 13.0 refuses
   // otherwise with CUPTI_ERROR_NOT_COMPATIBLE, on the H100): so only where windows enable it.
   const bool toggle_activity = o.kernel_activity && measure_.win_toggle_activity && api_.cuptiActivityDisable;
-  if (toggle_activity && !c.configured)
-    check(api_.cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL), "cuptiActivityEnable(CONCURRENT_KERNEL)");
+  if (toggle_activity && !c.configured) set_kernel_records(true);
   if (!c.configured) {
     CUpti_PCSamplingEnableParams en = {CUpti_PCSamplingEnableParamsSize};
     en.ctx = c.ctx;
