@@ -410,16 +410,17 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
   } content;
   RawPyFrame* py = frames.at;
   int np = 0;
-  // The Python frames' lines load in parallel, the native stack's while the Python frames are walked;
-  // a walk's tables too if the thread's last launch walked (the next likely does as well), else only
-  // once this launch turns out to have no memo.
+  // The Python frames' lines load in parallel, then the likely memo's while the Python frames are
+  // walked; what a walk reads (the previous walk's stack lines, record and cache sets) if the thread's
+  // last launch walked (the next likely does as well), else only once this launch turns out to have
+  // no memo.
   if (use_python_) python_.prefetch();
   bool tables = false;
   if (policy_ != UnwindPolicy::Off) {
-    unwind::prefetch_stack();
+    unwind::prefetch_for_check();
     const MemoTable* mt = t_memo;
     if (!mt || mt->walked) {
-      unwind::prefetch_tables();
+      unwind::prefetch_for_walk();
       tables = true;
     }
     if (mt && mt->owner == serial_ && mt->last)
@@ -450,7 +451,7 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
   const uint64_t* const k_python = k + 2;
   uint64_t py_check = 0;
   const bool memos = policy_ != UnwindPolicy::Off && incremental_ && np <= kMemoPython;
-  if (!memos && policy_ != UnwindPolicy::Off && !tables) unwind::prefetch_tables();
+  if (!memos && policy_ != UnwindPolicy::Off && !tables) unwind::prefetch_for_walk();
   MemoTable* table = nullptr;
   if (memos) {
     table = &memo_table(serial_);
@@ -472,7 +473,7 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
       for (const char* l = reinterpret_cast<const char*>(&m); l < reinterpret_cast<const char*>(m.offset + m.words); l += 64)
         __builtin_prefetch(l);
     }
-    if (!n_found && !tables) unwind::prefetch_tables();  // a walk follows
+    if (!n_found && !tables) unwind::prefetch_for_walk();  // a walk follows
     // Replaced if no memo holds: with per_key memos of this key, the last checked (the others stay);
     // else an empty way, else the set's next (possibly one of this key's memos).
     int way = n_found == per_key ? found[n_found - 1] : -1;

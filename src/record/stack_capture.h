@@ -8,11 +8,12 @@
 // stack new to the thread takes the mutex, where the process-wide table keeps ids unique per content
 // across threads and writes each stack once.
 //
-// With caches cold (a training loop between two launches), the capture first prefetches the stack
-// lines the previous walk on its thread read (unwind::prefetch_stack), then either the memo of its
-// call path or, when there is none, the walk's record and cache sets (unwind::prefetch_tables), so
-// that the check's or the walk's dependent loads hit; the walk takes the outer frames it shares with that previous walk from its record, after re-reading
-// their stack words (incremental unwinding, src/record/unwind/unwinder.cpp).
+// With caches cold (a training loop between two launches), the capture first prefetches either the
+// memo of its call path or, when there is none (or the thread's last launch walked), what the previous
+// walk on its thread read: its stack lines, record and cache sets (unwind::prefetch_for_walk), so that
+// the check's or the walk's dependent loads hit; the walk takes the outer frames it shares with that
+// previous walk from its record, after re-reading their stack words (incremental unwinding,
+// src/record/unwind/unwinder.cpp).
 //
 // While an object's rows are being built (the first walks through it, on a background thread) or
 // just after a dlopen, a launch falls back to glibc's backtrace() (~17 us at 43 frames).

@@ -566,27 +566,20 @@ MemoMiss memo_miss(const WalkMemo& m, const Regs& start, uint64_t stack_hi, int 
   return check_memo(m, start, stack_hi, max);
 }
 
-void prefetch_stack() {
+void prefetch_for_check() { __builtin_prefetch(&g_published_generation); }
+
+void prefetch_for_walk() {
   const PcCache* c = t_cache;
   if (!c) return;
-  // Prefetches never fault: a stale line of a stack or a set is only a wasted load. The generation a
-  // memo's check compares, and the stack lines of the previous walk's return addresses: a memo's
-  // check and a walk both read them.
-  // (Reading the addresses from the record's 40-byte states costs ~40 cold lines per launch. A compact
-  // list of the lines beside rec_n was tried once on the H200, 2026-11-27: no gain in the native part,
-  // and resnet_train's walked launches took 12.4 and 20.7 us against 9.0-11.3, perhaps because the
-  // walks then find those states cold; not kept.)
-  __builtin_prefetch(&g_published_generation);
+  // Prefetches never fault: a stale line of a stack or a set is only a wasted load. The stack lines of
+  // the previous walk's return addresses (read from the record's 40-byte states: ~40 cold lines), the
+  // record's lines (the words the reuse compares) and the cache sets of the frames that the previous
+  // walk looked up (the next walk likely looks them up again).
+  // Until the sixteenth session the stack lines were prefetched at every capture's start: with 99.6-
+  // 99.9% of a training loop's launches taking their memo, that cost the cold benchmarks more than it
+  // saved (bench/RESULTS.md, "Sixteenth session").
   const int n = static_cast<int>(c->rec_n);
   for (int t = 0; t < n; t++) __builtin_prefetch(reinterpret_cast<const void*>(c->rec[t].sp - 8));
-}
-
-void prefetch_tables() {
-  const PcCache* c = t_cache;
-  if (!c) return;
-  // The record's lines (the words the reuse compares) and the cache sets of the frames that the
-  // previous walk looked up (the next walk likely looks them up again).
-  const int n = static_cast<int>(c->rec_n);
   for (int t = 0; t < n; t += 2) __builtin_prefetch(&c->rec[t]);
   for (int t = 0; t < n; t++)
     if (c->rec_looked_up[t / 64] >> (t % 64) & 1) __builtin_prefetch(&c->sets[set_of(c->rec[t].key)]);
@@ -621,7 +614,7 @@ __attribute__((noinline)) int unwind_here(uint64_t* out, int max, WalkStatus* st
       if (checks[i]) why[explained++] = memo_miss(*checks[i], r, b.hi, max);
   int n = kNoMemoHeld;
   if (!check_only) {
-    if (n_checks) prefetch_tables();  // not done before the checks: a memo that holds needs none of it
+    if (n_checks) prefetch_for_walk();  // not done before the checks: a memo that holds needs none of it
     n = walk(r, b.hi, out, max, status, incremental, memo);
   }
   status->explained = static_cast<uint8_t>(explained);

@@ -103,14 +103,15 @@ int unwind_here(uint64_t* out, int max, WalkStatus* status, bool incremental = t
                 const WalkMemo* const* checks = nullptr, int n_checks = 0, WalkMemo* memo = nullptr,
                 bool check_only = false);
 
-// Prefetches of what the previous walk on this thread read, so that the next walk's dependent loads
-// hit (issue 22). prefetch_stack: its stack lines, which a memo's check reads as well; call at the
-// start of a capture, before other work. prefetch_tables: its record and cache sets, which only a
-// walk reads; call when the launch has no memo (unwind_here calls it when a memo does not hold). On a
-// launch that takes its memo they were ~70 prefetches of lines it never read, competing with the
-// memo's own for the core's fill buffers.
-void prefetch_stack();
-void prefetch_tables();
+// Prefetches for a capture with cold caches (issue 22). prefetch_for_check: the snapshot generation
+// that every memo check compares; call at the start of a capture. prefetch_for_walk: what the previous
+// walk on this thread read (its stack lines, its record and the cache sets of the frames it looked
+// up), so that the next walk's dependent loads hit; call when the launch has no memo, or the thread's
+// last launch walked (unwind_here calls it when no memo holds). On a launch that takes its memo these
+// are ~110 prefetches and ~40 loads of the record (for the stack addresses) it does not need: the
+// memo's check reads its own words, at its own depth.
+void prefetch_for_check();
+void prefetch_for_walk();
 
 // Forgets the previous walk on this thread, so that the next one walks every frame (tests compare the
 // two; benchmarks time the full walk).
