@@ -108,7 +108,7 @@ int unwind_here(uint64_t* out, int max, WalkStatus* status, bool incremental = t
 // walk on this thread read (its stack lines, its record and the cache sets of the frames it looked
 // up), so that the next walk's dependent loads hit; call when the launch has no memo, or the thread's
 // last launch walked (unwind_here calls it when no memo holds). On a launch that takes its memo these
-// are ~110 prefetches and ~40 loads of the record (for the stack addresses) it does not need: the
+// are ~100 prefetches and ~40 loads of the record (for the stack addresses) it does not need: the
 // memo's check reads its own words, at its own depth.
 void prefetch_for_check();
 void prefetch_for_walk();
