@@ -213,11 +213,7 @@ Result<FlameData> FoldedParser::finish() {
 
 Result<FlameData> parse_folded(std::string_view text) {
   FoldedParser parser;
-  TextLines lines(text);
-  std::string_view line;
-  while (lines.next(line))
-    if (!parser.add_line(line, lines.number())) return Error{parser.error()};
-  return parser.finish();
+  return parse_lines(parser, text);
 }
 
 }  // namespace aiflame

@@ -223,11 +223,7 @@ Result<FlameData> IaprofParser::finish() { return impl_->finish(); }
 
 Result<FlameData> parse_iaprof(std::string_view text) {
   IaprofParser parser;
-  TextLines lines(text);
-  std::string_view line;
-  while (lines.next(line))
-    if (!parser.add_line(line, lines.number())) return Error{parser.error()};
-  return parser.finish();
+  return parse_lines(parser, text);
 }
 
 }  // namespace aiflame

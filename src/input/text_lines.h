@@ -6,6 +6,8 @@
 #include <string_view>
 #include <vector>
 
+#include "util/result.h"
+
 namespace aiflame {
 
 class TextLines {
@@ -28,6 +30,17 @@ class TextLines {
   std::string_view text_;
   size_t pos_ = 0, number_ = 0;
 };
+
+// Feeds every line of `text` to a streaming parser (add_line(line, number) -> false with error() on
+// bad input, then finish() -> Result): a whole text parsed as the streaming readers parse it.
+template <class Parser>
+auto parse_lines(Parser& parser, std::string_view text) -> decltype(parser.finish()) {
+  TextLines lines(text);
+  std::string_view line;
+  while (lines.next(line))
+    if (!parser.add_line(line, lines.number())) return Error{parser.error()};
+  return parser.finish();
+}
 
 // Splits at every tab; at most max_fields fields, the last one keeping any further tabs.
 inline std::vector<std::string_view> split_tabs(std::string_view line, size_t max_fields = SIZE_MAX) {
