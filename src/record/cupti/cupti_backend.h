@@ -169,6 +169,7 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
   bool claim_device(uint32_t device);
   void drain(Context& c);
   void disable_sampling_locked(Context& c);  // under c.mu: Disable, and what it flushed taken as a batch
+  bool enable_sampling_again_locked(Context& c);  // under c.mu: Enable and configure; false: sampling given up
   void drain_locked(Context& c);
   void close_window_locked(Context& c, uint64_t now);
   Context* context_of(CUcontext ctx);

@@ -426,10 +426,18 @@ void CuptiBackend::switch_sampling(bool on) {
       if (c.enabled) disable_sampling_locked(c);  // (not enabled: GetData failed and gave the context up)
       continue;
     }
-    CUpti_PCSamplingEnableParams en = {CUpti_PCSamplingEnableParamsSize};
-    en.ctx = c.ctx;
-    if (!check(api_.cuptiPCSamplingEnable(&en), "cuptiPCSamplingEnable") || !configure_sampling(c)) c.enabled = false;
+    enable_sampling_again_locked(c);
   }
+}
+
+// Under c.mu: PC sampling enabled and configured again after a Disable; false, with the context's
+// sampling given up, if CUPTI refused either.
+bool CuptiBackend::enable_sampling_again_locked(Context& c) {
+  CUpti_PCSamplingEnableParams en = {CUpti_PCSamplingEnableParamsSize};
+  en.ctx = c.ctx;
+  if (check(api_.cuptiPCSamplingEnable(&en), "cuptiPCSamplingEnable") && configure_sampling(c)) return true;
+  c.enabled = false;
+  return false;
 }
 
 void CuptiBackend::disable(Context& c) {
@@ -546,14 +554,7 @@ bool CuptiBackend::open_window_locked(Context& c, uint64_t now) {
   // otherwise with CUPTI_ERROR_NOT_COMPATIBLE, on the H100): so only where windows enable it.
   const bool toggle_activity = o.kernel_activity && measure_.win_toggle_activity && api_.cuptiActivityDisable;
   if (toggle_activity && !c.configured) set_kernel_records(true);
-  if (!c.configured) {
-    CUpti_PCSamplingEnableParams en = {CUpti_PCSamplingEnableParamsSize};
-    en.ctx = c.ctx;
-    if (!check(api_.cuptiPCSamplingEnable(&en), "cuptiPCSamplingEnable") || !configure_sampling(c)) {
-      c.enabled = false;
-      return false;
-    }
-  }
+  if (!c.configured && !enable_sampling_again_locked(c)) return false;
   CUpti_PCSamplingStartParams sp = {CUpti_PCSamplingStartParamsSize};
   sp.ctx = c.ctx;
   if (c.windows->windows() < 3) debug("window %llu opens on context %u", (unsigned long long)c.windows->windows(), c.context_id);
