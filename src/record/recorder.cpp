@@ -13,6 +13,7 @@
 #include "record/crash_report.h"
 #include "record/module_map.h"
 #include "util/hot_pages.h"
+#include "util/splitmix.h"
 
 namespace aiflame {
 
@@ -42,12 +43,15 @@ bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std
   autograd_ab_ = opt.measure.autograd_ab;
   if (opt.measure.launch_ab && !launch_ab_state_) launch_ab_state_ = std::make_unique<LaunchAB>();
   launch_ab_ = opt.measure.launch_ab;
+  capture_ab_ = opt.measure.capture_ab;
+  capture_variants_ = opt.measure.capture_variants;
   if (opt.measure.capture_stats) {
     CaptureStats::enable();
     hot_pages_audit(true);
   }
   stacks_.set_incremental_unwind(!opt.measure.full_unwind);
   stacks_.set_verify_memos(opt.measure.verify_memos);
+  stacks_.set_probe_lines(opt.measure.capture_probe);
   stacks_.set_memo_key_site(opt.measure.memo_key_kernel);
   stacks_.set_memos_per_key(static_cast<int>(opt.measure.memos_per_key));
   stacks_.set_memo_evict_lru(opt.measure.memo_evict_lru);
@@ -164,6 +168,26 @@ double Recorder::AutogradAB::stratified_us() const {
   return d / static_cast<double>(walked + memo);
 }
 
+double Recorder::CaptureAB::kind_us(int kind) const {
+  const uint64_t cn = n[kind] + n[2 + kind];
+  return cn ? static_cast<double>(ns[kind] + ns[2 + kind]) / 1e3 / static_cast<double>(cn) : 0.0;
+}
+
+Recorder::CaptureAB Recorder::capture_ab() const {
+  CaptureAB ab;
+  uint64_t ticks[4] = {};
+  for (size_t i = 0; i <= kTallies; i++) {
+    const LaunchTally& t = tallies_[i];
+    for (int c = 0; c < 4; c++) {
+      ab.n[c] += t.cab_n[c].load(std::memory_order_relaxed);
+      ticks[c] += t.cab_ticks[c].load(std::memory_order_relaxed);
+    }
+    for (int k = 0; k < 2; k++) ab.walked[k] += t.cab_walked[k].load(std::memory_order_relaxed);
+  }
+  for (int c = 0; c < 4; c++) ab.ns[c] = static_cast<uint64_t>(static_cast<double>(ticks[c]) * clock_.ns_per_tick());
+  return ab;
+}
+
 Recorder::LaunchTotals Recorder::launch_totals() const {
   LaunchTotals s;
   uint64_t ticks = 0;
@@ -204,13 +228,21 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
   PhaseScope phase(Phase::LaunchCallback);
   const uint64_t t0 = clock_.now();
   const bool ab_off = autograd_ab_ && ((t0 >> 27) & 1);  // AIFLAME_AUTOGRAD_AB: a slice without tracking
+  unsigned variants = capture_variants_;
+  int cab_cell = 0;  // AIFLAME_CAPTURE_AB: the slice's [half * 2 + kind]
+  if (capture_ab_) {
+    const uint64_t h = splitmix64_mix(t0 >> 24);
+    cab_cell = static_cast<int>(h & 3);
+    variants = cab_cell & 1 ? capture_ab_ : 0;
+  }
+  if (variants & StackCapture::kEarlyPrefetch) stacks_.prefetch(variants);
   const bool stats = CaptureStats::on();
   uint64_t cw = stats ? CaptureStats::now() : 0;
   writer_.prefetch_buffered();
   uint64_t c0 = stats ? CaptureStats::now() : 0;
   AutogradTracker::Pending pending = ab_off ? AutogradTracker::Pending{} : autograd_.before_capture();  // prefetches what it will write
   uint64_t c0b = stats ? CaptureStats::now() : 0;
-  StackCapture::Result st = stacks_.capture(site ^ (static_cast<uint64_t>(api) << 48));
+  StackCapture::Result st = stacks_.capture(site ^ (static_cast<uint64_t>(api) << 48), variants);
   uint64_t c1 = stats ? CaptureStats::now() : 0;
   LaunchRecord rec;
   rec.correlation_id = correlation_id;
@@ -266,6 +298,14 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
   add(tally.launches, 1);
   if (st.unwound) add(tally.unwound, 1);
   add(tally.ticks, dt);
+  if (capture_ab_) {
+    if (st.walked)
+      add(tally.cab_walked[cab_cell & 1], 1);
+    else if (st.unwound) {
+      add(tally.cab_n[cab_cell], 1);
+      add(tally.cab_ticks[cab_cell], dt);
+    }
+  }
   if (autograd_ab_) {
     if (st.walked) {
       add(tally.walked, 1);
@@ -412,6 +452,24 @@ void Recorder::finish(uint64_t end_timestamp) {
                  static_cast<unsigned long long>(ab.with_walked), per_launch_us(ab.without_ns, ab.without_launches),
                  static_cast<unsigned long long>(ab.without_launches), static_cast<unsigned long long>(ab.without_walked),
                  ab.raw_us(), ab.stratified_us());
+  }
+  if (opt_.measure.capture_probe) {
+    const StackCapture::LineProbe p = stacks_.line_probe();
+    const double n = static_cast<double>(std::max<uint64_t>(p.launches, 1)), ns = clock_.ns_per_tick();
+    std::fprintf(stderr,
+                 "aiflame: stack-line probe: %llu launches, %.1f lines on %.1f pages each; loading them took %.3f us, "
+                 "again at once %.3f us\n",
+                 static_cast<unsigned long long>(p.launches), static_cast<double>(p.lines) / n, static_cast<double>(p.pages) / n,
+                 static_cast<double>(p.cold_ticks) * ns / 1e3 / n, static_cast<double>(p.hot_ticks) * ns / 1e3 / n);
+  }
+  if (capture_ab_) {
+    const CaptureAB ab = capture_ab();
+    std::fprintf(stderr,
+                 "aiflame: capture A/B (variants %u): launches from their memo %.3f us per launch with the variants "
+                 "(%llu), %.3f without (%llu): %+.3f us (halves %+.3f, %+.3f); walked launches %llu with, %llu without\n",
+                 capture_ab_, ab.kind_us(1), static_cast<unsigned long long>(ab.n[1] + ab.n[3]), ab.kind_us(0),
+                 static_cast<unsigned long long>(ab.n[0] + ab.n[2]), ab.diff_us(), ab.half_diff_us(0), ab.half_diff_us(1),
+                 static_cast<unsigned long long>(ab.walked[1]), static_cast<unsigned long long>(ab.walked[0]));
   }
   if (launch_ab_) {
     const LaunchAB::Result ab = launch_ab();

@@ -9,6 +9,7 @@
 #include "util/splitmix.h"
 
 #include <execinfo.h>
+#include <x86intrin.h>
 
 #include <algorithm>
 #include <cstring>
@@ -134,6 +135,9 @@ constexpr int kMemosPerKey = std::min(kMemoWays, unwind::kMaxChecks);
 // site and depth, in other lanes): a memo check reads the entry's header and the walk's offsets, ~4
 // lines for 80 words, and no frame list (issue 22: the check's cold lines were most of the H100's
 // capture cost). Two Python stacks that share the key and this hash: about 2^-64 per pair.
+// The stack lines of an entry's successor kept on the entry (CaptureVariant::StackHint): at most this
+// many, the outermost (the leaf's lines were written by the launch itself and are hot).
+constexpr int kHintLines = 24;
 struct MemoEntry {
   uint64_t py_check;  // hash_words() of the Python frames' words
   // The entry the thread's next launch took last time, and its lines (MemoTable::last says why).
@@ -141,6 +145,11 @@ struct MemoEntry {
   uint32_t next_lines;
   uint32_t id;
   int32_t nn, np;
+  // The stack lines `next`'s check reads: line i at (next_sp & ~63) + 64 * next_line[i] (its memo holds
+  // only at that sp). Written when the successor changes or is walked again (follow()).
+  uint8_t next_n;
+  uint16_t next_line[kHintLines];
+  uint64_t next_sp;
   unwind::WalkMemo walk;
 };
 // The lines a memo check reads of an entry: its header and the walk's offsets.
@@ -177,9 +186,29 @@ struct MemoTable {
 static_assert(sizeof(MemoTable) <= (size_t{3} << 19), "the memo table must leave room in the 2-MB hot-pages region");
 thread_local MemoTable* t_memo = nullptr;  // in the thread's hot pages, never freed (util/hot_pages.h)
 
-// The thread's launch took (or wrote) entry `cur`: the previous launch's entry learns its successor.
-void follow(MemoTable& t, MemoEntry* cur) {
+// The distinct stack lines that `m`'s check reads, in address order: line i at (m.sp & ~63) + 64 * out[i].
+int memo_lines(const unwind::WalkMemo& m, uint16_t (&out)[unwind::WalkMemo::kMaxWords]) {
+  int n = 0;
+  for (int i = 0; i < m.words; i++) out[n++] = static_cast<uint16_t>(((m.sp & 63) + 8 * uint64_t{m.offset[i]}) >> 6);
+  std::sort(out, out + n);
+  return static_cast<int>(std::unique(out, out + n) - out);
+}
+
+// The outermost kHintLines of them, into e's hint.
+void hint_lines(MemoEntry& e, const unwind::WalkMemo& m) {
+  uint16_t lines[unwind::WalkMemo::kMaxWords];
+  const int n = memo_lines(m, lines);
+  const int from = std::max(0, n - kHintLines);
+  std::copy(lines + from, lines + n, e.next_line);
+  e.next_n = static_cast<uint8_t>(n - from);
+  e.next_sp = m.sp;
+}
+
+// The thread's launch took (or wrote: walked) entry `cur`: the previous launch's entry learns its
+// successor (and, when it changed or was walked again, the successor's stack lines).
+void follow(MemoTable& t, MemoEntry* cur, bool walked) {
   if (MemoEntry* prev = t.last; prev && prev != cur) {
+    if (prev->next != cur || walked) hint_lines(*prev, cur->walk);
     prev->next = cur;
     prev->next_lines = lines_of(*cur);
   }
@@ -398,7 +427,69 @@ uint32_t StackCapture::stack_id_of(uint64_t* w, int nn, const RawPyFrame* py, in
   return id;
 }
 
-StackCapture::Result StackCapture::capture(uint64_t site) {
+void StackCapture::prefetch(unsigned variants) {
+  // The Python frames' lines load in parallel, then the likely memo's while the Python frames are
+  // walked; what a walk reads (the previous walk's stack lines, record and cache sets) if the thread's
+  // last launch walked (the next likely does as well), else only once this launch turns out to have
+  // no memo.
+  if (use_python_) python_.prefetch();
+  if (policy_ == UnwindPolicy::Off) return;
+  unwind::prefetch_for_check();
+  const MemoTable* mt = t_memo;
+  if (!mt || mt->walked) unwind::prefetch_for_walk();
+  if (!mt || mt->owner != serial_ || !mt->last) return;
+  const MemoEntry* last = mt->last;
+  if (const MemoEntry* nx = last->next) {  // the likely next entry (MemoTable::last)
+    const char* at = reinterpret_cast<const char*>(nx);
+    for (uint32_t l = 0, n = std::min<uint32_t>(last->next_lines, 16); l < n; l++) __builtin_prefetch(at + 64 * l);
+    __builtin_prefetch(&mt->sets[static_cast<size_t>(nx - mt->e) / kMemoWays]);
+    if (variants & kStackHint) {
+      const char* base = reinterpret_cast<const char*>(last->next_sp & ~uint64_t{63});
+      for (int i = 0; i < last->next_n; i++) __builtin_prefetch(base + 64 * last->next_line[i]);
+    }
+  }
+}
+
+// AIFLAME_CAPTURE_PROBE: every stack line the likely next memo's check reads, loaded twice, each round
+// timed (the memo's own lines loaded first, untimed). The lines
+// lie on this thread's stack (a memo of this thread's table, read by a walk on it), which stays mapped
+// while the thread lives. The first round meets them as the capture would, the second just loaded.
+__attribute__((no_sanitize("address"))) void StackCapture::probe_lines() {
+  const MemoTable* mt = t_memo;
+  if (!mt || mt->owner != serial_ || !mt->last || !mt->last->next) return;
+  const unwind::WalkMemo& m = mt->last->next->walk;
+  uint16_t lines[unwind::WalkMemo::kMaxWords];
+  const int n = memo_lines(m, lines);
+  if (!n) return;
+  const uint64_t base = m.sp & ~uint64_t{63};
+  auto round = [&] {
+    unsigned aux;
+    _mm_lfence();
+    const uint64_t t0 = __rdtsc();
+    _mm_lfence();
+    uint64_t sum = 0;
+    for (int i = 0; i < n; i++) sum += *reinterpret_cast<const volatile uint64_t*>(base + 64 * uint64_t{lines[i]});
+    const uint64_t t1 = __rdtscp(&aux);
+    _mm_lfence();
+    asm volatile("" ::"r"(sum));
+    return t1 - t0;
+  };
+  const uint64_t cold = round(), hot = round();
+  uint64_t pages = 0, page = ~uint64_t{0};
+  for (int i = 0; i < n; i++) {
+    const uint64_t p = (base + 64 * uint64_t{lines[i]}) >> 12;
+    pages += p != page;
+    page = p;
+  }
+  probe_.launches.fetch_add(1, std::memory_order_relaxed);
+  probe_.lines.fetch_add(static_cast<uint64_t>(n), std::memory_order_relaxed);
+  probe_.pages.fetch_add(pages, std::memory_order_relaxed);
+  probe_.cold_ticks.fetch_add(cold, std::memory_order_relaxed);
+  probe_.hot_ticks.fetch_add(hot, std::memory_order_relaxed);
+}
+
+StackCapture::Result StackCapture::capture(uint64_t site, unsigned variants) {
+  if (probe_lines_) probe_lines();
   // Left uninitialised: clearing 256 frames (4 KB) was a quarter of the cost of a cached launch.
   union Frames {
     RawPyFrame at[kMaxPython];
@@ -410,26 +501,9 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
   } content;
   RawPyFrame* py = frames.at;
   int np = 0;
-  // The Python frames' lines load in parallel, then the likely memo's while the Python frames are
-  // walked; what a walk reads (the previous walk's stack lines, record and cache sets) if the thread's
-  // last launch walked (the next likely does as well), else only once this launch turns out to have
-  // no memo.
-  if (use_python_) python_.prefetch();
-  bool tables = false;
-  if (policy_ != UnwindPolicy::Off) {
-    unwind::prefetch_for_check();
-    const MemoTable* mt = t_memo;
-    if (!mt || mt->walked) {
-      unwind::prefetch_for_walk();
-      tables = true;
-    }
-    if (mt && mt->owner == serial_ && mt->last)
-      if (const MemoEntry* nx = mt->last->next) {  // the likely next entry (MemoTable::last)
-        const char* at = reinterpret_cast<const char*>(nx);
-        for (uint32_t l = 0, n = std::min<uint32_t>(mt->last->next_lines, 16); l < n; l++) __builtin_prefetch(at + 64 * l);
-        __builtin_prefetch(&mt->sets[static_cast<size_t>(nx - mt->e) / kMemoWays]);
-      }
-  }
+  if (!(variants & kEarlyPrefetch)) prefetch(variants);
+  // prefetch() fetched a walk's tables if the thread's last launch walked.
+  const bool tables = policy_ != UnwindPolicy::Off && (!t_memo || t_memo->walked);
   const bool stats = CaptureStats::on();
   uint64_t t0 = stats ? CaptureStats::now() : 0;
   if (use_python_) {
@@ -543,7 +617,7 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
   }
   if (table) {
     table->walked = !held;
-    if (held) follow(*table, held);
+    if (held) follow(*table, held, false);
   }
   if (held) {
     if (stats) {
@@ -569,7 +643,7 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
     slot->next = nullptr;
     *slot_key = key;
     set->used[slot_key - set->key] = ++set->clock;
-    follow(*table, slot);
+    follow(*table, slot, true);
   } else if (table) {
     table->last = nullptr;  // no entry to link the next launch's to
   }
