@@ -101,6 +101,9 @@ class Recorder {
     // AIFLAME_CAPTURE_AB: launches that took their memo and their ticks, by [half * 2 + kind] (kind 1:
     // the variants on), and the walked launches by kind (left out of the figure: see CaptureAB).
     std::atomic<uint64_t> cab_n[4] = {}, cab_ticks[4] = {}, cab_walked[2] = {};
+    // AIFLAME_CAPTURE_PROBE=2, launches that took their memo: their count, and ticks of on_launch, the
+    // autograd reads (first, again), the capture (first, again) and the Python walk alone (warm).
+    std::atomic<uint64_t> probe_n{0}, probe_ticks[6] = {};
   };
   struct LaunchTotals {
     uint64_t launches = 0, unwound = 0, capture_ns = 0;
@@ -152,6 +155,7 @@ class Recorder {
   bool launch_ab_ = false;    // AIFLAME_LAUNCH_AB
   unsigned capture_ab_ = 0;   // AIFLAME_CAPTURE_AB: the variants switched
   unsigned capture_variants_ = 0;  // AIFLAME_CAPTURE_VARIANTS (without the A/B)
+  unsigned capture_probe_ = 0;     // AIFLAME_CAPTURE_PROBE
   std::unique_ptr<LaunchAB> launch_ab_state_;  // with the switch only (its strata take 256 KB)
   std::unique_ptr<LaunchTally[]> tallies_;  // [kTallies] is the overflow tally, updated atomically
   std::atomic<uint32_t> tally_count_{0};

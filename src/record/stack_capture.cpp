@@ -488,6 +488,16 @@ __attribute__((no_sanitize("address"))) void StackCapture::probe_lines() {
   probe_.hot_ticks.fetch_add(hot, std::memory_order_relaxed);
 }
 
+void StackCapture::probe_python() {
+  if (!use_python_) return;
+  union Frames {
+    RawPyFrame at[kMaxPython];
+    Frames() {}
+  } frames;
+  const int n = python_.capture(frames.at, kMaxPython);
+  asm volatile("" ::"r"(n), "r"(&frames) : "memory");
+}
+
 StackCapture::Result StackCapture::capture(uint64_t site, unsigned variants) {
   if (probe_lines_) probe_lines();
   // Left uninitialised: clearing 256 frames (4 KB) was a quarter of the cost of a cached launch.

@@ -67,6 +67,8 @@ class StackCapture {
   // (all of them) are loaded and timed, then loaded and timed
   // again (AIFLAME_CAPTURE_PROBE=1: what reading the stack alone costs a launch on the host; slow).
   void set_probe_lines(bool on) { probe_lines_ = on; }
+  // The Python frames walked as a capture walks them, nothing kept (AIFLAME_CAPTURE_PROBE=2).
+  void probe_python();
   struct LineProbe {
     uint64_t launches = 0, lines = 0, pages = 0, cold_ticks = 0, hot_ticks = 0;
   };
