@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# Issue #22 on the GPU machine: how much of a launch's capture is reading the stack at all, and whether
-# the capture's prefetch variants help, each measured inside one run.
+# Issue #22 on the GPU machine: how much of a launch's capture is reading the stack at all, and how
+# much of the launch path is cache misses, each measured inside one run.
 #  1. bench/probes/cold_lines.c: N lines read cold (a 256-MiB buffer written before each read) and hot,
 #     independent and chained: the host's floor for reading N lines.
-#  2. Per workload, AIFLAME_CAPTURE_PROBE=1: before each launch, every stack line of its likely memo's
-#     check loaded and timed, twice (StackCapture::set_probe_lines): what reading the stack alone costs
-#     a launch of that loop, in place.
-#  3. Per workload and each mask in ABS, AIFLAME_CAPTURE_AB=mask: the variants on and off in random
-#     6-8 ms slices of one run (Recorder::capture_ab); the line gives both kinds' capture cost of the
-#     launches that took their memo, and the difference in each half of the slices.
+# Then per workload one recording per setting of SETTINGS (VAR=VALUE, several joined by commas), by
+# default these two:
+#  2. AIFLAME_CAPTURE_PROBE=1: before each launch, every stack line of its likely memo's check loaded and
+#     timed, twice (StackCapture::set_probe_lines): what reading the stack alone costs a launch of that
+#     loop, in place.
+#  3. AIFLAME_CAPTURE_PROBE=2: after each launch from a memo, the autograd tracking's reads, the Python
+#     walk and the capture run again at once and timed (Recorder::phase_probe): the parts with caches
+#     cold and warm.
+# AIFLAME_CAPTURE_STATS=1 gives the breakdown by part. (Commit 3e15890 also had AIFLAME_CAPTURE_AB, two
+# prefetch variants switched in slices of one run; measured on the H100 and removed: bench/RESULTS.md.)
 # Usage: bench/capture_floor_gpu.sh   Env: B (.dist), WORKLOADS ("hf_gpt2 resnet_train gpt_train"),
-#        ABS ("3"), PROBE (1), FLOOR (1), STEPS_<workload> (hf_gpt2 60, resnet_train 40, others 100)
+#        SETTINGS, FLOOR (1), STEPS_<workload> (hf_gpt2 60, resnet_train 40, others 100)
 set -u
 b=${B:-.dist}
 workloads=${WORKLOADS:-hf_gpt2 resnet_train gpt_train}
@@ -27,10 +31,9 @@ run() {  # workload, then env assignments
   log=$(env "$@" timeout -k 5 200 "$b/aiflame" record -f --sass-timeout 0 -o /tmp/cf.aiflame -- \
           env STEPS="$steps" python3 "bench/workloads/$w.py" 2>&1)
   echo "$w $* steps=$steps: $(grep -o 'stack capture cost [0-9.]* us[^;,]*' <<<"$log" | head -1)"
-  grep -E 'stack-line probe|capture A/B' <<<"$log" | sed 's/^/  /'
+  grep -E 'stack-line probe|phase probe|capture stats' <<<"$log" | sed 's/^/  /'
   grep -q 'stack capture cost' <<<"$log" || { echo "  no summary; the log's end:"; tail -12 <<<"$log" | sed 's/^/    /'; }
 }
 for w in $workloads; do
-  [ "${PROBE:-1}" = 1 ] && run "$w" AIFLAME_CAPTURE_PROBE=1
-  for m in ${ABS:-3}; do run "$w" AIFLAME_CAPTURE_AB="$m"; done
+  for s in ${SETTINGS:-AIFLAME_CAPTURE_PROBE=1 AIFLAME_CAPTURE_PROBE=2}; do run "$w" ${s//,/ }; done
 done

@@ -562,7 +562,6 @@ void on_launch_cold(benchmark::State& state, bool stats, Pass pass = Pass::Forwa
   // The memo switches (read here: the benchmark makes its own options).
   if (const char* e = std::getenv("AIFLAME_MEMO_EVICT_LRU")) opt.measure.memo_evict_lru = std::strcmp(e, "1") == 0;
   if (const char* e = std::getenv("AIFLAME_MEMO_KEY_KERNEL")) opt.measure.memo_key_kernel = std::strcmp(e, "1") == 0;
-  if (const char* e = std::getenv("AIFLAME_CAPTURE_VARIANTS")) opt.measure.capture_variants = static_cast<uint32_t>(std::atoi(e));
   Recorder rec;
   std::string error;
   if (!rec.start(opt, ProcessRecord{}, &error)) {

@@ -155,21 +155,12 @@ constexpr RecordOptionSpec kSchema[] = {
      "launches have no stack, no kernel record or no sample); +8 keeps the launch callbacks off throughout (12: "
      "sampling's cost with nothing else per launch)",
      UINT_OPTION(measure.callback_ab, 0, 15)},
-    {"capture_variants", "AIFLAME_CAPTURE_VARIANTS", nullptr, nullptr, "0 to 3",
-     "The capture's prefetch variants at every launch (1: issued before the autograd tracking's calls; 2: the likely "
-     "next memo's stack lines too; default 0)",
-     UINT_OPTION(measure.capture_variants, 0, 3)},
     {"capture_probe", "AIFLAME_CAPTURE_PROBE", nullptr, nullptr, "0, 1 or 2",
      "A measurement of the launch path with its caches cold and warm: 1, before each launch load the stack lines its "
      "likely memo's check reads, twice, timing each round (it warms those lines for the capture); 2, after each "
      "launch run the autograd tracking's reads, the Python walk and the capture again at once, timing each against "
      "its first run; print the figures at the end",
      UINT_OPTION(measure.capture_probe, 0, 2)},
-    {"capture_ab", "AIFLAME_CAPTURE_AB", nullptr, nullptr, "0 to 3",
-     "The capture's prefetch variants (1: issued before the autograd tracking's calls; 2: the likely next memo's "
-     "stack lines too) on in random 6-8 ms slices and off in the others; print each kind's capture cost per launch "
-     "at the end",
-     UINT_OPTION(measure.capture_ab, 0, 3)},
     {"autograd_ab", "AIFLAME_AUTOGRAD_AB", nullptr, nullptr, "0 or 1",
      "The autograd tracking skipped in every other 40-70 ms slice; print each kind's capture cost per launch at the end",
      FLAG_OPTION(measure.autograd_ab)},

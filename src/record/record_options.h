@@ -111,11 +111,9 @@ struct MeasurementSwitches {
   // sampling in 2-4 s slices (with 1 and 2 as chosen: 7 all three, as windows of continuous sampling
   // would; record/callback_ab.h); +8 the launch callbacks off throughout
   uint32_t callback_ab = 0;
-  uint32_t capture_variants = 0;  // AIFLAME_CAPTURE_VARIANTS: the capture's prefetch variants at every launch (StackCapture::CaptureVariant)
   // AIFLAME_CAPTURE_PROBE: 1, the stack lines of each launch's likely memo timed (StackCapture::set_probe_lines);
   // 2, the launch path's parts run again at once after each launch and timed (Recorder::PhaseProbe)
   uint32_t capture_probe = 0;
-  uint32_t capture_ab = 0;    // AIFLAME_CAPTURE_AB: the capture's prefetch variants on and off in slices (Recorder::capture_ab)
   bool autograd_ab = false;   // AIFLAME_AUTOGRAD_AB: the autograd tracking on and off in alternate slices (Recorder::autograd_ab)
   // AIFLAME_AUTOGRAD_DEFER (default on; 0 resolves at the launch): the forward table and the backward
   // launches' interning run in the collector's flush (AutogradTracker::set_deferred). H200, 2026-11-27:

@@ -13,7 +13,6 @@
 #include "record/crash_report.h"
 #include "record/module_map.h"
 #include "util/hot_pages.h"
-#include "util/splitmix.h"
 
 namespace aiflame {
 
@@ -43,9 +42,7 @@ bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std
   autograd_ab_ = opt.measure.autograd_ab;
   if (opt.measure.launch_ab && !launch_ab_state_) launch_ab_state_ = std::make_unique<LaunchAB>();
   launch_ab_ = opt.measure.launch_ab;
-  capture_ab_ = opt.measure.capture_ab;
   capture_probe_ = opt.measure.capture_probe;
-  capture_variants_ = opt.measure.capture_variants;
   if (opt.measure.capture_stats) {
     CaptureStats::enable();
     hot_pages_audit(true);
@@ -169,24 +166,14 @@ double Recorder::AutogradAB::stratified_us() const {
   return d / static_cast<double>(walked + memo);
 }
 
-double Recorder::CaptureAB::kind_us(int kind) const {
-  const uint64_t cn = n[kind] + n[2 + kind];
-  return cn ? static_cast<double>(ns[kind] + ns[2 + kind]) / 1e3 / static_cast<double>(cn) : 0.0;
-}
-
-Recorder::CaptureAB Recorder::capture_ab() const {
-  CaptureAB ab;
-  uint64_t ticks[4] = {};
+Recorder::PhaseProbe Recorder::phase_probe() const {
+  uint64_t n = 0, t[6] = {};
   for (size_t i = 0; i <= kTallies; i++) {
-    const LaunchTally& t = tallies_[i];
-    for (int c = 0; c < 4; c++) {
-      ab.n[c] += t.cab_n[c].load(std::memory_order_relaxed);
-      ticks[c] += t.cab_ticks[c].load(std::memory_order_relaxed);
-    }
-    for (int k = 0; k < 2; k++) ab.walked[k] += t.cab_walked[k].load(std::memory_order_relaxed);
+    n += tallies_[i].probe_n.load(std::memory_order_relaxed);
+    for (int k = 0; k < 6; k++) t[k] += tallies_[i].probe_ticks[k].load(std::memory_order_relaxed);
   }
-  for (int c = 0; c < 4; c++) ab.ns[c] = static_cast<uint64_t>(static_cast<double>(ticks[c]) * clock_.ns_per_tick());
-  return ab;
+  auto us = [&](int k) { return n ? static_cast<double>(t[k]) * clock_.ns_per_tick() / 1e3 / static_cast<double>(n) : 0.0; };
+  return {n, us(0), us(1), us(2), us(3), us(4), us(5)};
 }
 
 Recorder::LaunchTotals Recorder::launch_totals() const {
@@ -229,14 +216,6 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
   PhaseScope phase(Phase::LaunchCallback);
   const uint64_t t0 = clock_.now();
   const bool ab_off = autograd_ab_ && ((t0 >> 27) & 1);  // AIFLAME_AUTOGRAD_AB: a slice without tracking
-  unsigned variants = capture_variants_;
-  int cab_cell = 0;  // AIFLAME_CAPTURE_AB: the slice's [half * 2 + kind]
-  if (capture_ab_) {
-    const uint64_t h = splitmix64_mix(t0 >> 24);
-    cab_cell = static_cast<int>(h & 3);
-    variants = cab_cell & 1 ? capture_ab_ : 0;
-  }
-  if (variants & StackCapture::kEarlyPrefetch) stacks_.prefetch(variants);
   const bool stats = CaptureStats::on();
   uint64_t cw = stats ? CaptureStats::now() : 0;
   writer_.prefetch_buffered();
@@ -246,7 +225,7 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
   AutogradTracker::Pending pending = ab_off ? AutogradTracker::Pending{} : autograd_.before_capture();  // prefetches what it will write
   uint64_t c0b = stats ? CaptureStats::now() : 0;
   const uint64_t p1 = phases ? clock_.now() : 0;
-  StackCapture::Result st = stacks_.capture(site ^ (static_cast<uint64_t>(api) << 48), variants);
+  StackCapture::Result st = stacks_.capture(site ^ (static_cast<uint64_t>(api) << 48));
   const uint64_t p2 = phases ? clock_.now() : 0;
   uint64_t c1 = stats ? CaptureStats::now() : 0;
   LaunchRecord rec;
@@ -311,7 +290,7 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
     const uint64_t q1 = clock_.now();
     stacks_.probe_python();
     const uint64_t q2 = clock_.now();
-    (void)stacks_.capture(site ^ (static_cast<uint64_t>(api) << 48), variants);
+    (void)stacks_.capture(site ^ (static_cast<uint64_t>(api) << 48));
     const uint64_t q3 = clock_.now();
     add(tally.probe_n, 1);
     add(tally.probe_ticks[0], dt);
@@ -320,14 +299,6 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
     add(tally.probe_ticks[3], p2 - p1);
     add(tally.probe_ticks[4], q3 - q2);
     add(tally.probe_ticks[5], q2 - q1);
-  }
-  if (capture_ab_) {
-    if (st.walked)
-      add(tally.cab_walked[cab_cell & 1], 1);
-    else if (st.unwound) {
-      add(tally.cab_n[cab_cell], 1);
-      add(tally.cab_ticks[cab_cell], dt);
-    }
   }
   if (autograd_ab_) {
     if (st.walked) {
@@ -477,16 +448,12 @@ void Recorder::finish(uint64_t end_timestamp) {
                  ab.raw_us(), ab.stratified_us());
   }
   if (capture_probe_ == 2) {
-    uint64_t n = 0, t[6] = {};
-    for (size_t i = 0; i <= kTallies; i++) {
-      n += tallies_[i].probe_n.load(std::memory_order_relaxed);
-      for (int k = 0; k < 6; k++) t[k] += tallies_[i].probe_ticks[k].load(std::memory_order_relaxed);
-    }
-    auto us = [&](int k) { return n ? static_cast<double>(t[k]) * clock_.ns_per_tick() / 1e3 / static_cast<double>(n) : 0.0; };
+    const PhaseProbe p = phase_probe();
     std::fprintf(stderr,
                  "aiflame: phase probe: %llu launches from their memo: on_launch %.3f us; autograd reads %.3f, again at "
                  "once %.3f; capture %.3f, again at once %.3f (its Python walk alone, warm: %.3f)\n",
-                 static_cast<unsigned long long>(n), us(0), us(1), us(2), us(3), us(4), us(5));
+                 static_cast<unsigned long long>(p.launches), p.on_launch_us, p.autograd_us, p.autograd_again_us,
+                 p.capture_us, p.capture_again_us, p.python_again_us);
   }
   if (capture_probe_ == 1) {
     const StackCapture::LineProbe p = stacks_.line_probe();
@@ -496,15 +463,6 @@ void Recorder::finish(uint64_t end_timestamp) {
                  "again at once %.3f us\n",
                  static_cast<unsigned long long>(p.launches), static_cast<double>(p.lines) / n, static_cast<double>(p.pages) / n,
                  static_cast<double>(p.cold_ticks) * ns / 1e3 / n, static_cast<double>(p.hot_ticks) * ns / 1e3 / n);
-  }
-  if (capture_ab_) {
-    const CaptureAB ab = capture_ab();
-    std::fprintf(stderr,
-                 "aiflame: capture A/B (variants %u): launches from their memo %.3f us per launch with the variants "
-                 "(%llu), %.3f without (%llu): %+.3f us (halves %+.3f, %+.3f); walked launches %llu with, %llu without\n",
-                 capture_ab_, ab.kind_us(1), static_cast<unsigned long long>(ab.n[1] + ab.n[3]), ab.kind_us(0),
-                 static_cast<unsigned long long>(ab.n[0] + ab.n[2]), ab.diff_us(), ab.half_diff_us(0), ab.half_diff_us(1),
-                 static_cast<unsigned long long>(ab.walked[1]), static_cast<unsigned long long>(ab.walked[0]));
   }
   if (launch_ab_) {
     const LaunchAB::Result ab = launch_ab();

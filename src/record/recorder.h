@@ -98,9 +98,6 @@ class Recorder {
     // slices without tracking.
     std::atomic<uint64_t> walked{0}, walked_ticks{0}, off_walked{0}, off_walked_ticks{0};
     LaunchAB::ThreadState ab_last;  // AIFLAME_LAUNCH_AB: this thread's previous launch
-    // AIFLAME_CAPTURE_AB: launches that took their memo and their ticks, by [half * 2 + kind] (kind 1:
-    // the variants on), and the walked launches by kind (left out of the figure: see CaptureAB).
-    std::atomic<uint64_t> cab_n[4] = {}, cab_ticks[4] = {}, cab_walked[2] = {};
     // AIFLAME_CAPTURE_PROBE=2, launches that took their memo: their count, and ticks of on_launch, the
     // autograd reads (first, again), the capture (first, again) and the Python walk alone (warm).
     std::atomic<uint64_t> probe_n{0}, probe_ticks[6] = {};
@@ -126,20 +123,16 @@ class Recorder {
     double stratified_us() const;  // the same per kind (walked or not), weighted; raw_us() if a kind lacks one side
   };
   AutogradAB autograd_ab() const;
-  // AIFLAME_CAPTURE_AB=mask (issue 22): the capture's prefetch variants (StackCapture::CaptureVariant)
-  // on in random slices of 2^24 clock ticks (6-8 ms) and off in the others, inside one run, so that
-  // the host's drift between runs (about +-0.3 us of the summary's figure on the H200) cancels. Only
-  // launches that took their memo are compared: a walk costs 5-15 us and crowds into the first steps,
-  // so a slice that holds one more would swamp a difference of 0.1 us. A second bit of each slice's
-  // hash splits the slices into halves, whose differences show the figure's spread.
-  struct CaptureAB {
-    uint64_t n[4] = {}, ns[4] = {}, walked[2] = {};
-    double us(int cell) const { return n[cell] ? static_cast<double>(ns[cell]) / 1e3 / static_cast<double>(n[cell]) : 0.0; }
-    double kind_us(int kind) const;
-    double diff_us() const { return kind_us(1) - kind_us(0); }
-    double half_diff_us(int half) const { return us(half * 2 + 1) - us(half * 2); }
+  // AIFLAME_CAPTURE_PROBE=2 (issue 22): after each launch that took its memo, the autograd tracking's
+  // reads, the Python walk and the capture run again at once (their code and data now warm) and are
+  // timed against their first runs: what the launch path costs the host with its caches warm, and so
+  // how much of it is misses. Microseconds per such launch.
+  struct PhaseProbe {
+    uint64_t launches = 0;
+    double on_launch_us = 0, autograd_us = 0, autograd_again_us = 0, capture_us = 0, capture_again_us = 0,
+           python_again_us = 0;
   };
-  CaptureAB capture_ab() const;
+  PhaseProbe phase_probe() const;
 
   // AIFLAME_LAUNCH_AB: true if the launch entering now falls in a slice without the launch path
   // (the backend then returns from its callback at once). Always false without the switch.
@@ -153,8 +146,6 @@ class Recorder {
   const uint64_t serial_;  // tells this recorder's per-thread state from another's (tests make several)
   bool autograd_ab_ = false;  // AIFLAME_AUTOGRAD_AB
   bool launch_ab_ = false;    // AIFLAME_LAUNCH_AB
-  unsigned capture_ab_ = 0;   // AIFLAME_CAPTURE_AB: the variants switched
-  unsigned capture_variants_ = 0;  // AIFLAME_CAPTURE_VARIANTS (without the A/B)
   unsigned capture_probe_ = 0;     // AIFLAME_CAPTURE_PROBE
   std::unique_ptr<LaunchAB> launch_ab_state_;  // with the switch only (its strata take 256 KB)
   std::unique_ptr<LaunchTally[]> tallies_;  // [kTallies] is the overflow tally, updated atomically

@@ -135,9 +135,6 @@ constexpr int kMemosPerKey = std::min(kMemoWays, unwind::kMaxChecks);
 // site and depth, in other lanes): a memo check reads the entry's header and the walk's offsets, ~4
 // lines for 80 words, and no frame list (issue 22: the check's cold lines were most of the H100's
 // capture cost). Two Python stacks that share the key and this hash: about 2^-64 per pair.
-// The stack lines of an entry's successor kept on the entry (CaptureVariant::StackHint): at most this
-// many, the outermost (the leaf's lines were written by the launch itself and are hot).
-constexpr int kHintLines = 24;
 struct MemoEntry {
   uint64_t py_check;  // hash_words() of the Python frames' words
   // The entry the thread's next launch took last time, and its lines (MemoTable::last says why).
@@ -145,11 +142,6 @@ struct MemoEntry {
   uint32_t next_lines;
   uint32_t id;
   int32_t nn, np;
-  // The stack lines `next`'s check reads: line i at (next_sp & ~63) + 64 * next_line[i] (its memo holds
-  // only at that sp). Written when the successor changes or is walked again (follow()).
-  uint8_t next_n;
-  uint16_t next_line[kHintLines];
-  uint64_t next_sp;
   unwind::WalkMemo walk;
 };
 // The lines a memo check reads of an entry: its header and the walk's offsets.
@@ -194,21 +186,9 @@ int memo_lines(const unwind::WalkMemo& m, uint16_t (&out)[unwind::WalkMemo::kMax
   return static_cast<int>(std::unique(out, out + n) - out);
 }
 
-// The outermost kHintLines of them, into e's hint.
-void hint_lines(MemoEntry& e, const unwind::WalkMemo& m) {
-  uint16_t lines[unwind::WalkMemo::kMaxWords];
-  const int n = memo_lines(m, lines);
-  const int from = std::max(0, n - kHintLines);
-  std::copy(lines + from, lines + n, e.next_line);
-  e.next_n = static_cast<uint8_t>(n - from);
-  e.next_sp = m.sp;
-}
-
-// The thread's launch took (or wrote: walked) entry `cur`: the previous launch's entry learns its
-// successor (and, when it changed or was walked again, the successor's stack lines).
-void follow(MemoTable& t, MemoEntry* cur, bool walked) {
+// The thread's launch took (or wrote) entry `cur`: the previous launch's entry learns its successor.
+void follow(MemoTable& t, MemoEntry* cur) {
   if (MemoEntry* prev = t.last; prev && prev != cur) {
-    if (prev->next != cur || walked) hint_lines(*prev, cur->walk);
     prev->next = cur;
     prev->next_lines = lines_of(*cur);
   }
@@ -427,7 +407,7 @@ uint32_t StackCapture::stack_id_of(uint64_t* w, int nn, const RawPyFrame* py, in
   return id;
 }
 
-void StackCapture::prefetch(unsigned variants) {
+void StackCapture::prefetch() {
   // The Python frames' lines load in parallel, then the likely memo's while the Python frames are
   // walked; what a walk reads (the previous walk's stack lines, record and cache sets) if the thread's
   // last launch walked (the next likely does as well), else only once this launch turns out to have
@@ -443,10 +423,6 @@ void StackCapture::prefetch(unsigned variants) {
     const char* at = reinterpret_cast<const char*>(nx);
     for (uint32_t l = 0, n = std::min<uint32_t>(last->next_lines, 16); l < n; l++) __builtin_prefetch(at + 64 * l);
     __builtin_prefetch(&mt->sets[static_cast<size_t>(nx - mt->e) / kMemoWays]);
-    if (variants & kStackHint) {
-      const char* base = reinterpret_cast<const char*>(last->next_sp & ~uint64_t{63});
-      for (int i = 0; i < last->next_n; i++) __builtin_prefetch(base + 64 * last->next_line[i]);
-    }
   }
 }
 
@@ -498,7 +474,7 @@ void StackCapture::probe_python() {
   asm volatile("" ::"r"(n), "r"(&frames) : "memory");
 }
 
-StackCapture::Result StackCapture::capture(uint64_t site, unsigned variants) {
+StackCapture::Result StackCapture::capture(uint64_t site) {
   if (probe_lines_) probe_lines();
   // Left uninitialised: clearing 256 frames (4 KB) was a quarter of the cost of a cached launch.
   union Frames {
@@ -511,7 +487,7 @@ StackCapture::Result StackCapture::capture(uint64_t site, unsigned variants) {
   } content;
   RawPyFrame* py = frames.at;
   int np = 0;
-  if (!(variants & kEarlyPrefetch)) prefetch(variants);
+  prefetch();
   // prefetch() fetched a walk's tables if the thread's last launch walked.
   const bool tables = policy_ != UnwindPolicy::Off && (!t_memo || t_memo->walked);
   const bool stats = CaptureStats::on();
@@ -627,7 +603,7 @@ StackCapture::Result StackCapture::capture(uint64_t site, unsigned variants) {
   }
   if (table) {
     table->walked = !held;
-    if (held) follow(*table, held, false);
+    if (held) follow(*table, held);
   }
   if (held) {
     if (stats) {
@@ -653,7 +629,7 @@ StackCapture::Result StackCapture::capture(uint64_t site, unsigned variants) {
     slot->next = nullptr;
     *slot_key = key;
     set->used[slot_key - set->key] = ++set->clock;
-    follow(*table, slot, true);
+    follow(*table, slot);
   } else if (table) {
     table->last = nullptr;  // no entry to link the next launch's to
   }

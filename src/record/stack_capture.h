@@ -85,18 +85,8 @@ class StackCapture {
     bool unwound = false;
     bool walked = false;  // walked in full: no memo of the thread held (AIFLAME_AUTOGRAD_AB's kinds)
   };
-  // Variants of the capture's prefetches, for an A/B inside one run (AIFLAME_CAPTURE_AB, issue 22):
-  //  - kEarlyPrefetch: the caller calls prefetch() itself, before the launch path's other work (the
-  //    autograd tracker's calls into torch), and capture() does not;
-  //  - kStackHint: prefetch() also fetches the stack lines that the likely next memo's check reads,
-  //    kept on the thread's previous memo entry, so that they load with the Python frames' instead
-  //    of after the memo's own lines.
-  // Neither changes what is captured.
-  enum CaptureVariant : unsigned { kEarlyPrefetch = 1, kStackHint = 2 };
-  // The lines this thread's next capture will likely read (capture() calls it unless kEarlyPrefetch).
-  void prefetch(unsigned variants = 0);
   // site: the kernel and API of the launch; not needed to find its stack any more (kept for callers).
-  Result capture(uint64_t site, unsigned variants = 0);
+  Result capture(uint64_t site);
 
   uint64_t stacks() const { return next_stack_id_.load() - 1; }
   // Launches whose native stack came from backtrace() because the fast walk was not ready.
@@ -125,6 +115,8 @@ class StackCapture {
     std::atomic<uint64_t> launches{0}, lines{0}, pages{0}, cold_ticks{0}, hot_ticks{0};
   } probe_;
   void probe_lines();
+  // The lines this thread's capture will likely read: called at the capture's start.
+  void prefetch();
   bool memo_key_site_ = false;
   int memos_per_key_ = 4;
   bool memo_evict_lru_ = true;

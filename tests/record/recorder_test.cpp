@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "profile/profile.h"
+#include "record/unwind/object_table.h"
 #include "test_util.h"
 
 namespace aiflame {
@@ -20,12 +21,12 @@ namespace {
 struct Recording {
   std::string path = test::temp_path("recorder");
   Recorder rec;
-  explicit Recording(bool autograd_ab = false, uint32_t capture_ab = 0, UnwindPolicy policy = UnwindPolicy::Off) {
+  explicit Recording(bool autograd_ab = false, uint32_t capture_probe = 0, UnwindPolicy policy = UnwindPolicy::Off) {
     RecordOptions o;
     o.output = path;
     o.quiet = true;
     o.measure.autograd_ab = autograd_ab;
-    o.measure.capture_ab = capture_ab;
+    o.measure.capture_probe = capture_probe;
     std::string err;
     EXPECT_TRUE(rec.start(o, ProcessRecord{}, &err)) << err;
     rec.stacks().init(policy, /*python=*/false);
@@ -148,43 +149,25 @@ TEST(Recorder, TheAutogradABComparesWalkedLaunchesApartFromMemoLaunches) {
   EXPECT_DOUBLE_EQ(Recorder::AutogradAB{}.stratified_us(), 0.0);
 }
 
-// AIFLAME_CAPTURE_AB: every unwound launch is counted once, in its slice's half and kind, the launches
-// that took their memo apart from the walked ones; both kinds get about half of a run of many slices.
-TEST(Recorder, TheCaptureABSplitsMemoLaunchesBetweenSlicesWithAndWithoutTheVariants) {
-  Recording r(/*autograd_ab=*/false, /*capture_ab=*/3, UnwindPolicy::Always);
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(800);
-  uint32_t n = 0;
-  while (std::chrono::steady_clock::now() < until) {
-    r.rec.on_launch(211, ++n, 0x1000, 1);
-    if (n % 64 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-  const Recorder::CaptureAB ab = r.rec.capture_ab();
+// AIFLAME_CAPTURE_PROBE=2: every launch that took its memo runs its parts again; a walked launch does
+// not (its second capture would take the memo its walk just made). The parts fit inside on_launch.
+TEST(Recorder, ThePhaseProbeRunsTheLaunchPathAgainAfterEachMemoLaunch) {
+  unwind::ObjectTable::instance().build_all_now();  // no launch falls back to backtrace() while rows are built
+  Recording r(/*autograd_ab=*/false, /*capture_probe=*/2, UnwindPolicy::Always);
+  for (int i = 0; i < 2000; i++) r.rec.on_launch(211, i + 1, 0x1000, 1);
+  const Recorder::PhaseProbe p = r.rec.phase_probe();
   EndRecord end = r.finish();
-  EXPECT_EQ(end.launches, uint64_t{n});
-  const uint64_t memo = ab.n[0] + ab.n[1] + ab.n[2] + ab.n[3];
-  EXPECT_EQ(memo + ab.walked[0] + ab.walked[1], uint64_t{n});
-  EXPECT_GE(ab.walked[0] + ab.walked[1], 1u);  // the path's first launch
-  EXPECT_LT(ab.walked[0] + ab.walked[1], n / 100u);
-  EXPECT_GT(ab.n[1] + ab.n[3], n / 5u) << "slices without the variants: " << ab.n[0] + ab.n[2];
-  EXPECT_GT(ab.n[0] + ab.n[2], n / 5u) << "slices with the variants: " << ab.n[1] + ab.n[3];
-  for (int half = 0; half < 2; half++) EXPECT_GT(ab.n[half * 2] + ab.n[half * 2 + 1], n / 5u) << half;
-  EXPECT_GT(ab.kind_us(0), 0.0);
-  EXPECT_GT(ab.kind_us(1), 0.0);
-}
-
-// The figures: per kind over both halves, launch-weighted.
-TEST(Recorder, TheCaptureABFiguresArePerLaunchMeans) {
-  Recorder::CaptureAB ab;
-  ab.n[0] = 100, ab.ns[0] = 100000;  // half 0 without: 1 us
-  ab.n[1] = 300, ab.ns[1] = 240000;  // half 0 with: 0.8 us
-  ab.n[2] = 300, ab.ns[2] = 360000;  // half 1 without: 1.2 us
-  ab.n[3] = 100, ab.ns[3] = 90000;   // half 1 with: 0.9 us
-  EXPECT_NEAR(ab.kind_us(0), 460000.0 / 400 / 1e3, 1e-12);
-  EXPECT_NEAR(ab.kind_us(1), 330000.0 / 400 / 1e3, 1e-12);
-  EXPECT_NEAR(ab.diff_us(), (330000.0 - 460000.0) / 400 / 1e3, 1e-12);
-  EXPECT_NEAR(ab.half_diff_us(0), -0.2, 1e-12);
-  EXPECT_NEAR(ab.half_diff_us(1), -0.3, 1e-12);
-  EXPECT_DOUBLE_EQ(Recorder::CaptureAB{}.diff_us(), 0.0);
+  EXPECT_EQ(end.launches, 2000u);
+  EXPECT_GE(p.launches, 1990u);  // all but the path's first launches
+  EXPECT_LT(p.launches, 2000u);
+  EXPECT_GT(p.capture_us, 0.0);
+  EXPECT_GT(p.capture_again_us, 0.0);
+  EXPECT_LT(p.capture_us, p.on_launch_us);
+  EXPECT_GE(p.autograd_us, 0.0);
+  Recording plain(/*autograd_ab=*/false, /*capture_probe=*/0, UnwindPolicy::Always);
+  for (int i = 0; i < 100; i++) plain.rec.on_launch(211, i + 1, 0x1000, 1);
+  EXPECT_EQ(plain.rec.phase_probe().launches, 0u);
+  plain.finish();
 }
 
 TEST(Recorder, WithoutTheAutogradABEveryLaunchHasTheTracking) {

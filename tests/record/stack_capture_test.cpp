@@ -85,45 +85,13 @@ TEST(StackCapture, EveryLaunchIsUnwoundAndGetsItsOwnPathsStack) {
   }
 }
 
-// The capture's prefetch variants (AIFLAME_CAPTURE_VARIANTS, _AB) change when lines are fetched, never
-// what is captured: in the pattern A A A B, each variant gives each path the stack that no variant
-// gives it, and takes its memos as often.
 template <int K>
-__attribute__((noinline)) StackCapture::Result variant_path(StackCapture& c, unsigned variants) {
-  if (variants & StackCapture::kEarlyPrefetch) c.prefetch(variants);
-  auto r = c.capture(9, variants);
+__attribute__((noinline)) StackCapture::Result probe_path(StackCapture& c) {
+  auto r = c.capture(9);
   asm volatile("" ::"r"(K));
   return r;
 }
-StackCapture::Result path_v(StackCapture& c, unsigned variants, bool second) {
-  return second ? variant_path<1>(c, variants) : variant_path<0>(c, variants);
-}
-TEST(StackCapture, ThePrefetchVariantsCaptureTheSameStacks) {
-  Fixture f(UnwindPolicy::Always);
-  unwind::ObjectTable::instance().build_all_now();
-  uint32_t ids[4][2] = {};
-  for (unsigned v = 0; v < 4; v++) {
-    CaptureStats::enable();
-    CaptureStats::instance().reset();
-    for (int i = 0; i < 400; i++) {
-      const bool second = i % 4 == 3;
-      const StackCapture::Result r = path_v(f.capture, v, second);
-      ASSERT_TRUE(r.unwound);
-      uint32_t& id = ids[v][second];
-      if (!id) id = r.stack_id;
-      EXPECT_EQ(r.stack_id, id) << "variants " << v << ", launch " << i;
-    }
-    // Both paths' memos were made under variants 0: from then on every launch takes its memo.
-    if (v) {
-      EXPECT_EQ(CaptureStats::instance().memo_held.load(), 400u) << "variants " << v;
-    }
-    CaptureStats::disable();
-  }
-  EXPECT_NE(ids[0][0], ids[0][1]);
-  for (unsigned v = 1; v < 4; v++)
-    for (int p = 0; p < 2; p++) EXPECT_EQ(ids[v][p], ids[0][p]) << "variants " << v << ", path " << p;
-  EXPECT_EQ(f.capture.stacks(), 2u);
-}
+StackCapture::Result path_v(StackCapture& c, bool second) { return second ? probe_path<1>(c) : probe_path<0>(c); }
 
 // AIFLAME_CAPTURE_PROBE: once a thread's launches follow each other from their memos, each launch
 // loads the stack lines of its likely memo before its capture: the probe counts those launches and
@@ -132,7 +100,7 @@ TEST(StackCapture, TheLineProbeTimesTheLikelyMemosStackLines) {
   Fixture f(UnwindPolicy::Always);
   unwind::ObjectTable::instance().build_all_now();
   f.capture.set_probe_lines(true);
-  for (int i = 0; i < 400; i++) path_v(f.capture, 0, i % 4 == 3);
+  for (int i = 0; i < 400; i++) path_v(f.capture, i % 4 == 3);
   const StackCapture::LineProbe p = f.capture.line_probe();
   EXPECT_GE(p.launches, 390u);  // all but the first launches of the two paths
   EXPECT_GE(p.lines, p.launches);
@@ -141,7 +109,7 @@ TEST(StackCapture, TheLineProbeTimesTheLikelyMemosStackLines) {
   EXPECT_GT(p.cold_ticks, 0u);
   EXPECT_GT(p.hot_ticks, 0u);
   Fixture off(UnwindPolicy::Always);
-  for (int i = 0; i < 100; i++) path_v(off.capture, 0, i % 4 == 3);
+  for (int i = 0; i < 100; i++) path_v(off.capture, i % 4 == 3);
   EXPECT_EQ(off.capture.line_probe().launches, 0u);
 }
 
