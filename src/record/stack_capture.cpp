@@ -517,11 +517,12 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
     table = &memo_table(serial_);
     k[0] = memo_key_site_ ? site : 0;
     k[1] = reinterpret_cast<uint64_t>(__builtin_frame_address(0));  // the launch's depth on its stack
-    key = hash_words(k, 2 + put_python(k + 2, py, np)) | 1;
+    // One pass over the Python words: the entry's check, and the key from it, the site and the depth.
+    py_check = hash_words(k_python, put_python(k + 2, py, np));
+    key = mix(mix(py_check, k[0]), k[1]) | 1;
     const size_t set_index = key >> (64 - kMemoSetBits);
     set = &table->sets[set_index];
     MemoEntry* ways = &table->e[kMemoWays * set_index];
-    py_check = hash_words(k_python, 2 * static_cast<size_t>(np));
     const int per_key = std::min(memos_per_key_, kMemosPerKey);
     for (int i = 0; i < kMemoWays && n_found < per_key; i++) {
       const int w = (set->last_held + i) % kMemoWays;  // the way that held last first
