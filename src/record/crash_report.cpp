@@ -8,6 +8,8 @@
 #include <cstring>
 #include <initializer_list>
 
+#include <iterator>
+
 namespace aiflame {
 namespace {
 
@@ -17,8 +19,8 @@ struct sigaction g_previous[32];
 const char* phase_name(int p) {
   static const char* names[] = {"the program (not aiflame)", "aiflame's launch callback", "native unwinding",
                                 "the Python frame walk", "naming Python frames", "aiflame's collector thread",
-                                "reading kernel activity records"};
-  return p >= 0 && p < 7 ? names[p] : "?";
+                                "reading kernel activity records", "aiflame's unwind-table builder"};
+  return p >= 0 && p < static_cast<int>(std::size(names)) ? names[p] : "?";
 }
 
 bool has_handler(const struct sigaction& a) {
@@ -30,12 +32,19 @@ void on_fatal(int sig, siginfo_t* info, void* ctx) {
   struct sigaction& prev = g_previous[sig];
   if (t_phase != 0 || !has_handler(prev)) {
     char line[256];
-    int n = std::snprintf(line, sizeof line, "aiflame: signal %d at address %p in %s; stack:\n", sig,
-                          info ? info->si_addr : nullptr, phase_name(t_phase));
+    // The stack only for a crash inside aiflame. A program's own crash gets the line alone: backtrace()
+    // there can hang (the unwinder's locks may be held by the thread that crashed, or by another), and
+    // one hf_gpt2.py run on the H100 hung for 200 s after "stack:" instead of dying (bench/RESULTS.md,
+    // seventeenth session). What a program does on its own crash is not aiflame's to change.
+    const bool ours = t_phase != 0;
+    int n = std::snprintf(line, sizeof line, "aiflame: signal %d at address %p in %s%s\n", sig,
+                          info ? info->si_addr : nullptr, phase_name(t_phase), ours ? "; stack:" : "");
     (void)!write(2, line, static_cast<size_t>(n));
-    void* frames[64];
-    int k = backtrace(frames, 64);
-    backtrace_symbols_fd(frames, k, 2);
+    if (ours) {
+      void* frames[64];
+      int k = backtrace(frames, 64);
+      backtrace_symbols_fd(frames, k, 2);
+    }
   }
   // Hand the signal to whoever had it before (Python's faulthandler, the default action).
   if (has_handler(prev)) {

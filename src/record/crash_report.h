@@ -7,7 +7,7 @@
 
 namespace aiflame {
 
-enum class Phase : int { None = 0, LaunchCallback, Unwind, PythonWalk, PythonNames, Collector, ActivityBuffer };
+enum class Phase : int { None = 0, LaunchCallback, Unwind, PythonWalk, PythonNames, Collector, ActivityBuffer, Builder };
 
 // The calling thread's current phase; cheap (a thread-local int).
 void set_phase(Phase p);

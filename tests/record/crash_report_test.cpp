@@ -92,6 +92,22 @@ TEST(CrashReport, ACrashOutsideAiflameIsNamedAsTheProgramsOwn) {
   }, &status);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) << status;
   EXPECT_NE(err.find("in the program (not aiflame)"), std::string::npos) << err;
+  // No stack: backtrace() may hang in a crashed program, which must die as it would have.
+  EXPECT_EQ(err.find("stack:"), std::string::npos) << err;
+  EXPECT_EQ(err.find(")[0x"), std::string::npos) << err;
+}
+
+// aiflame's own threads name themselves: the unwind-table builder's crash is aiflame's.
+TEST(CrashReport, TheUnwindTableBuildersCrashIsNamed) {
+  int status = 0;
+  std::string err = in_child([] {
+    signal(SIGSEGV, SIG_DFL);
+    install_crash_report();
+    set_phase(Phase::Builder);
+    fault();
+  }, &status);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) << status;
+  EXPECT_NE(err.find(" in aiflame's unwind-table builder; stack:"), std::string::npos) << err;
 }
 
 }  // namespace

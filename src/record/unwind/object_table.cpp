@@ -7,6 +7,7 @@
 #include <chrono>
 #include <map>
 
+#include "record/crash_report.h"
 #include "record/debug_log.h"
 
 namespace aiflame::unwind {
@@ -183,6 +184,7 @@ void ObjectTable::stop_builder() {
 }
 
 void ObjectTable::builder_loop() {
+  set_phase(Phase::Builder);  // a crash here is aiflame's (the crash report names it)
   for (;;) {
     Object* o = nullptr;
     bool refresh = false;
