@@ -31,6 +31,9 @@ struct CaptureStats {
   std::atomic<uint64_t> launches{0}, backward_launches{0}, native_frames{0}, python_frames{0}, cache_misses{0}, fp_frames{0};
   std::atomic<uint64_t> reused_frames{0};  // native frames checked against the thread's previous walk, not walked
   std::atomic<uint64_t> memo_held{0};      // launches whose call path's memo held (no walk, no lookup)
+  // Memos checked at those launches, in the order the capture checks them and in the order of the
+  // set's last holder alone (before the seventeenth session).
+  std::atomic<uint64_t> memo_checks{0}, memo_checks_last_held{0};
   std::atomic<uint64_t> memo_missing{0};   // launches whose call path had no memo (new, or evicted from the table)
   std::atomic<uint64_t> memo_failed{0};    // launches whose call path's memo did not hold (a word the walk reads changed)
   // of which the walk gave the stack of one of the memos that did not hold (the memo was stricter than

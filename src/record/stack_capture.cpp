@@ -503,6 +503,7 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
   // this launch's walk will be the memo of otherwise.
   MemoEntry* found_memo[kMemosPerKey] = {};
   int found[kMemosPerKey], n_found = 0;
+  int found_last_held[kMemosPerKey];  // the stats: the order the set's last holder gives
   MemoEntry* slot = nullptr;
   uint64_t* slot_key = nullptr;  // slot's key in its set
   MemoSet* set = nullptr;
@@ -527,6 +528,19 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
     for (int i = 0; i < kMemoWays && n_found < per_key; i++) {
       const int w = (set->last_held + i) % kMemoWays;  // the way that held last first
       if (set->key[w] == key && ways[w].np == np && ways[w].py_check == py_check) found[n_found++] = w;
+    }
+    if (CaptureStats::on()) std::copy(found, found + n_found, found_last_held);
+    // But first the entry that followed the thread's previous launch's last time (MemoTable::last),
+    // if it is one of them: several native paths under one key (one Python line launching through
+    // several C++ paths, as cuBLAS's and cuDNN's kernels) come in the same order every step, where the
+    // set's last holder is the path before. Each check that fails costs a whole check.
+    if (n_found > 1 && table->last && table->last->next) {
+      const auto predicted = static_cast<int>(table->last->next - ways);
+      for (int i = 1; i < n_found; i++)
+        if (found[i] == predicted) {
+          std::rotate(found, found + i, found + i + 1);
+          break;
+        }
     }
     for (int i = 0; i < n_found; i++) {
       found_memo[i] = &ways[found[i]];
@@ -611,6 +625,12 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
       CaptureStats& cs = CaptureStats::instance();
       add_walk_stats(cs, t0, t1, CaptureStats::now(), held->nn, np);
       cs.memo_held.fetch_add(1, std::memory_order_relaxed);
+      // Checks made (the held memo's place, from 1), and those the last holder's order would have made.
+      const int way = static_cast<int>(held - &table->e[kMemoWays * static_cast<size_t>(set - table->sets)]);
+      cs.memo_checks.fetch_add(static_cast<uint64_t>(std::find(found, found + n_found, way) - found + 1), std::memory_order_relaxed);
+      cs.memo_checks_last_held.fetch_add(
+          static_cast<uint64_t>(std::find(found_last_held, found_last_held + n_found, way) - found_last_held + 1),
+          std::memory_order_relaxed);
     }
     return {held->id, true};
   }

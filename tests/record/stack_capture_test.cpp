@@ -202,6 +202,31 @@ TEST(StackCapture, FourPathsSharingAKeyKeepTheirMemos) {
   expect_paths_keep_their_memos(paths);
 }
 
+// Paths under one key that come in the same order every step: a launch checks first the memo that
+// followed the previous launch's last time, so it checks one memo, where the set's last holder (the
+// path before) first made it two. The stacks stay each path's own.
+TEST(StackCapture, PathsInAFixedOrderCheckTheMemoThatFollowedFirst) {
+  Fixture f(UnwindPolicy::Always);
+  unwind::ObjectTable::instance().build_all_now();
+  const Path paths[4] = {path_a, path_b, path_c, path_d};
+  uint32_t ids[4] = {};
+  CaptureStats& cs = CaptureStats::instance();
+  for (int i = 0; i < 408; i++) {  // one call site: the first 8 make the memos and learn the successors
+    if (i == 8) {
+      CaptureStats::enable();
+      cs.reset();
+    }
+    const uint32_t id = via(paths[i % 4], f.capture).stack_id;
+    if (i < 4) ids[i] = id;
+    EXPECT_EQ(id, ids[i % 4]) << i;
+  }
+  const uint64_t held = cs.memo_held.load(), checks = cs.memo_checks.load(), last_held = cs.memo_checks_last_held.load();
+  CaptureStats::disable();
+  EXPECT_EQ(held, 400u);
+  EXPECT_EQ(checks, 400u);         // one check each
+  EXPECT_GE(last_held, 2 * 400u);  // the last holder's order: the path before first
+}
+
 // One native path launching many kernels (cuDNN's engines, measured on resnet_train): a memo's key
 // leaves the kernel out by default, so the path's first walk serves the kernels after it (with the
 // kernel in the key each kernel's first launch walks: 8 of these 16).
