@@ -283,8 +283,12 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
   if (st.unwound) add(tally.unwound, 1);
   add(tally.ticks, dt);
   if (phases && st.unwound && !st.walked) {
-    // Each part again at once, its code and data now warm (a memo launch: the capture's second run
-    // takes the same memo; before_capture reads torch's state again and prefetches).
+    // Each part again at once, its code and data now warm; before_capture reads torch's state again
+    // and prefetches. The second capture is called from here, so its stack differs from the first's
+    // in one frame: a second path under the same key (depth and Python frames), with a memo of its
+    // own after its first launch. Each capture checks the memo that followed the previous one first
+    // (StackCapture::capture), so both take theirs with one check; before 79aa9ee's order each
+    // checked the other's first, and both figures held a failed check.
     const uint64_t q0 = clock_.now();
     if (!ab_off) (void)autograd_.before_capture();
     const uint64_t q1 = clock_.now();

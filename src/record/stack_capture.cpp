@@ -426,10 +426,10 @@ void StackCapture::prefetch() {
   }
 }
 
-// AIFLAME_CAPTURE_PROBE: every stack line the likely next memo's check reads, loaded twice, each round
-// timed (the memo's own lines loaded first, untimed). The lines
-// lie on this thread's stack (a memo of this thread's table, read by a walk on it), which stays mapped
-// while the thread lives. The first round meets them as the capture would, the second just loaded.
+// AIFLAME_CAPTURE_PROBE=1: every stack line the likely next memo's check reads, loaded twice, each round
+// timed (the memo's own lines loaded first, untimed). The lines lie on this thread's stack (a memo of
+// this thread's table, read by a walk on it), which stays mapped while the thread lives. The first
+// round meets them as the capture would, the second just after they were loaded.
 __attribute__((no_sanitize("address"))) void StackCapture::probe_lines() {
   const MemoTable* mt = t_memo;
   if (!mt || mt->owner != serial_ || !mt->last || !mt->last->next) return;
@@ -535,6 +535,7 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
     // several C++ paths, as cuBLAS's and cuDNN's kernels) come in the same order every step, where the
     // set's last holder is the path before. Each check that fails costs a whole check.
     if (n_found > 1 && table->last && table->last->next) {
+      // An entry of another set gives a way outside 0..3, which matches none.
       const auto predicted = static_cast<int>(table->last->next - ways);
       for (int i = 1; i < n_found; i++)
         if (found[i] == predicted) {

@@ -63,9 +63,9 @@ class StackCapture {
     fallback_always_ = always;
     backtrace_ = bt;
   }
-  // true: before each capture whose likely next memo is known, the stack lines its check would read
-  // (all of them) are loaded and timed, then loaded and timed
-  // again (AIFLAME_CAPTURE_PROBE=1: what reading the stack alone costs a launch on the host; slow).
+  // true: before each capture whose likely next memo is known, every stack line its check would read
+  // is loaded and timed, then loaded and timed again (AIFLAME_CAPTURE_PROBE=1: what reading the stack
+  // alone costs a launch on the host; slow).
   void set_probe_lines(bool on) { probe_lines_ = on; }
   // The Python frames walked as a capture walks them, nothing kept (AIFLAME_CAPTURE_PROBE=2).
   void probe_python();
