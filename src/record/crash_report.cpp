@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstring>
 #include <initializer_list>
-
 #include <iterator>
 
 namespace aiflame {

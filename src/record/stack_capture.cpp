@@ -407,23 +407,25 @@ uint32_t StackCapture::stack_id_of(uint64_t* w, int nn, const RawPyFrame* py, in
   return id;
 }
 
-void StackCapture::prefetch() {
+bool StackCapture::prefetch() {
   // The Python frames' lines load in parallel, then the likely memo's while the Python frames are
   // walked; what a walk reads (the previous walk's stack lines, record and cache sets) if the thread's
   // last launch walked (the next likely does as well), else only once this launch turns out to have
   // no memo.
   if (use_python_) python_.prefetch();
-  if (policy_ == UnwindPolicy::Off) return;
+  if (policy_ == UnwindPolicy::Off) return false;
   unwind::prefetch_for_check();
   const MemoTable* mt = t_memo;
-  if (!mt || mt->walked) unwind::prefetch_for_walk();
-  if (!mt || mt->owner != serial_ || !mt->last) return;
+  const bool walk = !mt || mt->walked;
+  if (walk) unwind::prefetch_for_walk();
+  if (!mt || mt->owner != serial_ || !mt->last) return walk;
   const MemoEntry* last = mt->last;
   if (const MemoEntry* nx = last->next) {  // the likely next entry (MemoTable::last)
     const char* at = reinterpret_cast<const char*>(nx);
     for (uint32_t l = 0, n = std::min<uint32_t>(last->next_lines, 16); l < n; l++) __builtin_prefetch(at + 64 * l);
     __builtin_prefetch(&mt->sets[static_cast<size_t>(nx - mt->e) / kMemoWays]);
   }
+  return walk;
 }
 
 // AIFLAME_CAPTURE_PROBE=1: every stack line the likely next memo's check reads, loaded twice, each round
@@ -487,9 +489,7 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
   } content;
   RawPyFrame* py = frames.at;
   int np = 0;
-  prefetch();
-  // prefetch() fetched a walk's tables if the thread's last launch walked.
-  const bool tables = policy_ != UnwindPolicy::Off && (!t_memo || t_memo->walked);
+  const bool tables = prefetch();  // a walk's tables fetched (the thread's last launch walked)
   const bool stats = CaptureStats::on();
   uint64_t t0 = stats ? CaptureStats::now() : 0;
   if (use_python_) {

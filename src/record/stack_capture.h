@@ -115,8 +115,9 @@ class StackCapture {
     std::atomic<uint64_t> launches{0}, lines{0}, pages{0}, cold_ticks{0}, hot_ticks{0};
   } probe_;
   void probe_lines();
-  // The lines this thread's capture will likely read: called at the capture's start.
-  void prefetch();
+  // The lines this thread's capture will likely read: called at the capture's start. True if they
+  // include a walk's tables (unwind::prefetch_for_walk: the thread's last launch walked).
+  bool prefetch();
   bool memo_key_site_ = false;
   int memos_per_key_ = 4;
   bool memo_evict_lru_ = true;

@@ -41,18 +41,23 @@ __attribute__((noinline)) void fault() {
 
 void exit_3(int) { _exit(3); }
 
-// A crash with no handler of the program's: the report names the part of aiflame the thread was in
-// and its stack, then the signal kills the process as it would have. (The child first takes the
+// A crash in `phase` with no handler of the program's: the child's stderr. (The child first takes the
 // default action back: under AddressSanitizer its own SIGSEGV handler is the previous one, and it
 // exits with status 1 instead.)
-TEST(CrashReport, ACrashInsideAiflameIsReportedAndStillKills) {
-  int status = 0;
-  std::string err = in_child([] {
+std::string crash_in(Phase phase, int* status) {
+  return in_child([phase] {
     signal(SIGSEGV, SIG_DFL);
     install_crash_report();
-    set_phase(Phase::Collector);
+    set_phase(phase);
     fault();
-  }, &status);
+  }, status);
+}
+
+// A crash with no handler of the program's: the report names the part of aiflame the thread was in
+// and its stack, then the signal kills the process as it would have.
+TEST(CrashReport, ACrashInsideAiflameIsReportedAndStillKills) {
+  int status = 0;
+  std::string err = crash_in(Phase::Collector, &status);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) << status;
   EXPECT_NE(err.find("aiflame: signal 11 at address 0x"), std::string::npos) << err;
   EXPECT_NE(err.find(" in aiflame's collector thread; stack:"), std::string::npos) << err;
@@ -85,11 +90,7 @@ TEST(CrashReport, AProgramsOwnHandlerRunsAndHearsNothingOfAiflameOutsideIt) {
 // A crash in the program's own code with no handler: reported as the program's, and it still dies.
 TEST(CrashReport, ACrashOutsideAiflameIsNamedAsTheProgramsOwn) {
   int status = 0;
-  std::string err = in_child([] {
-    signal(SIGSEGV, SIG_DFL);  // no handler of the program's (nor the sanitizer's)
-    install_crash_report();
-    fault();
-  }, &status);
+  std::string err = crash_in(Phase::None, &status);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) << status;
   EXPECT_NE(err.find("in the program (not aiflame)"), std::string::npos) << err;
   // No stack: backtrace() may hang in a crashed program, which must die as it would have.
@@ -100,12 +101,7 @@ TEST(CrashReport, ACrashOutsideAiflameIsNamedAsTheProgramsOwn) {
 // aiflame's own threads name themselves: the unwind-table builder's crash is aiflame's.
 TEST(CrashReport, TheUnwindTableBuildersCrashIsNamed) {
   int status = 0;
-  std::string err = in_child([] {
-    signal(SIGSEGV, SIG_DFL);
-    install_crash_report();
-    set_phase(Phase::Builder);
-    fault();
-  }, &status);
+  std::string err = crash_in(Phase::Builder, &status);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) << status;
   EXPECT_NE(err.find(" in aiflame's unwind-table builder; stack:"), std::string::npos) << err;
 }
