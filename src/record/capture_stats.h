@@ -26,19 +26,23 @@ struct CaptureStats {
               // AIFLAME_AUTOGRAD_DEFER=0; deferred (the default) the recorder's caller scanner does it.
               CallerScan,
               // Inside CallerScan: reading the threads' Python stacks (PythonFrames::capture_thread).
-              CallerRead, kParts };
+              CallerRead,
+              // Inside UnwindWalked: the launches whose stack came from glibc's backtrace() (an object's
+              // rows not built yet: StackCapture::unwind).
+              UnwindFallback, kParts };
   std::atomic<uint64_t> ticks[kParts] = {};
   std::atomic<uint64_t> launches{0}, backward_launches{0}, native_frames{0}, python_frames{0}, cache_misses{0}, fp_frames{0};
   std::atomic<uint64_t> reused_frames{0};  // native frames checked against the thread's previous walk, not walked
   std::atomic<uint64_t> memo_held{0};      // launches whose call path's memo held (no walk, no lookup)
-  // Memos checked at those launches, in the order the capture checks them and in the order of the
-  // set's last holder alone (before the seventeenth session).
-  std::atomic<uint64_t> memo_checks{0}, memo_checks_last_held{0};
+  // Memos checked at those launches, and those launches whose memo was not the predicted one (the
+  // entry that followed the previous launch's): the key's set was searched.
+  std::atomic<uint64_t> memo_checks{0}, memo_slow{0};
   std::atomic<uint64_t> memo_missing{0};   // launches whose call path had no memo (new, or evicted from the table)
   std::atomic<uint64_t> memo_failed{0};    // launches whose call path's memo did not hold (a word the walk reads changed)
   // of which the walk gave the stack of one of the memos that did not hold (the memo was stricter than
   // the stack: a word it keeps changed without changing the frames)
   std::atomic<uint64_t> memo_failed_same{0};
+  std::atomic<uint64_t> fallbacks{0};    // UnwindFallback's count
   std::atomic<uint64_t> thread_new{0};   // stacks new to their thread (took the shared table's mutex)
   std::atomic<uint64_t> process_new{0};  // of those, stacks new to the process (named and written)
   // The memos checked at launches that walked, by why each failed (unwind::MemoMiss: held, empty,

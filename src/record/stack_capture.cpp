@@ -244,6 +244,19 @@ size_t put_python(uint64_t* out, const RawPyFrame* py, int np) {
   return 2 * static_cast<size_t>(np);
 }
 
+// hash_words() of the frames' words as put_python() lays them out, read from the frames themselves
+// (a copy of ~20 frames' words was ~150 instructions of a launch's ~2,900 on the capture benchmark).
+uint64_t hash_python(const RawPyFrame* py, int np) {
+  uint64_t a = 0x243f6a8885a308d3ULL, b = 0x13198a2e03707344ULL;
+  for (int i = 0; i < np; i++) {
+    a = (a ^ reinterpret_cast<uint64_t>(py[i].code)) * 0x9e3779b97f4a7c15ULL;
+    b = (b ^ static_cast<uint32_t>(py[i].lasti)) * 0xff51afd7ed558ccdULL;
+    a = (a << 29) | (a >> 35);
+    b = (b << 31) | (b >> 33);
+  }
+  return mix(mix(a, b), 2 * static_cast<uint64_t>(np));
+}
+
 // The parts of a capture's breakdown that a launch from its memo and a walked launch share.
 void add_walk_stats(CaptureStats& cs, uint64_t t0, uint64_t t1, uint64_t t2, int nn, int np) {
   cs.add(CaptureStats::Python, t0, t1);
@@ -307,9 +320,15 @@ int StackCapture::unwind(uint64_t* out, int max, const unwind::WalkMemo* const* 
             : status.end == unwind::WalkEnd::Stale  ? "object loaded after the snapshot"
                                                     : "not on the thread's stack");
     void* bt[kMaxNative];
+    const uint64_t b0 = CaptureStats::on() ? CaptureStats::now() : 0;
     n = backtrace_ ? backtrace_(bt, std::min(max, kMaxNative)) : backtrace(bt, std::min(max, kMaxNative));
     for (int i = 0; i < n; i++) frames[i] = reinterpret_cast<uint64_t>(bt[i]);
     unwind::ObjectTable::instance().request_builds_for(frames, n);
+    if (CaptureStats::on()) {
+      CaptureStats& cs = CaptureStats::instance();
+      cs.add(CaptureStats::UnwindFallback, b0, CaptureStats::now());
+      cs.fallbacks.fetch_add(1, std::memory_order_relaxed);
+    }
   }
   // The stack starts at this function's return address (into capture()): what lies before it is this
   // function's own frame, one from the walk, one or more from backtrace(), so that a fallback and a
@@ -503,46 +522,59 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
   // this launch's walk will be the memo of otherwise.
   MemoEntry* found_memo[kMemosPerKey] = {};
   int found[kMemosPerKey], n_found = 0;
-  int found_last_held[kMemosPerKey];  // the stats: the order the set's last holder gives
   MemoEntry* slot = nullptr;
   uint64_t* slot_key = nullptr;  // slot's key in its set
   MemoSet* set = nullptr;
+  MemoEntry* ways = nullptr;  // set's entries
   uint64_t key = 0;
-  uint64_t k[2 * kMemoPython + 2];  // the key's words: site, depth, Python frames (put_python)
-  const uint64_t* const k_python = k + 2;
+  uint64_t k[2] = {};  // the key's words besides the Python frames: site, depth
   uint64_t py_check = 0;
   const bool memos = policy_ != UnwindPolicy::Off && incremental_ && np <= kMemoPython;
   if (!memos && policy_ != UnwindPolicy::Off && !tables) unwind::prefetch_for_walk();
   MemoTable* table = nullptr;
+  // The entry that followed the thread's previous launch's last time (MemoTable::last), if it is one of
+  // this key's: checked alone first, before the key's set is searched and a slot for a walk chosen. A
+  // training step launches from its paths in the same order every step: on the H100 1.03-1.07 memos
+  // were checked per launch from a memo with this entry first among the key's (seventeenth session).
+  int predicted = -1;  // its way in the set
   if (memos) {
     table = &memo_table(serial_);
     k[0] = memo_key_site_ ? site : 0;
     k[1] = reinterpret_cast<uint64_t>(__builtin_frame_address(0));  // the launch's depth on its stack
-    // One pass over the Python words: the entry's check, and the key from it, the site and the depth.
-    py_check = hash_words(k_python, put_python(k + 2, py, np));
+    // One pass over the Python frames: the entry's check, and the key from it, the site and the depth.
+    py_check = hash_python(py, np);
     key = mix(mix(py_check, k[0]), k[1]) | 1;
     const size_t set_index = key >> (64 - kMemoSetBits);
     set = &table->sets[set_index];
-    MemoEntry* ways = &table->e[kMemoWays * set_index];
+    ways = &table->e[kMemoWays * set_index];
+    if (table->last && table->last->next) {
+      // An entry of another set gives a way outside 0..3.
+      const auto w = static_cast<int>(table->last->next - ways);
+      if (w >= 0 && w < kMemoWays && set->key[w] == key && ways[w].np == np && ways[w].py_check == py_check) predicted = w;
+    }
+  }
+  // The memos of this call path (up to kMemosPerKey: several native paths may share a key, as one
+  // kernel launched from one Python line at one depth through several C++ paths; each checked inside
+  // the walk's frame, the predicted one first, then the one that held last in its set), and the entry
+  // this launch's walk will be the memo of otherwise. Not needed when the predicted memo holds.
+  bool slot_is_found = false, slot_direct = false, predicted_failed = false;
+  unwind::WalkMemo* record = nullptr;
+  auto choose = [&] {
     const int per_key = std::min(memos_per_key_, kMemosPerKey);
+    n_found = 0;
     for (int i = 0; i < kMemoWays && n_found < per_key; i++) {
       const int w = (set->last_held + i) % kMemoWays;  // the way that held last first
       if (set->key[w] == key && ways[w].np == np && ways[w].py_check == py_check) found[n_found++] = w;
     }
-    if (CaptureStats::on()) std::copy(found, found + n_found, found_last_held);
-    // But first the entry that followed the thread's previous launch's last time (MemoTable::last),
-    // if it is one of them: several native paths under one key (one Python line launching through
-    // several C++ paths, as cuBLAS's and cuDNN's kernels) come in the same order every step, where the
-    // set's last holder is the path before. Each check that fails costs a whole check.
-    if (n_found > 1 && table->last && table->last->next) {
-      // An entry of another set gives a way outside 0..3, which matches none.
-      const auto predicted = static_cast<int>(table->last->next - ways);
-      for (int i = 1; i < n_found; i++)
-        if (found[i] == predicted) {
-          std::rotate(found, found + i, found + i + 1);
-          break;
-        }
-    }
+    // The predicted memo, checked alone and failed: last, not checked again (it is the walk's slot
+    // unless another of the key's is older).
+    predicted_failed = false;
+    for (int i = 0; i < n_found && predicted >= 0; i++)
+      if (found[i] == predicted) {
+        std::rotate(found + i, found + i + 1, found + n_found);
+        predicted_failed = true;
+        break;
+      }
     for (int i = 0; i < n_found; i++) {
       found_memo[i] = &ways[found[i]];
       const unwind::WalkMemo& m = ways[found[i]].walk;
@@ -550,9 +582,10 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
         __builtin_prefetch(l);
     }
     if (!n_found && !tables) unwind::prefetch_for_walk();  // a walk follows
-    // Replaced if no memo holds: with per_key memos of this key, the last checked (the others stay);
-    // else an empty way, else the set's next (possibly one of this key's memos).
-    int way = n_found == per_key ? found[n_found - 1] : -1;
+    // Replaced if no memo holds: with per_key memos of this key, the least recently used (or the last
+    // checked: the predicted one was checked first); else an empty way, else the set's next (possibly
+    // one of this key's memos).
+    int way = n_found == per_key ? found[n_found - (predicted_failed && n_found > 1 ? 2 : 1)] : -1;
     if (way >= 0 && memo_evict_lru_)
       for (int i = 0; i < n_found; i++)
         if (static_cast<uint16_t>(set->clock - set->used[found[i]]) > static_cast<uint16_t>(set->clock - set->used[way]))
@@ -562,45 +595,71 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
     if (way < 0) way = set->next++ % kMemoWays;
     slot = &ways[way];
     slot_key = &set->key[way];
-  }
-  const bool slot_is_found = slot && std::find(found_memo, found_memo + n_found, slot) != found_memo + n_found;
-  // The walk's memo goes straight into the slot when the slot is free or one of this key's memos
-  // (checked first, then overwritten, in one call); over another path's memo only once the walk is
-  // done (a launch whose memo holds must not cost that path its memo), through the thread's scratch.
-  const bool slot_direct = slot && (!*slot_key || slot_is_found);
+    slot_is_found = std::find(found_memo, found_memo + n_found, slot) != found_memo + n_found;
+    // The walk's memo goes straight into the slot when the slot is free or one of this key's memos
+    // (checked first, then overwritten, in one call); over another path's memo only once the walk is
+    // done (a launch whose memo holds must not cost that path its memo), through the thread's scratch.
+    slot_direct = !*slot_key || slot_is_found;
+    record = slot_direct ? &slot->walk : &t_scratch_memo();
+  };
+  if (memos && predicted < 0) choose();
   uint32_t found_id[kMemosPerKey];  // before the walk replaces one
-  for (int i = 0; i < n_found; i++) found_id[i] = found_memo[i]->id;
-  unwind::WalkMemo* record = !slot ? nullptr : slot_direct ? &slot->walk : &t_scratch_memo();
   // The content of the stack, as interned: native frame count, frames, Python frame count, frames.
   uint64_t* w = content.words;
   int nn = 0;
   MemoEntry* held = nullptr;
+  int held_way = -1, checks_made = 0;  // the stats: memos checked until one held
   uint32_t checking = 0;  // AIFLAME_VERIFY_MEMOS: the stack id of a memo that held, walked again in full
   if (policy_ != UnwindPolicy::Off) {
-    if (slot_direct) *slot_key = 0;  // until the slot holds this launch's walk
     const unwind::WalkMemo* checks[kMemosPerKey];
-    for (int i = 0; i < n_found; i++) checks[i] = &found_memo[i]->walk;
     const unwind::WalkMemo* const* check_list = checks;
-    int n_checks = n_found;
-    bool full = false;
+    int n_checks = 0;
+    bool full = false, check_only = false;
+    auto arm = [&] {  // the key's memos, then a walk into the record
+      for (int i = 0; i < n_found; i++) found_id[i] = found_memo[i]->id;
+      if (slot_direct) *slot_key = 0;  // until the slot holds this launch's walk
+      for (int i = 0; i < n_found; i++) checks[i] = &found_memo[i]->walk;
+      n_checks = n_found - (predicted_failed ? 1 : 0);
+      check_only = false;
+    };
+    if (predicted >= 0) {
+      checks[0] = &ways[predicted].walk;
+      n_checks = 1;
+      check_only = true;
+    } else {
+      arm();
+    }
     for (;;) {
-      // One call instruction for every launch and for both walks of a checked memo: the same return
-      // address into this function, so the same frames and memos that hold. The empty asm hides the
-      // arguments' values from the compiler, which otherwise made a call per case (three, in GCC 12).
-      asm volatile("" : "+r"(check_list), "+r"(n_checks), "+r"(record), "+r"(full));
-      nn = unwind(w + 1, kMaxNative, check_list, n_checks, record, full);
+      // One call instruction for every launch and for every check and walk of a launch: the same
+      // return address into this function, so the same frames and memos that hold. The empty asm hides
+      // the arguments' values from the compiler, which otherwise made a call per case (three, in GCC 12).
+      asm volatile("" : "+r"(check_list), "+r"(n_checks), "+r"(record), "+r"(full), "+r"(check_only));
+      nn = unwind(w + 1, kMaxNative, check_list, n_checks, record, full, check_only);
       if (full) break;
-      if (nn <= unwind::kMemoHeld && nn > unwind::kMemoHeld - n_found) {
-        const int i = unwind::kMemoHeld - nn;
-        held = found_memo[i];
-        set->last_held = static_cast<uint8_t>(found[i]);
-        set->used[found[i]] = ++set->clock;
+      if (check_only) {  // the predicted memo alone
+        checks_made = 1;
+        if (nn == unwind::kMemoHeld) {
+          held_way = predicted;
+        } else {
+          choose();
+          arm();
+          continue;
+        }
+      } else if (nn <= unwind::kMemoHeld && nn > unwind::kMemoHeld - n_found) {
+        held_way = found[unwind::kMemoHeld - nn];
+        checks_made += unwind::kMemoHeld - nn + 1;
+      }
+      if (held_way >= 0) {
+        held = &ways[held_way];
+        set->last_held = static_cast<uint8_t>(held_way);
+        set->used[held_way] = ++set->clock;
       }
       if (!held || !verify_memos_) break;
       checking = held->id;
       n_checks = 0;
       record = nullptr;
       full = true;
+      check_only = false;
     }
   }
   if (held && slot_is_found) *slot_key = key;  // not walked: the slot keeps its memo
@@ -626,12 +685,8 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
       CaptureStats& cs = CaptureStats::instance();
       add_walk_stats(cs, t0, t1, CaptureStats::now(), held->nn, np);
       cs.memo_held.fetch_add(1, std::memory_order_relaxed);
-      // Checks made (the held memo's place, from 1), and those the last holder's order would have made.
-      const int way = static_cast<int>(held - &table->e[kMemoWays * static_cast<size_t>(set - table->sets)]);
-      cs.memo_checks.fetch_add(static_cast<uint64_t>(std::find(found, found + n_found, way) - found + 1), std::memory_order_relaxed);
-      cs.memo_checks_last_held.fetch_add(
-          static_cast<uint64_t>(std::find(found_last_held, found_last_held + n_found, way) - found_last_held + 1),
-          std::memory_order_relaxed);
+      cs.memo_checks.fetch_add(static_cast<uint64_t>(checks_made), std::memory_order_relaxed);
+      if (predicted < 0 || predicted_failed) cs.memo_slow.fetch_add(1, std::memory_order_relaxed);
     }
     return {held->id, true};
   }
@@ -663,7 +718,7 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
     if (std::find(found_id, found_id + n_found, id) != found_id + n_found)
       cs.memo_failed_same.fetch_add(1, std::memory_order_relaxed);
     if (memos && !n_found && debug_enabled())
-      diagnose_key(id, {k[0], k[1], hash_words(k_python, 2 * static_cast<size_t>(np)), np});
+      diagnose_key(id, {k[0], k[1], py_check, np});
     cs.add(CaptureStats::Hash, t2, t3);
     cs.add(CaptureStats::Intern, t3, CaptureStats::now());
     if (thread_new) cs.thread_new.fetch_add(1, std::memory_order_relaxed);
