@@ -161,9 +161,10 @@ constexpr RecordOptionSpec kSchema[] = {
      "launch run the autograd tracking's reads, the Python walk and the capture again at once, timing each against "
      "its first run; print the figures at the end",
      UINT_OPTION(measure.capture_probe, 0, 2)},
-    {"autograd_ab", "AIFLAME_AUTOGRAD_AB", nullptr, nullptr, "0 or 1",
-     "The autograd tracking skipped in every other 40-70 ms slice; print each kind's capture cost per launch at the end",
-     FLAG_OPTION(measure.autograd_ab)},
+    {"autograd_ab", "AIFLAME_AUTOGRAD_AB", nullptr, nullptr, "0, 1 or 2",
+     "The autograd tracking (1), or the capture's check of the predicted memo alone before its key's others (2), "
+     "skipped in every other 40-70 ms slice; print each kind's capture cost per launch at the end",
+     UINT_OPTION(measure.autograd_ab, 0, 2)},
     {"autograd_defer", "AIFLAME_AUTOGRAD_DEFER", nullptr, nullptr, "0 or 1",
      "The forward table and the backward launches' stacks filled by the collector, off the launch path (default 1; "
      "0: at each launch)",

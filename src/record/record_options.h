@@ -114,7 +114,9 @@ struct MeasurementSwitches {
   // AIFLAME_CAPTURE_PROBE: 1, the stack lines of each launch's likely memo timed (StackCapture::set_probe_lines);
   // 2, the launch path's parts run again at once after each launch and timed (Recorder::PhaseProbe)
   uint32_t capture_probe = 0;
-  bool autograd_ab = false;   // AIFLAME_AUTOGRAD_AB: the autograd tracking on and off in alternate slices (Recorder::autograd_ab)
+  // AIFLAME_AUTOGRAD_AB: 1, the autograd tracking on and off in alternate slices (Recorder::autograd_ab); 2, the
+  // capture's predicted memo instead (StackCapture::capture's `predict`)
+  uint32_t autograd_ab = 0;
   // AIFLAME_AUTOGRAD_DEFER (default on; 0 resolves at the launch): the forward table and the backward
   // launches' interning run in the collector's flush (AutogradTracker::set_deferred). H200, 2026-11-27:
   // the same shares under forward code, the capture 0.0-0.25 us per launch cheaper (bench/RESULTS.md).

@@ -215,7 +215,9 @@ uint32_t Recorder::graph_node_stack(uint64_t) {
 void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, uint64_t timestamp, uint32_t device) {
   PhaseScope phase(Phase::LaunchCallback);
   const uint64_t t0 = clock_.now();
-  const bool ab_off = autograd_ab_ && ((t0 >> 27) & 1);  // AIFLAME_AUTOGRAD_AB: a slice without tracking
+  // AIFLAME_AUTOGRAD_AB: a slice without the tracking (1) or without the capture's predicted memo (2).
+  const bool ab_slice = autograd_ab_ && ((t0 >> 27) & 1);
+  const bool ab_off = ab_slice && autograd_ab_ == 1;
   const bool stats = CaptureStats::on();
   uint64_t cw = stats ? CaptureStats::now() : 0;
   writer_.prefetch_buffered();
@@ -225,7 +227,7 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
   AutogradTracker::Pending pending = ab_off ? AutogradTracker::Pending{} : autograd_.before_capture();  // prefetches what it will write
   uint64_t c0b = stats ? CaptureStats::now() : 0;
   const uint64_t p1 = phases ? clock_.now() : 0;
-  StackCapture::Result st = stacks_.capture(site ^ (static_cast<uint64_t>(api) << 48));
+  StackCapture::Result st = stacks_.capture(site ^ (static_cast<uint64_t>(api) << 48), !(ab_slice && autograd_ab_ == 2));
   const uint64_t p2 = phases ? clock_.now() : 0;
   uint64_t c1 = stats ? CaptureStats::now() : 0;
   LaunchRecord rec;
@@ -309,7 +311,7 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
       add(tally.walked, 1);
       add(tally.walked_ticks, dt);
     }
-    if (ab_off) {
+    if (ab_slice) {
       add(tally.off_launches, 1);
       add(tally.off_ticks, dt);
       if (st.walked) {
@@ -444,9 +446,10 @@ void Recorder::finish(uint64_t end_timestamp) {
   if (autograd_ab_) {
     const AutogradAB ab = autograd_ab();
     std::fprintf(stderr,
-                 "aiflame: autograd A/B: stack capture %.3f us per launch with the tracking (%llu launches, %llu walked), "
+                 "aiflame: %s A/B: stack capture %.3f us per launch with %s (%llu launches, %llu walked), "
                  "%.3f without (%llu, %llu walked): %+.3f us; walked and memo launches compared apart: %+.3f us\n",
-                 per_launch_us(ab.with_ns, ab.with_launches), static_cast<unsigned long long>(ab.with_launches),
+                 autograd_ab_ == 1 ? "autograd" : "predicted-memo", per_launch_us(ab.with_ns, ab.with_launches),
+                 autograd_ab_ == 1 ? "the tracking" : "the predicted memo checked first", static_cast<unsigned long long>(ab.with_launches),
                  static_cast<unsigned long long>(ab.with_walked), per_launch_us(ab.without_ns, ab.without_launches),
                  static_cast<unsigned long long>(ab.without_launches), static_cast<unsigned long long>(ab.without_walked),
                  ab.raw_us(), ab.stratified_us());

@@ -144,7 +144,7 @@ class Recorder {
   LaunchTally& tally();  // this thread's (the shared overflow tally past kTallies threads)
   static constexpr size_t kTallies = 256;
   const uint64_t serial_;  // tells this recorder's per-thread state from another's (tests make several)
-  bool autograd_ab_ = false;  // AIFLAME_AUTOGRAD_AB
+  uint32_t autograd_ab_ = 0;  // AIFLAME_AUTOGRAD_AB: 1, slices without the tracking; 2, without the predicted memo
   bool launch_ab_ = false;    // AIFLAME_LAUNCH_AB
   unsigned capture_probe_ = 0;     // AIFLAME_CAPTURE_PROBE
   std::unique_ptr<LaunchAB> launch_ab_state_;  // with the switch only (its strata take 256 KB)

@@ -498,7 +498,7 @@ void StackCapture::probe_python() {
   asm volatile("" ::"r"(n), "r"(&frames) : "memory");
 }
 
-StackCapture::Result StackCapture::capture(uint64_t site) {
+StackCapture::Result StackCapture::capture(uint64_t site, bool predict) {
   if (probe_lines_) probe_lines();
   // Left uninitialised: clearing 256 frames (4 KB) was a quarter of the cost of a cached launch.
   union Frames {
@@ -558,7 +558,7 @@ StackCapture::Result StackCapture::capture(uint64_t site) {
       const auto w = static_cast<int>(e - ways);  // an entry of another set gives a way outside 0..3
       return w >= 0 && w < kMemoWays && set->key[w] == key && ways[w].np == np && ways[w].py_check == py_check ? w : -1;
     };
-    if (const MemoEntry* last = table->last) {
+    if (const MemoEntry* last = table->last; last && predict) {
       if (last->next) predicted = is_key_of(last->next);
       if (predicted < 0) predicted = is_key_of(last);
     }

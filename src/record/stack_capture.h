@@ -86,7 +86,9 @@ class StackCapture {
     bool walked = false;  // walked in full: no memo of the thread held (AIFLAME_AUTOGRAD_AB's kinds)
   };
   // site: the kernel and API of the launch; not needed to find its stack any more (kept for callers).
-  Result capture(uint64_t site);
+  // predict = false: the memo that likely follows the previous launch's is not checked alone first
+  // (AIFLAME_AUTOGRAD_AB=2, a measurement): the key's set is searched, as before the eighteenth session.
+  Result capture(uint64_t site, bool predict = true);
 
   uint64_t stacks() const { return next_stack_id_.load() - 1; }
   // Launches whose native stack came from backtrace() because the fast walk was not ready.

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "profile/profile.h"
+#include "record/capture_stats.h"
 #include "record/unwind/object_table.h"
 #include "test_util.h"
 
@@ -21,7 +22,7 @@ namespace {
 struct Recording {
   std::string path = test::temp_path("recorder");
   Recorder rec;
-  explicit Recording(bool autograd_ab = false, uint32_t capture_probe = 0, UnwindPolicy policy = UnwindPolicy::Off) {
+  explicit Recording(uint32_t autograd_ab = 0, uint32_t capture_probe = 0, UnwindPolicy policy = UnwindPolicy::Off) {
     RecordOptions o;
     o.output = path;
     o.quiet = true;
@@ -102,7 +103,7 @@ TEST(Recorder, CaptureTimeIsInNanoseconds) {
 // AIFLAME_AUTOGRAD_AB: launches fall in slices with and without the tracking, about half each over a
 // run of many slices, and every launch in one of the two.
 TEST(Recorder, TheAutogradABSplitsLaunchesBetweenSlicesWithAndWithoutTracking) {
-  Recording r(/*autograd_ab=*/true);
+  Recording r(/*autograd_ab=*/1);
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(800);
   uint32_t n = 0;
   while (std::chrono::steady_clock::now() < until) {
@@ -153,7 +154,7 @@ TEST(Recorder, TheAutogradABComparesWalkedLaunchesApartFromMemoLaunches) {
 // not (its second capture would take the memo its walk just made). The parts fit inside on_launch.
 TEST(Recorder, ThePhaseProbeRunsTheLaunchPathAgainAfterEachMemoLaunch) {
   unwind::ObjectTable::instance().build_all_now();  // no launch falls back to backtrace() while rows are built
-  Recording r(/*autograd_ab=*/false, /*capture_probe=*/2, UnwindPolicy::Always);
+  Recording r(/*autograd_ab=*/0, /*capture_probe=*/2, UnwindPolicy::Always);
   for (int i = 0; i < 2000; i++) r.rec.on_launch(211, i + 1, 0x1000, 1);
   const Recorder::PhaseProbe p = r.rec.phase_probe();
   EndRecord end = r.finish();
@@ -164,10 +165,36 @@ TEST(Recorder, ThePhaseProbeRunsTheLaunchPathAgainAfterEachMemoLaunch) {
   EXPECT_GT(p.capture_again_us, 0.0);
   EXPECT_LT(p.capture_us, p.on_launch_us);
   EXPECT_GE(p.autograd_us, 0.0);
-  Recording plain(/*autograd_ab=*/false, /*capture_probe=*/0, UnwindPolicy::Always);
+  Recording plain(/*autograd_ab=*/0, /*capture_probe=*/0, UnwindPolicy::Always);
   for (int i = 0; i < 100; i++) plain.rec.on_launch(211, i + 1, 0x1000, 1);
   EXPECT_EQ(plain.rec.phase_probe().launches, 0u);
   plain.finish();
+}
+
+// AIFLAME_AUTOGRAD_AB=2: the slices without switch off the capture's predicted memo, not the tracking.
+// One call path launching again and again takes its memo as the predicted one in the slices with it,
+// and searches its key's set in the slices without.
+TEST(Recorder, TheAutogradABTwoSwitchesThePredictedMemo) {
+  unwind::ObjectTable::instance().build_all_now();
+  Recording r(/*autograd_ab=*/2, /*capture_probe=*/0, UnwindPolicy::Always);
+  CaptureStats::enable();
+  CaptureStats& cs = CaptureStats::instance();
+  cs.reset();
+  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(800);
+  uint32_t n = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    r.rec.on_launch(211, ++n, 0x1000, 1);
+    if (n % 64 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  const Recorder::AutogradAB ab = r.rec.autograd_ab();
+  const uint64_t held = cs.memo_held.load(), slow = cs.memo_slow.load();
+  CaptureStats::disable();
+  r.finish();
+  EXPECT_EQ(ab.with_launches + ab.without_launches, uint64_t{n});
+  EXPECT_GT(ab.without_launches, n / 5u);
+  EXPECT_GE(held + 8, uint64_t{n});  // all but the path's first launches take the memo
+  EXPECT_GE(slow + 8, ab.without_launches) << "the slices without search the set";
+  EXPECT_LE(slow, ab.without_launches + 1) << "the slices with take the predicted memo";
 }
 
 TEST(Recorder, WithoutTheAutogradABEveryLaunchHasTheTracking) {
