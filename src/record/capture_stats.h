@@ -29,7 +29,10 @@ struct CaptureStats {
               CallerRead,
               // Inside UnwindWalked: the launches whose stack came from glibc's backtrace() (an object's
               // rows not built yet: StackCapture::unwind).
-              UnwindFallback, kParts };
+              UnwindFallback,
+              // Inside UnwindWalked: the walks themselves (unwind::walk), and inside those the lookups of
+              // return addresses not in the thread's cache (unwind::WalkStatus::lookup_ticks).
+              UnwindWalk, UnwindLookup, kParts };
   std::atomic<uint64_t> ticks[kParts] = {};
   std::atomic<uint64_t> launches{0}, backward_launches{0}, native_frames{0}, python_frames{0}, cache_misses{0}, fp_frames{0};
   std::atomic<uint64_t> reused_frames{0};  // native frames checked against the thread's previous walk, not walked
@@ -43,6 +46,7 @@ struct CaptureStats {
   // the stack: a word it keeps changed without changing the frames)
   std::atomic<uint64_t> memo_failed_same{0};
   std::atomic<uint64_t> fallbacks{0};    // UnwindFallback's count
+  std::atomic<uint64_t> walks{0}, walks_after_reset{0};  // UnwindWalk's count; of those, the first after the loaded objects changed
   std::atomic<uint64_t> thread_new{0};   // stacks new to their thread (took the shared table's mutex)
   std::atomic<uint64_t> process_new{0};  // of those, stacks new to the process (named and written)
   // The memos checked at launches that walked, by why each failed (unwind::MemoMiss: held, empty,

@@ -309,6 +309,10 @@ int StackCapture::unwind(uint64_t* out, int max, const unwind::WalkMemo* const* 
   if (CaptureStats::on()) {
     CaptureStats& cs = CaptureStats::instance();
     cs.ends[static_cast<int>(status.end)].fetch_add(1, std::memory_order_relaxed);
+    cs.ticks[CaptureStats::UnwindWalk].fetch_add(status.walk_ticks, std::memory_order_relaxed);
+    cs.ticks[CaptureStats::UnwindLookup].fetch_add(status.lookup_ticks, std::memory_order_relaxed);
+    cs.walks.fetch_add(1, std::memory_order_relaxed);
+    if (status.cache_reset) cs.walks_after_reset.fetch_add(1, std::memory_order_relaxed);
     cs.cache_misses.fetch_add(status.cache_misses, std::memory_order_relaxed);
     cs.fp_frames.fetch_add(status.fp_frames, std::memory_order_relaxed);
     cs.reused_frames.fetch_add(status.reused, std::memory_order_relaxed);

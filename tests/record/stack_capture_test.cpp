@@ -7,6 +7,8 @@
 #include <span>
 
 #include <thread>
+
+#include <dlfcn.h>
 #include <vector>
 
 #include "profile/profile.h"
@@ -265,6 +267,39 @@ TEST(StackCapture, APathLaunchingTwiceInARowIsPredicted) {
   EXPECT_EQ(held, 300u);
   EXPECT_EQ(checks, 300u);
   EXPECT_EQ(slow, 0u);
+}
+
+// The stats split a walked launch's unwind (issue 22: on the H200 the few launches that walked cost
+// 20-30 us each): the walk itself, and inside it the lookups of return addresses the thread's cache
+// lacks; a walk after the loaded objects changed (a new snapshot) finds the thread's cache emptied.
+TEST(StackCapture, StatsSplitAWalkIntoItsLookups) {
+  Fixture f(UnwindPolicy::Always);
+  unwind::ObjectTable::instance().build_all_now();
+  CaptureStats& cs = CaptureStats::instance();
+  CaptureStats::enable();
+  cs.reset();
+  std::thread([&] { via(path_a, f.capture); }).join();  // a new thread: every frame looked up
+  const uint64_t walks = cs.walks.load(), misses = cs.cache_misses.load(), resets = cs.walks_after_reset.load();
+  const uint64_t walk_ticks = cs.ticks[CaptureStats::UnwindWalk].load(), lookup_ticks = cs.ticks[CaptureStats::UnwindLookup].load();
+  via(path_b, f.capture);  // this thread's cache filled
+  void* lib = dlopen("libanl.so.1", RTLD_NOW);  // a library loaded: a new generation
+  ASSERT_NE(lib, nullptr) << dlerror();
+  unwind::ObjectTable::instance().refresh_now();
+  cs.reset();
+  int twice = 2;
+  asm volatile("" : "+r"(twice));  // a loop the compiler cannot unroll: one call site
+  for (int i = 0; i < twice; i++) via(path_b, f.capture);  // its memo made, then taken
+  const uint64_t after_walks = cs.walks.load(), after_resets = cs.walks_after_reset.load();
+  CaptureStats::disable();
+  dlclose(lib);
+  unwind::ObjectTable::instance().refresh_now();
+  EXPECT_EQ(walks, 1u);
+  EXPECT_GE(misses, 3u);
+  EXPECT_EQ(resets, 0u) << "a new thread's cache was not emptied by a change";
+  EXPECT_GT(lookup_ticks, 0u);
+  EXPECT_GE(walk_ticks, lookup_ticks);
+  EXPECT_EQ(after_walks, 1u) << "the second launch takes its memo";
+  EXPECT_EQ(after_resets, 1u);
 }
 
 // One native path launching many kernels (cuDNN's engines, measured on resnet_train): a memo's key

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <x86intrin.h>
 
 #include <algorithm>
 #include <cstring>
@@ -91,10 +92,11 @@ struct PcCache {
 };
 thread_local PcCache* t_cache = nullptr;  // in the thread's hot pages, never freed (util/hot_pages.h)
 
-PcCache* cache_for(uint32_t generation) {
+PcCache* cache_for(uint32_t generation, bool* reset = nullptr) {
   PcCache* c = t_cache;
   if (!c) c = hot_new(t_cache);
   if (c->generation != generation) {
+    if (reset && c->generation) *reset = true;  // generations start at 1: 0 is a new thread's cache
     for (auto& set : c->sets)
       for (auto& e : set.e) e.pc = 0;
     c->rec_n = 0;
@@ -300,10 +302,11 @@ template <class Log>
 int walk_impl(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, WalkStatus* status, bool incremental, Log& log) {
   ObjectTable& table = ObjectTable::instance();
   const Snapshot* snap = table.snapshot();
-  PcCache* cache = cache_for(snap->generation);
+  WalkStatus st;
+  const bool timed = status->explain_memo;  // the capture stats: the lookups timed
+  PcCache* cache = cache_for(snap->generation, &st.cache_reset);
   WalkState* const rec = cache->rec;
   WalkState* const fresh = cache->fresh;
-  WalkStatus st;
   max = std::min(max, kRecord - 1);  // every state fits the record
   uint64_t pc = start.pc, sp = start.sp, fp = start.fp;
   bool exact = true;  // pc is the instruction itself (first frame, after a signal frame), not a return address
@@ -373,6 +376,7 @@ int walk_impl(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, Walk
         fp_off = set.e[way].fp_off;
       } else {
         st.cache_misses++;
+        const uint64_t l0 = timed ? __rdtsc() : 0;
         const TextRange* r = snap->find(pc - (exact ? 0 : 1));
         if (!r) {
           // Not a return address into loaded code: the last frame was not one (it is dropped).
@@ -400,6 +404,7 @@ int walk_impl(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, Walk
           cfa_rule = row ? row->cfa : kCfaNoInfo;
           fp_off = row ? row->fp_off : kFpSame;
         }
+        if (timed) st.lookup_ticks += __rdtsc() - l0;
         // The newest entry first; the oldest of the set goes.
         for (int w = kWays - 1; w > 0; w--) set.e[w] = set.e[w - 1];
         set.e[0] = CacheEntry{key, cfa_rule, fp_off};
@@ -620,7 +625,9 @@ __attribute__((noinline)) int unwind_here(uint64_t* out, int max, WalkStatus* st
   int n = kNoMemoHeld;
   if (!check_only) {
     if (n_checks) prefetch_for_walk();  // not done before the checks: a memo that holds needs none of it
+    const uint64_t w0 = status->explain_memo ? __rdtsc() : 0;
     n = walk(r, b.hi, out, max, status, incremental, memo);
+    if (w0) status->walk_ticks = __rdtsc() - w0;
   }
   status->explained = static_cast<uint8_t>(explained);
   std::copy(why, why + explained, status->memo_miss);
