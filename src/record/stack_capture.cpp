@@ -571,10 +571,11 @@ StackCapture::Result StackCapture::capture(uint64_t site, bool predict) {
   // kernel launched from one Python line at one depth through several C++ paths; each checked inside
   // the walk's frame, the predicted one first, then the one that held last in its set), and the entry
   // this launch's walk will be the memo of otherwise. Not needed when the predicted memo holds.
-  bool slot_is_found = false, slot_direct = false, predicted_failed = false;
+  bool slot_is_found = false, slot_direct = false, predicted_failed = false, searched = false;
   unwind::WalkMemo* record = nullptr;
   auto choose = [&] {
     const int per_key = std::min(memos_per_key_, kMemosPerKey);
+    searched = true;
     n_found = 0;
     for (int i = 0; i < kMemoWays && n_found < per_key; i++) {
       const int w = (set->last_held + i) % kMemoWays;  // the way that held last first
@@ -700,7 +701,7 @@ StackCapture::Result StackCapture::capture(uint64_t site, bool predict) {
       add_walk_stats(cs, t0, t1, CaptureStats::now(), held->nn, np);
       cs.memo_held.fetch_add(1, std::memory_order_relaxed);
       cs.memo_checks.fetch_add(static_cast<uint64_t>(checks_made), std::memory_order_relaxed);
-      if (predicted < 0 || predicted_failed) cs.memo_slow.fetch_add(1, std::memory_order_relaxed);
+      if (searched) cs.memo_slow.fetch_add(1, std::memory_order_relaxed);
     }
     return {held->id, true};
   }

@@ -100,16 +100,22 @@ TEST(Recorder, CaptureTimeIsInNanoseconds) {
   EXPECT_LE(end.capture_ns, static_cast<uint64_t>(wall));
 }
 
-// AIFLAME_AUTOGRAD_AB: launches fall in slices with and without the tracking, about half each over a
-// run of many slices, and every launch in one of the two.
-TEST(Recorder, TheAutogradABSplitsLaunchesBetweenSlicesWithAndWithoutTracking) {
-  Recording r(/*autograd_ab=*/1);
+// Launches from one call site for 800 ms with pauses: the A/B's 40-70 ms slices, many of each kind.
+uint32_t launch_for_many_slices(Recording& r) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(800);
   uint32_t n = 0;
   while (std::chrono::steady_clock::now() < until) {
     r.rec.on_launch(211, ++n, 0x1000, 1);
     if (n % 64 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
   }
+  return n;
+}
+
+// AIFLAME_AUTOGRAD_AB: launches fall in slices with and without the tracking, about half each over a
+// run of many slices, and every launch in one of the two.
+TEST(Recorder, TheAutogradABSplitsLaunchesBetweenSlicesWithAndWithoutTracking) {
+  Recording r(/*autograd_ab=*/1);
+  const uint32_t n = launch_for_many_slices(r);
   const Recorder::AutogradAB ab = r.rec.autograd_ab();
   EndRecord end = r.finish();
   EXPECT_EQ(ab.with_launches + ab.without_launches, uint64_t{n});
@@ -180,12 +186,7 @@ TEST(Recorder, TheAutogradABTwoSwitchesThePredictedMemo) {
   CaptureStats::enable();
   CaptureStats& cs = CaptureStats::instance();
   cs.reset();
-  const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(800);
-  uint32_t n = 0;
-  while (std::chrono::steady_clock::now() < until) {
-    r.rec.on_launch(211, ++n, 0x1000, 1);
-    if (n % 64 == 0) std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
+  const uint32_t n = launch_for_many_slices(r);
   const Recorder::AutogradAB ab = r.rec.autograd_ab();
   const uint64_t held = cs.memo_held.load(), slow = cs.memo_slow.load();
   CaptureStats::disable();
