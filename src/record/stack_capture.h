@@ -15,8 +15,11 @@
 // previous walk from its record, after re-reading their stack words (incremental unwinding,
 // src/record/unwind/unwinder.cpp).
 //
-// While an object's rows are being built (the first walks through it, on a background thread) or
-// just after a dlopen, a launch falls back to glibc's backtrace() (~17 us at 43 frames).
+// While an object's rows are being built (the first walks through it, on a background thread), a walk
+// steps that object's frames by their FDEs read in place (unwind::find_cfi_row); just after a dlopen
+// (the snapshot not yet refreshed), or for an object without a usable .eh_frame_hdr table, a launch
+// falls back to glibc's backtrace() (~17 us at 43 frames warm, ~120 us on the H200 in a loop's first
+// steps).
 #pragma once
 #include <atomic>
 #include <cstdint>

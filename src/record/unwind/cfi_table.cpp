@@ -467,6 +467,41 @@ bool build_cfi_rows(const MemView& mem, uint64_t hdr_addr, uint64_t bias, std::v
   return true;
 }
 
+bool find_cfi_row(const MemView& mem, uint64_t hdr_addr, uint64_t bias, uint32_t loc, FrameRow* row) {
+  Reader h(mem, hdr_addr, mem.addr + mem.size);
+  uint8_t version = h.get<uint8_t>();
+  uint8_t ptr_enc = h.get<uint8_t>(), count_enc = h.get<uint8_t>(), table_enc = h.get<uint8_t>();
+  if (!h.ok || version != 1 || ptr_enc == kOmit || count_enc == kOmit) return false;
+  (void)read_encoded(h, ptr_enc, hdr_addr);
+  uint64_t count = read_encoded(h, count_enc, hdr_addr);
+  // Entries of two datarel sdata4 words (initial location, FDE), sorted by location (what build_cfi_rows
+  // also requires of the table; without one the caller falls back).
+  if (!h.ok || !count || table_enc != 0x3b || !h.has(8) || count > (h.end - h.pos) / 8) return false;
+  const uint64_t table = h.pos;
+  auto entry = [&](uint64_t i, int word) {
+    int32_t v;
+    std::memcpy(&v, mem.data + (table + 8 * i + 4 * static_cast<uint64_t>(word) - mem.addr), sizeof v);
+    return hdr_addr + static_cast<uint64_t>(static_cast<int64_t>(v));
+  };
+  const uint64_t pc = bias + loc;
+  uint64_t lo = 0, hi = count;  // the first entry whose location is above pc
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo) / 2;
+    if (entry(mid, 0) <= pc) lo = mid + 1;
+    else hi = mid;
+  }
+  *row = FrameRow{loc, kCfaNoInfo, kFpSame};
+  if (!lo) return true;  // before the first FDE
+  std::vector<FrameRow> rows;
+  rows.reserve(32);
+  Builder b{mem, bias, &rows, {}, {}};
+  bool is_cie = false;
+  // A damaged FDE gives no rows, as the table leaves it out: the location has no information.
+  if (!b.fde(entry(lo - 1, 1), &is_cie)) return true;
+  if (const FrameRow* r = find_row(rows.data(), rows.size(), loc)) *row = *r;
+  return true;
+}
+
 std::vector<uint32_t> build_row_pages(const std::vector<FrameRow>& rows) {
   std::vector<uint32_t> pages;
   if (rows.empty()) return pages;

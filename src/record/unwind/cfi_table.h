@@ -57,6 +57,14 @@ struct CfiStats {
 bool build_cfi_rows(const MemView& mem, uint64_t hdr_addr, uint64_t bias, std::vector<FrameRow>* rows,
                     CfiStats* stats = nullptr);
 
+// The row that build_cfi_rows' table gives code offset `loc` (pc - bias), found without building the
+// table: the FDE that covers it through .eh_frame_hdr's binary-search table, and that FDE's rows alone
+// (what libgcc's unwinder does at every frame). For a walk through an object whose rows are still being
+// built (issue 22: on the H200, 3-61 launches of a training loop's first steps fell back to glibc's
+// backtrace(), ~120 us each). False when the header has no usable table (the caller falls back);
+// a pc that no FDE covers gets kCfaNoInfo, as in the table. Reads only inside `mem`.
+bool find_cfi_row(const MemView& mem, uint64_t hdr_addr, uint64_t bias, uint32_t loc, FrameRow* row);
+
 // The row covering code offset `loc` (pc - bias) of sorted rows, or nullptr before the first.
 inline const FrameRow* find_row(const FrameRow* rows, size_t n, uint32_t loc) {
   size_t lo = 0, hi = n;  // first row with row.loc > loc

@@ -74,6 +74,14 @@ const Snapshot* ObjectTable::refresh_now() {
           o->phdr = info->dlpi_phdr;
           for (int i = 0; i < info->dlpi_phnum; i++)
             if (info->dlpi_phdr[i].p_type == PT_GNU_EH_FRAME) o->hdr_addr = info->dlpi_addr + info->dlpi_phdr[i].p_vaddr;
+          for (int i = 0; i < info->dlpi_phnum && o->hdr_addr; i++) {
+            const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+            const uint64_t lo = info->dlpi_addr + ph.p_vaddr;
+            if (ph.p_type == PT_LOAD && o->hdr_addr >= lo && o->hdr_addr < lo + ph.p_memsz) {
+              o->eh_lo = lo;
+              o->eh_size = ph.p_memsz;
+            }
+          }
         }
         bool any = false;
         for (int i = 0; i < info->dlpi_phnum; i++) {

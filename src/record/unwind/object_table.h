@@ -23,6 +23,9 @@ struct Object {
   uint64_t bias = 0;
   const void* phdr = nullptr;  // with bias, tells this load of the object from a later one
   uint64_t hdr_addr = 0;       // .eh_frame_hdr, 0 if the object has none
+  // The loaded segment that holds .eh_frame_hdr (and .eh_frame): where a walk reads an FDE itself while
+  // the rows are being built (find_cfi_row). 0: not found.
+  uint64_t eh_lo = 0, eh_size = 0;
   enum State : uint8_t { kNone, kQueued, kBuilt };
   std::atomic<uint8_t> state{kNone};
   // Published once (release) when built; freed with the process (a walk may be reading it).

@@ -44,6 +44,9 @@ struct WalkStatus {
   bool cache_reset = false;
   uint64_t walk_ticks = 0, lookup_ticks = 0;
   uint16_t reused = 0;        // frames taken from the previous walk on this thread (their words re-read)
+  // Frames in an object whose rows were not built yet, stepped by their FDE read in place
+  // (find_cfi_row); such a walk is not a memo.
+  uint16_t lazy_rows = 0;
   uint8_t reuse_runs = 0;     // runs of such frames (separated by frames that differ)
   bool needs_fallback() const { return end == WalkEnd::NotReady || end == WalkEnd::Stale || end == WalkEnd::OffStack; }
 };
