@@ -22,6 +22,11 @@ check "no compression symbol in the dynamic table: $(nm -D "$LIB" | grep -E "$pa
   '! nm -D "$LIB" | grep -qE "$pattern"'
 check "zstd's trace hooks are defined inside, hidden" \
   '[ "$(nm "$LIB" | grep -cE " t ZSTD_trace_compress_(begin|end)$")" -eq 2 ]'
+# It loads on glibc 2.34 (RHEL 9): nothing newer is imported (glibc 2.35's _dl_find_object, for walks
+# through objects whose unwind rows are being built, is looked up with dlsym).
+newest=$(objdump -T "$LIB" | grep -o 'GLIBC_[0-9.]*' | sort -V | tail -1)
+check "no glibc symbol newer than GLIBC_2.34 (newest: $newest)" \
+  '[ "$(printf "%s\n%s\n" "$newest" GLIBC_2.34 | sort -V | tail -1)" = GLIBC_2.34 ]'
 if [ "$TLSDESC" = 1 ]; then
   check "no __tls_get_addr import (a thread-local compiled without -mtls-dialect=gnu2)" \
     '! nm -D "$LIB" | grep -q " U __tls_get_addr"'

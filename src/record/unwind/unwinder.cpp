@@ -304,10 +304,18 @@ namespace {
 // (~120 us on the H200, bench/RESULTS.md, eighteenth session). The object must be the one the loader
 // has at pc now (_dl_find_object, lock-free: what libgcc's unwinder asks at every frame before it reads
 // .eh_frame the same way), so that a stale snapshot never leads the walk into unmapped memory.
+// _dl_find_object is glibc 2.35's: looked up, so that the library still loads on older ones (RHEL 9's
+// 2.34), where such walks fall back to backtrace() as before.
+using FindObject = int (*)(void*, dl_find_object*);
+FindObject find_object() {
+  static const FindObject f = reinterpret_cast<FindObject>(dlsym(RTLD_DEFAULT, "_dl_find_object"));
+  return f;
+}
 bool lazy_row(const Object& o, uint64_t pc, FrameRow* row) {
-  if (!o.eh_size) return false;
+  const FindObject find = find_object();
+  if (!o.eh_size || !find) return false;
   dl_find_object found;
-  if (_dl_find_object(reinterpret_cast<void*>(pc), &found) != 0 || !found.dlfo_link_map ||
+  if (find(reinterpret_cast<void*>(pc), &found) != 0 || !found.dlfo_link_map ||
       found.dlfo_link_map->l_addr != o.bias || reinterpret_cast<uint64_t>(found.dlfo_eh_frame) != o.hdr_addr)
     return false;
   const uint64_t loc = pc - o.bias;
