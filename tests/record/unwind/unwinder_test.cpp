@@ -269,6 +269,12 @@ TEST_F(Unwinder, PagedRowLookupEqualsTheBinarySearch) {
   EXPECT_GT(checked, 100000u);
 }
 
+// The object chain_nofp is in (a library without frame pointers, with CFI), or null.
+const Object* chain_nofp_object() {
+  const TextRange* r = ObjectTable::instance().snapshot()->find(reinterpret_cast<uint64_t>(&chain_nofp));
+  return r ? r->object : nullptr;
+}
+
 // An FDE read in place (find_cfi_row, for a walk through an object whose rows are being built) gives
 // the row the object's table gives: at the start, the middle, the last byte and the end of every
 // FDE's code of every loaded object, and around them. The objects' own segments, as the walk reads them.
@@ -310,10 +316,8 @@ TEST_F(Unwinder, AnFdeReadInPlaceGivesTheTablesRow) {
 // .eh_frame_hdr and .eh_frame, at every row's location. It stays inside the copy (AddressSanitizer)
 // and either declines or gives a row.
 TEST_F(Unwinder, AnFdeReadInPlaceStaysInsideDamagedSections) {
-  const Snapshot* snap = ObjectTable::instance().snapshot();
-  const TextRange* r = snap->find(reinterpret_cast<uint64_t>(&chain_nofp));
-  ASSERT_NE(r, nullptr);
-  const Object* o = r->object;
+  const Object* o = chain_nofp_object();
+  ASSERT_NE(o, nullptr);
   ASSERT_GT(o->eh_size, 0u);
   const auto* rows = o->rows.load();
   ASSERT_NE(rows, nullptr);
@@ -349,31 +353,12 @@ bool sorted_unique(const std::vector<FrameRow>& rows) {
 // Each build stays inside the copy (AddressSanitizer watches the heap buffer) and gives sorted rows;
 // the undamaged copy gives exactly the rows built from the loaded object.
 TEST_F(Unwinder, RowBuilderOnRealAndDamagedSections) {
-  const Snapshot* snap = ObjectTable::instance().snapshot();
-  const TextRange* r = snap->find(reinterpret_cast<uint64_t>(&chain_nofp));
-  ASSERT_NE(r, nullptr);
-  const Object* o = r->object;
+  const Object* o = chain_nofp_object();
+  ASSERT_NE(o, nullptr);
   ASSERT_NE(o->hdr_addr, 0u);
-  // The segment holding .eh_frame_hdr.
-  struct Seg {
-    const Object* o;
-    uint64_t lo = 0, size = 0;
-  } seg{o};
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* data) -> int {
-        auto* s = static_cast<Seg*>(data);
-        if (info->dlpi_addr != s->o->bias) return 0;
-        for (int i = 0; i < info->dlpi_phnum; i++) {
-          const auto& ph = info->dlpi_phdr[i];
-          uint64_t lo = info->dlpi_addr + ph.p_vaddr;
-          if (ph.p_type == PT_LOAD && s->o->hdr_addr >= lo && s->o->hdr_addr < lo + ph.p_memsz) {
-            s->lo = lo;
-            s->size = ph.p_memsz;
-          }
-        }
-        return 1;
-      },
-      &seg);
+  const struct {
+    uint64_t lo, size;
+  } seg{o->eh_lo, o->eh_size};  // the segment holding .eh_frame_hdr
   ASSERT_GT(seg.size, 0u);
   std::vector<uint8_t> copy(reinterpret_cast<const uint8_t*>(seg.lo), reinterpret_cast<const uint8_t*>(seg.lo) + seg.size);
   std::vector<FrameRow> rows;
@@ -450,15 +435,26 @@ void* zalloc_capture(void*, unsigned items, unsigned size) {
 }
 void zfree(void*, void* p) { free(p); }
 
+// zlib dlopen'ed here (not loaded before: else the caller skips), and what the deflateInit macro calls,
+// looked up in that copy (zlib.h gives the layout).
+struct Zlib {
+  void* handle = nullptr;
+  int (*init)(z_stream*, int, const char*, int) = nullptr;
+  int (*end)(z_stream*) = nullptr;
+};
+Zlib load_zlib() {
+  Zlib z;
+  if (dlopen("libz.so.1", RTLD_NOW | RTLD_NOLOAD)) return z;
+  z.handle = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!z.handle) return z;
+  z.init = reinterpret_cast<decltype(z.init)>(dlsym(z.handle, "deflateInit_"));
+  z.end = reinterpret_cast<decltype(z.end)>(dlsym(z.handle, "deflateEnd"));
+  return z;
+}
+
 TEST_F(Unwinder, ALibraryLoadedLaterIsWalkedOnceItsRowsAreBuiltAndDroppedAfterDlclose) {
-  if (dlopen("libz.so.1", RTLD_NOW | RTLD_NOLOAD)) GTEST_SKIP() << "libz is already loaded";
-  void* z = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(z, nullptr);
-  // What the deflateInit macro calls, looked up in the dlopen'ed copy (zlib.h gives the layout).
-  using DeflateInit = int (*)(z_stream*, int, const char*, int);
-  using DeflateEnd = int (*)(z_stream*);
-  auto init = reinterpret_cast<DeflateInit>(dlsym(z, "deflateInit_"));
-  auto end = reinterpret_cast<DeflateEnd>(dlsym(z, "deflateEnd"));
+  const auto [z, init, end] = load_zlib();
+  if (!z) GTEST_SKIP() << "libz is already loaded, or missing";
   ASSERT_TRUE(init && end);
   uint64_t zlib_pc = reinterpret_cast<uint64_t>(init);
   EXPECT_EQ(ObjectTable::instance().snapshot()->find(zlib_pc), nullptr);
@@ -513,13 +509,8 @@ void* zalloc_lazy(void*, unsigned items, unsigned size) {
 }
 
 TEST_F(Unwinder, AFdeReadInPlaceWalksALibraryWhoseRowsAreBeingBuilt) {
-  if (dlopen("libz.so.1", RTLD_NOW | RTLD_NOLOAD)) GTEST_SKIP() << "libz is already loaded";
-  void* z = dlopen("libz.so.1", RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(z, nullptr);
-  using DeflateInit = int (*)(z_stream*, int, const char*, int);
-  using DeflateEnd = int (*)(z_stream*);
-  auto init = reinterpret_cast<DeflateInit>(dlsym(z, "deflateInit_"));
-  auto end = reinterpret_cast<DeflateEnd>(dlsym(z, "deflateEnd"));
+  const auto [z, init, end] = load_zlib();
+  if (!z) GTEST_SKIP() << "libz is already loaded, or missing";
   ASSERT_TRUE(init && end);
   ObjectTable::instance().refresh_now();
   const TextRange* r = ObjectTable::instance().snapshot()->find(reinterpret_cast<uint64_t>(init));
