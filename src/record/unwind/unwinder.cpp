@@ -305,14 +305,13 @@ namespace {
 // has at pc now (_dl_find_object, lock-free: what libgcc's unwinder asks at every frame before it reads
 // .eh_frame the same way), so that a stale snapshot never leads the walk into unmapped memory.
 // _dl_find_object is glibc 2.35's: looked up, so that the library still loads on older ones (RHEL 9's
-// 2.34), where such walks fall back to backtrace() as before.
+// 2.34), where such walks fall back to backtrace() as before. Looked up when the library is loaded,
+// not at the first such walk: dlsym takes the loader's lock, which a launch inside the driver's
+// callback must not wait for (a thread in dlopen may be waiting for the driver).
 using FindObject = int (*)(void*, dl_find_object*);
-FindObject find_object() {
-  static const FindObject f = reinterpret_cast<FindObject>(dlsym(RTLD_DEFAULT, "_dl_find_object"));
-  return f;
-}
+const FindObject g_find_object = reinterpret_cast<FindObject>(dlsym(RTLD_DEFAULT, "_dl_find_object"));
 bool lazy_row(const Object& o, uint64_t pc, FrameRow* row) {
-  const FindObject find = find_object();
+  const FindObject find = g_find_object;
   if (!o.eh_size || !find) return false;
   dl_find_object found;
   if (find(reinterpret_cast<void*>(pc), &found) != 0 || !found.dlfo_link_map ||
