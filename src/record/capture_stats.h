@@ -46,8 +46,8 @@ struct CaptureStats {
   // the stack: a word it keeps changed without changing the frames)
   std::atomic<uint64_t> memo_failed_same{0};
   std::atomic<uint64_t> fallbacks{0};    // UnwindFallback's count
-  std::atomic<uint64_t> walks{0}, walks_after_reset{0};
-  std::atomic<uint64_t> lazy_frames{0};  // frames stepped by an FDE read in place (rows being built: unwind::find_cfi_row)  // UnwindWalk's count; of those, the first after the loaded objects changed
+  std::atomic<uint64_t> walks{0}, walks_after_reset{0};  // UnwindWalk's count; of those, the first after the loaded objects changed
+  std::atomic<uint64_t> lazy_frames{0};  // frames stepped by an FDE read in place (rows being built: unwind::find_cfi_row)
   std::atomic<uint64_t> thread_new{0};   // stacks new to their thread (took the shared table's mutex)
   std::atomic<uint64_t> process_new{0};  // of those, stacks new to the process (named and written)
   // The memos checked at launches that walked, by why each failed (unwind::MemoMiss: held, empty,

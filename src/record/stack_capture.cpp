@@ -34,17 +34,22 @@ uint64_t mix(uint64_t h, uint64_t v) {
 
 // The hash of a stack's content at every launch: two independent multiply-rotate chains over
 // alternate words (a full mix() per word was a third of the launch), finished by mix().
-uint64_t hash_words(const uint64_t* w, size_t n) {
+struct WordHash {
   uint64_t a = 0x243f6a8885a308d3ULL, b = 0x13198a2e03707344ULL;
-  size_t i = 0;
-  for (; i + 1 < n; i += 2) {
-    a = (a ^ w[i]) * 0x9e3779b97f4a7c15ULL;
-    b = (b ^ w[i + 1]) * 0xff51afd7ed558ccdULL;
+  void pair(uint64_t even, uint64_t odd) {
+    a = (a ^ even) * 0x9e3779b97f4a7c15ULL;
+    b = (b ^ odd) * 0xff51afd7ed558ccdULL;
     a = (a << 29) | (a >> 35);
     b = (b << 31) | (b >> 33);
   }
-  if (i < n) a = (a ^ w[i]) * 0x9e3779b97f4a7c15ULL;
-  return mix(mix(a, b), n);
+  uint64_t finish(size_t n) const { return mix(mix(a, b), n); }
+};
+uint64_t hash_words(const uint64_t* w, size_t n) {
+  WordHash h;
+  size_t i = 0;
+  for (; i + 1 < n; i += 2) h.pair(w[i], w[i + 1]);
+  if (i < n) h.a = (h.a ^ w[i]) * 0x9e3779b97f4a7c15ULL;
+  return h.finish(n);
 }
 
 std::atomic<uint64_t> g_serial{1};
@@ -247,14 +252,9 @@ size_t put_python(uint64_t* out, const RawPyFrame* py, int np) {
 // hash_words() of the frames' words as put_python() lays them out, read from the frames themselves
 // (a copy of ~20 frames' words was ~150 instructions of a launch's ~2,900 on the capture benchmark).
 uint64_t hash_python(const RawPyFrame* py, int np) {
-  uint64_t a = 0x243f6a8885a308d3ULL, b = 0x13198a2e03707344ULL;
-  for (int i = 0; i < np; i++) {
-    a = (a ^ reinterpret_cast<uint64_t>(py[i].code)) * 0x9e3779b97f4a7c15ULL;
-    b = (b ^ static_cast<uint32_t>(py[i].lasti)) * 0xff51afd7ed558ccdULL;
-    a = (a << 29) | (a >> 35);
-    b = (b << 31) | (b >> 33);
-  }
-  return mix(mix(a, b), 2 * static_cast<uint64_t>(np));
+  WordHash h;
+  for (int i = 0; i < np; i++) h.pair(reinterpret_cast<uint64_t>(py[i].code), static_cast<uint32_t>(py[i].lasti));
+  return h.finish(2 * static_cast<size_t>(np));
 }
 
 // The parts of a capture's breakdown that a launch from its memo and a walked launch share.

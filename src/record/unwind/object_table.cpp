@@ -121,11 +121,9 @@ void ObjectTable::build_now(Object* o) {
         [](dl_phdr_info* info, size_t, void* data) -> int {
           auto* f = static_cast<Find*>(data);
           if (info->dlpi_addr != f->o->bias || info->dlpi_phdr != f->o->phdr) return 0;
-          for (int i = 0; i < info->dlpi_phnum; i++) {
-            const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-            uint64_t lo = info->dlpi_addr + ph.p_vaddr;
-            if (ph.p_type != PT_LOAD || f->o->hdr_addr < lo || f->o->hdr_addr >= lo + ph.p_memsz) continue;
-            MemView mem{reinterpret_cast<const uint8_t*>(lo), lo, ph.p_memsz};
+          // The segment that holds .eh_frame_hdr, found when the snapshot was taken (Object::eh_lo).
+          if (f->o->eh_size) {
+            MemView mem{reinterpret_cast<const uint8_t*>(f->o->eh_lo), f->o->eh_lo, f->o->eh_size};
             build_cfi_rows(mem, f->o->hdr_addr, info->dlpi_addr, f->rows, &f->stats);
           }
           return 1;

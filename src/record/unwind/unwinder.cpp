@@ -402,7 +402,8 @@ int walk_impl(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, Walk
       } else {
         st.cache_misses++;
         const uint64_t l0 = timed ? __rdtsc() : 0;
-        const TextRange* r = snap->find(pc - (exact ? 0 : 1));
+        const uint64_t at = pc - (exact ? 0 : 1);  // inside the call instruction, for a return address
+        const TextRange* r = snap->find(at);
         if (!r) {
           // Not a return address into loaded code: the last frame was not one (it is dropped).
           st.end = stale_object(*snap, pc) ? WalkEnd::Stale : WalkEnd::BadFrame;
@@ -412,12 +413,12 @@ int walk_impl(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, Walk
         }
         Object* o = r->object;
         const std::vector<FrameRow>* rows = o->rows.load(std::memory_order_acquire);
+        FrameRow lazy;
         if (!rows) {
-          FrameRow lazy;
           if (!o->hdr_addr) {
             cfa_rule = kCfaNoInfo;  // no CFI at all: frame pointers
             fp_off = kFpSame;
-          } else if (table.request_build(o); lazy_row(*o, pc - (exact ? 0 : 1), &lazy)) {
+          } else if (table.request_build(o); lazy_row(*o, at, &lazy)) {
             cfa_rule = lazy.cfa;
             fp_off = lazy.fp_off;
             st.lazy_rows++;
@@ -426,7 +427,7 @@ int walk_impl(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, Walk
             break;
           }
         } else {
-          uint64_t loc = pc - (exact ? 0 : 1) - o->bias;
+          uint64_t loc = at - o->bias;
           const FrameRow* row = loc <= UINT32_MAX ? find_row_paged(rows->data(), rows->size(), o->pages->data(),
                                                                    o->pages->size(), static_cast<uint32_t>(loc))
                                                   : nullptr;
