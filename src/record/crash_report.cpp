@@ -1,9 +1,15 @@
 #include "record/crash_report.h"
 
+#include <dlfcn.h>
 #include <execinfo.h>
+#include <link.h>
+#include <setjmp.h>
 #include <signal.h>
+#include <ucontext.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <initializer_list>
@@ -13,7 +19,13 @@ namespace aiflame {
 namespace {
 
 thread_local int t_phase = 0;
+thread_local const char* t_subject = nullptr;  // what the thread works on (set_crash_subject)
+thread_local sigjmp_buf* t_guard = nullptr;    // run_guarded's, while it runs
 struct sigaction g_previous[32];
+// aiflame's own object (this library, or the test executable): its frames are printed as offsets into
+// it, which addr2line resolves against the unstripped build.
+uint64_t g_self_lo = 0, g_self_hi = 0;
+char g_self_name[128] = "aiflame";
 
 const char* phase_name(int p) {
   static const char* names[] = {"the program (not aiflame)", "aiflame's launch callback", "native unwinding",
@@ -27,22 +39,48 @@ bool has_handler(const struct sigaction& a) {
   return a.sa_handler != SIG_DFL && a.sa_handler != SIG_IGN;
 }
 
+// An address, as an offset into aiflame's object when it is one of its own.
+int format_address(char* out, size_t size, uint64_t a) {
+  if (a >= g_self_lo && a < g_self_hi)
+    return std::snprintf(out, size, "%#llx (%s+%#llx)", static_cast<unsigned long long>(a), g_self_name,
+                         static_cast<unsigned long long>(a - g_self_lo));
+  return std::snprintf(out, size, "%#llx", static_cast<unsigned long long>(a));
+}
+
 void on_fatal(int sig, siginfo_t* info, void* ctx) {
+  // A fault inside run_guarded on this thread: back to it (the handler stays installed for the next).
+  if (t_guard && (sig == SIGSEGV || sig == SIGBUS)) siglongjmp(*t_guard, sig);
+  // As SA_RESETHAND did: a second fault of this kind takes the default action. (Not the flag itself:
+  // a fault run_guarded recovers from must find the handler still in place.)
+  signal(sig, SIG_DFL);
   struct sigaction& prev = g_previous[sig];
   if (t_phase != 0 || !has_handler(prev)) {
-    char line[256];
+    char line[640];
     // The stack only for a crash inside aiflame. A program's own crash gets the line alone: backtrace()
     // there can hang (the unwinder's locks may be held by the thread that crashed, or by another), and
     // one hf_gpt2.py run on the H100 hung for 200 s after "stack:" instead of dying (bench/RESULTS.md,
-    // seventeenth session). What a program does on its own crash is not aiflame's to change.
+    // seventeenth session). The frames are printed as addresses, not through backtrace_symbols_fd: its
+    // dladdr() takes the loader's lock, which a thread in dlopen may hold while it waits for the lock
+    // the crashed thread held (the unwind-table builder read objects inside dl_iterate_phdr until the
+    // nineteenth session, when one such report hung after "stack:").
     const bool ours = t_phase != 0;
-    int n = std::snprintf(line, sizeof line, "aiflame: signal %d at address %p in %s%s\n", sig,
-                          info ? info->si_addr : nullptr, phase_name(t_phase), ours ? "; stack:" : "");
+    char pc[192] = "?";
+    if (ctx) format_address(pc, sizeof pc, static_cast<uint64_t>(static_cast<ucontext_t*>(ctx)->uc_mcontext.gregs[REG_RIP]));
+    int n = std::snprintf(line, sizeof line, "aiflame: signal %d (code %d) at address %p, pc %s, in %s%s%s%s\n", sig,
+                          info ? info->si_code : 0, info ? info->si_addr : nullptr, pc, phase_name(t_phase),
+                          t_subject ? " (" : "", t_subject ? t_subject : "", t_subject ? ")" : "");
+    if (n > static_cast<int>(sizeof line) - 1) n = static_cast<int>(sizeof line) - 1;
     (void)!write(2, line, static_cast<size_t>(n));
     if (ours) {
+      (void)!write(2, "aiflame: stack:\n", 16);
       void* frames[64];
       int k = backtrace(frames, 64);
-      backtrace_symbols_fd(frames, k, 2);
+      for (int i = 0; i < k; i++) {
+        char a[192];
+        format_address(a, sizeof a, reinterpret_cast<uint64_t>(frames[i]));
+        n = std::snprintf(line, sizeof line, "aiflame:   #%d %s\n", i, a);
+        if (n > 0) (void)!write(2, line, std::min(static_cast<size_t>(n), sizeof line - 1));
+      }
     }
   }
   // Hand the signal to whoever had it before (Python's faulthandler, the default action).
@@ -50,23 +88,60 @@ void on_fatal(int sig, siginfo_t* info, void* ctx) {
     if (prev.sa_flags & SA_SIGINFO) return prev.sa_sigaction(sig, info, ctx);
     return prev.sa_handler(sig);
   }
-  signal(sig, SIG_DFL);
   raise(sig);
+}
+
+// The loaded object holding this file's code: its lowest and highest loaded addresses.
+void find_self() {
+  Dl_info di;
+  if (!dladdr(reinterpret_cast<void*>(&on_fatal), &di) || !di.dli_fbase) return;
+  g_self_lo = reinterpret_cast<uint64_t>(di.dli_fbase);
+  if (di.dli_fname && *di.dli_fname) {
+    const char* base = std::strrchr(di.dli_fname, '/');
+    std::snprintf(g_self_name, sizeof g_self_name, "%s", base ? base + 1 : di.dli_fname);
+  }
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void*) -> int {
+        if (info->dlpi_addr != g_self_lo) return 0;
+        for (int i = 0; i < info->dlpi_phnum; i++)
+          if (info->dlpi_phdr[i].p_type == PT_LOAD)
+            g_self_hi = std::max<uint64_t>(g_self_hi, info->dlpi_addr + info->dlpi_phdr[i].p_vaddr + info->dlpi_phdr[i].p_memsz);
+        return 1;
+      },
+      nullptr);
+  // A position-dependent executable has bias 0: its object starts at its first segment, and offsets
+  // from 0 are its own addresses, as addr2line takes them.
 }
 
 }  // namespace
 
 void set_phase(Phase p) { t_phase = static_cast<int>(p); }
 Phase current_phase() { return static_cast<Phase>(t_phase); }
+void set_crash_subject(const char* what) { t_subject = what; }
+
+bool run_guarded(void (*fn)(void*), void* arg, int* sig) {
+  sigjmp_buf buf;
+  sigjmp_buf* const outer = t_guard;
+  if (int s = sigsetjmp(buf, 1)) {  // the signal mask as it was here (the fault's signal unblocked)
+    t_guard = outer;
+    if (sig) *sig = s;
+    return false;
+  }
+  t_guard = &buf;
+  fn(arg);
+  t_guard = outer;
+  return true;
+}
 
 void install_crash_report() {
   // backtrace() loads libgcc's unwinder at its first call (dlopen, malloc): done here, not in the
   // handler, where the heap may be what broke.
   void* warm[2];
   (void)backtrace(warm, 2);
+  find_self();
   struct sigaction sa = {};
   sa.sa_sigaction = on_fatal;
-  sa.sa_flags = SA_SIGINFO | SA_RESETHAND;
+  sa.sa_flags = SA_SIGINFO;
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGSEGV, SIGBUS, SIGILL, SIGFPE}) sigaction(sig, &sa, &g_previous[sig]);
 }

@@ -19,6 +19,17 @@ struct PhaseScope {
   ~PhaseScope() { set_phase(saved); }
 };
 
+// What the calling thread works on, named in a crash report (the unwind-table builder's object); null
+// for nothing. The string must outlive the setting.
+void set_crash_subject(const char* what);
+
+// Calls fn(arg) with SIGSEGV and SIGBUS on this thread turned into a return of false (*sig: which),
+// once install_crash_report() is in place and no later handler of the program's keeps the signal to
+// itself. For code that reads memory it cannot prove mapped, or that must not take the program down
+// with it (the unwind-table builder, off the launch path). fn must hold no lock the rest of the
+// process waits on, and leaves what it allocated when it faults (destructors do not run).
+bool run_guarded(void (*fn)(void*), void* arg, int* sig);
+
 // Installs the reporter for SIGSEGV, SIGBUS, SIGILL, SIGFPE, chaining to the previous handlers. It
 // prints only where the signal would end the process (no previous handler) or the thread was inside
 // aiflame: a program that handles such signals itself (a runtime's guard pages) hears nothing of it.

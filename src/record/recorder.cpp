@@ -11,6 +11,7 @@
 
 #include "record/capture_stats.h"
 #include "record/crash_report.h"
+#include "record/unwind/object_table.h"
 #include "record/module_map.h"
 #include "util/hot_pages.h"
 
@@ -425,6 +426,8 @@ void Recorder::finish(uint64_t end_timestamp) {
   if (!started_) return;
   write_modules_if_changed();
   autograd_.finish();
+  // A fault of the unwind-table builder (ObjectTable::build_now) leaves the program running: said here.
+  if (std::string note = unwind::ObjectTable::instance().fault_note(); !note.empty()) warn(note);
   EndRecord end;
   end.timestamp = end_timestamp;
   const LaunchTotals totals = launch_totals();

@@ -59,11 +59,54 @@ TEST(CrashReport, ACrashInsideAiflameIsReportedAndStillKills) {
   int status = 0;
   std::string err = crash_in(Phase::Collector, &status);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) << status;
-  EXPECT_NE(err.find("aiflame: signal 11 at address 0x"), std::string::npos) << err;
-  EXPECT_NE(err.find(" in aiflame's collector thread; stack:"), std::string::npos) << err;
-  int frames = 0;  // backtrace_symbols_fd's lines: "object(symbol+offset)[address]"
-  for (size_t at = 0; (at = err.find(")[0x", at)) != std::string::npos; at++) frames++;
+  EXPECT_NE(err.find("aiflame: signal 11 (code 2) at address 0x"), std::string::npos) << err;
+  EXPECT_NE(err.find(" in aiflame's collector thread\naiflame: stack:\n"), std::string::npos) << err;
+  // The faulting instruction, in this executable (aiflame's object here): an offset into it.
+  EXPECT_NE(err.find("(code 2) at address 0x"), std::string::npos) << err;  // SEGV_ACCERR
+  EXPECT_NE(err.find(", pc 0x"), std::string::npos) << err;
+  EXPECT_NE(err.find("aiflame_tests+0x"), std::string::npos) << err;
+  int frames = 0;  // "aiflame:   #i address", without dladdr (backtrace_symbols_fd takes the loader's lock)
+  for (size_t at = 0; (at = err.find("aiflame:   #", at)) != std::string::npos; at++) frames++;
   EXPECT_GE(frames, 3) << "the stack's frames follow:\n" << err;
+}
+
+// The builder names the object it works on.
+TEST(CrashReport, TheThreadsSubjectIsNamed) {
+  int status = 0;
+  std::string err = in_child([] {
+    signal(SIGSEGV, SIG_DFL);
+    install_crash_report();
+    set_phase(Phase::Builder);
+    set_crash_subject("/lib/libexample.so");
+    fault();
+  }, &status);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) << status;
+  EXPECT_NE(err.find("in aiflame's unwind-table builder (/lib/libexample.so)\n"), std::string::npos) << err;
+}
+
+void fault_arg(void*) { fault(); }
+void no_fault(void* p) { *static_cast<int*>(p) = 7; }
+
+// A fault inside run_guarded returns false, nothing reported, and the handler stays for the next one;
+// outside it, the same fault still kills.
+TEST(CrashReport, AGuardedFaultReturnsAndTheNextUnguardedOneStillKills) {
+  int status = 0;
+  std::string err = in_child([] {
+    signal(SIGSEGV, SIG_DFL);
+    install_crash_report();
+    set_phase(Phase::Builder);
+    int ran = 0, sig = 0;
+    if (!run_guarded(no_fault, &ran, &sig) || ran != 7) _exit(10);
+    for (int i = 0; i < 3; i++)
+      if (run_guarded(fault_arg, nullptr, &sig) || sig != SIGSEGV) _exit(11 + i);
+    std::fprintf(stderr, "survived\n");
+    std::fflush(stderr);
+    fault();
+  }, &status);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) << status << "\n" << err;
+  EXPECT_NE(err.find("survived\n"), std::string::npos) << err;
+  EXPECT_EQ(err.find("aiflame: signal"), err.rfind("aiflame: signal")) << "one report, the last fault's:\n" << err;
+  EXPECT_NE(err.find("aiflame: signal 11"), std::string::npos) << err;
 }
 
 // The program's own handler (installed before aiflame's) runs after the report. Outside aiflame the
@@ -103,7 +146,7 @@ TEST(CrashReport, TheUnwindTableBuildersCrashIsNamed) {
   int status = 0;
   std::string err = crash_in(Phase::Builder, &status);
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) << status;
-  EXPECT_NE(err.find(" in aiflame's unwind-table builder; stack:"), std::string::npos) << err;
+  EXPECT_NE(err.find(" in aiflame's unwind-table builder\naiflame: stack:\n"), std::string::npos) << err;
 }
 
 }  // namespace

@@ -110,35 +110,75 @@ void ObjectTable::build_now(Object* o) {
   timespec t0{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
   auto rows = std::make_unique<std::vector<FrameRow>>();
+  // Still loaded? Asked under the loader's lock, and the rows built outside it: a build of libtorch_cuda
+  // takes ~0.1-1 s, during which every dlopen and dl_iterate_phdr of the program would wait (the build
+  // ran inside dl_iterate_phdr until the nineteenth session). An object unloaded meanwhile faults the
+  // build, which run_guarded turns into an object without rows (frame pointers), as any other fault of
+  // the build: the builder is off the launch path and must not take the program down (one hf_gpt2.py
+  // recording in ~20 reported "signal 11 ... in aiflame's unwind-table builder" and died).
   struct Find {
-    Object* o;
-    std::vector<FrameRow>* rows;
-    CfiStats stats;
-  } find{o, rows.get(), {}};
-  // Inside dl_iterate_phdr the loader holds its lock: the object cannot be unmapped while it is read.
-  if (o->hdr_addr)
+    const Object* o;
+    bool loaded;
+  } find{o, false};
+  if (o->hdr_addr && o->eh_size)
     dl_iterate_phdr(
         [](dl_phdr_info* info, size_t, void* data) -> int {
           auto* f = static_cast<Find*>(data);
           if (info->dlpi_addr != f->o->bias || info->dlpi_phdr != f->o->phdr) return 0;
-          // The segment that holds .eh_frame_hdr, found when the snapshot was taken (Object::eh_lo).
-          if (f->o->eh_size) {
-            MemView mem{reinterpret_cast<const uint8_t*>(f->o->eh_lo), f->o->eh_lo, f->o->eh_size};
-            build_cfi_rows(mem, f->o->hdr_addr, info->dlpi_addr, f->rows, &f->stats);
-          }
+          f->loaded = true;
           return 1;
         },
         &find);
-  o->stats = find.stats;
+  int fault = 0;
+  if (find.loaded) {
+    struct Job {
+      Object* o;
+      std::vector<FrameRow>* rows;
+      CfiStats stats;
+    } job{o, rows.get(), {}};
+    set_crash_subject(o->path.empty() ? "the main program's unwind rows" : o->path.c_str());
+    const bool done = run_guarded(
+        [](void* p) {
+          auto* j = static_cast<Job*>(p);
+          // The segment that holds .eh_frame_hdr, found when the snapshot was taken (Object::eh_lo).
+          MemView mem{reinterpret_cast<const uint8_t*>(j->o->eh_lo), j->o->eh_lo, j->o->eh_size};
+          build_cfi_rows(mem, j->o->hdr_addr, j->o->bias, j->rows, &j->stats);
+        },
+        &job, &fault);
+    set_crash_subject(nullptr);
+    if (done) {
+      o->stats = job.stats;
+    } else {
+      // What the build left (its vectors' memory leaks: destructors did not run) is dropped; no rows.
+      (void)rows.release();
+      rows = std::make_unique<std::vector<FrameRow>>();
+      build_faults_++;
+      warn_fault(o, fault);
+    }
+  }
   timespec t1{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
   debug("unwind rows of %s: %zu rows (%u FDEs, %u rejected) in %.1f ms CPU", o->path.empty() ? "(main program)" : o->path.c_str(),
-        rows->size(), find.stats.fdes, find.stats.bad_entries,
+        rows->size(), o->stats.fdes, o->stats.bad_entries,
         static_cast<double>(t1.tv_sec - t0.tv_sec) * 1e3 + static_cast<double>(t1.tv_nsec - t0.tv_nsec) / 1e6);
   o->pages = new std::vector<uint32_t>(build_row_pages(*rows));  // freed with the process, as the rows
   o->rows.store(rows.release(), std::memory_order_release);
   o->state.store(Object::kBuilt, std::memory_order_release);
   builds_++;
+}
+
+void ObjectTable::warn_fault(const Object* o, int sig) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!fault_note_.empty()) return;
+  fault_note_ = "signal " + std::to_string(sig) + " while building the unwind rows of " +
+                (o->path.empty() ? std::string("the main program") : o->path) +
+                ": its frames are unwound by frame pointers (the program ran on)";
+  debug("%s", fault_note_.c_str());
+}
+
+std::string ObjectTable::fault_note() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return fault_note_;
 }
 
 void ObjectTable::build_all_now() {

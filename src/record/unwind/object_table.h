@@ -1,8 +1,9 @@
 // The loaded objects of this process as the native unwinder sees them: an immutable snapshot (sorted
 // executable ranges, each with its object's CFI rows once built), read without a lock and replaced
 // whole (RCU style) when the loader's dlopen/dlclose counters move. Rows are built per object, once,
-// by a background thread when a walk first needs them (the walk falls back meanwhile), inside
-// dl_iterate_phdr so that the object cannot be unloaded while its .eh_frame is read.
+// by a background thread when a walk first needs them (the walk reads FDEs in place meanwhile), outside
+// the loader's lock and under a fault guard (run_guarded): an object unloaded during its build, or any
+// other fault of the build, leaves that object without rows and the program running.
 #pragma once
 #include <atomic>
 #include <condition_variable>
@@ -94,6 +95,10 @@ class ObjectTable {
   // Builds one object's rows on this thread (a no-op when built).
   void build_now(Object* o);
   uint64_t builds() const { return builds_.load(); }
+  // Builds that faulted (their objects have no rows), and the first one's note for the profile's
+  // warnings (empty: none).
+  uint64_t build_faults() const { return build_faults_.load(); }
+  std::string fault_note();
   // Starts the builder thread now (the recorder's start) rather than at the first request.
   void start_builder() {
     std::lock_guard<std::mutex> lock(mu_);
@@ -121,6 +126,9 @@ class ObjectTable {
   bool stop_requested_ = false;  // under mu_: the builder ends at its next wake-up
   std::vector<std::unique_ptr<const Snapshot>> retired_;  // kept: a walk may still hold one
   std::atomic<uint64_t> builds_{0};
+  std::atomic<uint64_t> build_faults_{0};
+  void warn_fault(const Object* o, int sig);
+  std::string fault_note_;  // under mu_
 };
 
 }  // namespace aiflame::unwind

@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "record/crash_report.h"
 #include "record/unwind/object_table.h"
 #include "record/unwind/unwinder.h"
 
@@ -1075,6 +1077,51 @@ TEST_F(Unwinder, AMemoFailsWhenAnyOneOfItsWordsMoves) {
   }
   EXPECT_GT(checked, 1000);
   for (int m = 0; m < 4; m++) EXPECT_GT(sizes_mod4[m], 0) << "no memo of 4k+" << m << " words: a tail not covered";
+}
+
+}  // namespace
+}  // namespace aiflame::unwind
+
+namespace aiflame::unwind {
+namespace {
+
+// A build that faults (here: the object's .eh_frame_hdr segment made unreadable, as an object unloaded
+// during its build would be) leaves that object without rows, counted and noted, and the process
+// running. In a child: the crash report's handler replaces the test process's own.
+TEST(ObjectTableBuild, AFaultingBuildLeavesTheObjectWithoutRowsAndTheProcessRunning) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    signal(SIGSEGV, SIG_DFL);  // under AddressSanitizer, its handler would be the crash report's previous one
+    install_crash_report();
+    ObjectTable& table = ObjectTable::instance();
+    const Snapshot* snap = table.refresh_now();
+    const TextRange* r = snap->find(reinterpret_cast<uint64_t>(&chain_nofp));
+    if (!r || !r->object->hdr_addr || !r->object->eh_size) _exit(10);
+    // The same loaded object (bias and program headers: the builder finds it loaded), its segment
+    // replaced by a page without access.
+    void* page = mmap(nullptr, 8192, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (page == MAP_FAILED) _exit(11);
+    Object o;
+    o.path = "/lib/faulting.so";
+    o.bias = r->object->bias;
+    o.phdr = r->object->phdr;
+    o.eh_lo = reinterpret_cast<uint64_t>(page);
+    o.eh_size = 8192;
+    o.hdr_addr = o.eh_lo + 64;
+    table.build_now(&o);
+    if (o.state.load() != Object::kBuilt) _exit(12);
+    if (!o.rows.load() || !o.rows.load()->empty()) _exit(13);
+    if (table.build_faults() != 1) _exit(14);
+    if (table.fault_note().find("signal 11 while building the unwind rows of /lib/faulting.so") != 0) _exit(15);
+    // The real object still builds.
+    table.build_now(r->object);
+    if (!r->object->rows.load() || r->object->rows.load()->empty()) _exit(16);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << "exit " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1) << ", signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
 }
 
 }  // namespace
