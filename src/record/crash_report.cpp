@@ -133,6 +133,14 @@ bool run_guarded(void (*fn)(void*), void* arg, int* sig) {
   return true;
 }
 
+bool guard_active() {
+  for (int sig : {SIGSEGV, SIGBUS}) {
+    struct sigaction cur = {};
+    if (sigaction(sig, nullptr, &cur) != 0 || !(cur.sa_flags & SA_SIGINFO) || cur.sa_sigaction != on_fatal) return false;
+  }
+  return true;
+}
+
 void install_crash_report() {
   // backtrace() loads libgcc's unwinder at its first call (dlopen, malloc): done here, not in the
   // handler, where the heap may be what broke.

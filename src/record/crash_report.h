@@ -29,6 +29,9 @@ void set_crash_subject(const char* what);
 // with it (the unwind-table builder, off the launch path). fn must hold no lock the rest of the
 // process waits on, and leaves what it allocated when it faults (destructors do not run).
 bool run_guarded(void (*fn)(void*), void* arg, int* sig);
+// Whether run_guarded would catch a fault now: the reporter is the installed handler of SIGSEGV and
+// SIGBUS (not replaced by a later handler of the program's, nor never installed, as in `record --pid`).
+bool guard_active();
 
 // Installs the reporter for SIGSEGV, SIGBUS, SIGILL, SIGFPE, chaining to the previous handlers. It
 // prints only where the signal would end the process (no previous handler) or the thread was inside

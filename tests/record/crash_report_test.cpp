@@ -151,3 +151,25 @@ TEST(CrashReport, TheUnwindTableBuildersCrashIsNamed) {
 
 }  // namespace
 }  // namespace aiflame
+
+namespace aiflame {
+namespace {
+
+// The guard counts only while the reporter is the installed handler of both signals.
+TEST(CrashReport, TheGuardIsActiveOnlyWhileTheReporterHandlesTheSignals) {
+  int status = 0;
+  in_child([] {
+    signal(SIGSEGV, SIG_DFL);
+    signal(SIGBUS, SIG_DFL);
+    if (guard_active()) _exit(10);
+    install_crash_report();
+    if (!guard_active()) _exit(11);
+    signal(SIGBUS, exit_3);  // a later handler of the program's
+    if (guard_active()) _exit(12);
+    _exit(0);
+  }, &status);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+}
+
+}  // namespace
+}  // namespace aiflame

@@ -33,6 +33,21 @@ Counters loader_counters() {
   return c;
 }
 
+// One object's rows (ObjectTable::build_now).
+struct BuildJob {
+  Object* o;
+  std::vector<FrameRow>* rows;
+  CfiStats stats;
+  bool guarded;  // built under run_guarded, outside the loader's lock
+  bool loaded;   // the loader still had the object
+};
+void build_job(void* p) {
+  auto* j = static_cast<BuildJob*>(p);
+  // The segment that holds .eh_frame_hdr, found when the snapshot was taken (Object::eh_lo).
+  MemView mem{reinterpret_cast<const uint8_t*>(j->o->eh_lo), j->o->eh_lo, j->o->eh_size};
+  build_cfi_rows(mem, j->o->hdr_addr, j->o->bias, j->rows, &j->stats);
+}
+
 struct Collect {
   const Snapshot* old;
   Snapshot* next;
@@ -110,52 +125,40 @@ void ObjectTable::build_now(Object* o) {
   timespec t0{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
   auto rows = std::make_unique<std::vector<FrameRow>>();
-  // Still loaded? Asked under the loader's lock, and the rows built outside it: a build of libtorch_cuda
-  // takes ~0.1-1 s, during which every dlopen and dl_iterate_phdr of the program would wait (the build
-  // ran inside dl_iterate_phdr until the nineteenth session). An object unloaded meanwhile faults the
-  // build, which run_guarded turns into an object without rows (frame pointers), as any other fault of
-  // the build: the builder is off the launch path and must not take the program down (one hf_gpt2.py
-  // recording in ~20 reported "signal 11 ... in aiflame's unwind-table builder" and died).
-  struct Find {
-    const Object* o;
-    bool loaded;
-  } find{o, false};
+  // Still loaded? Asked under the loader's lock, and the rows built outside it: a build of libtorch_cpu
+  // takes ~0.2 s (H200), during which every dlopen and dl_iterate_phdr of the program would wait. An
+  // object unloaded meanwhile faults the build, which run_guarded turns into an object without rows
+  // (frame pointers), as any other fault of the build: the builder is off the launch path and must not
+  // take the program down (one hf_gpt2.py recording in ~20 reported "signal 11 ... in aiflame's
+  // unwind-table builder" and died; nineteenth session). Where the guard cannot catch a fault (the
+  // program's own SIGSEGV handler replaced aiflame's, or `record --pid` installed none), the build runs
+  // inside dl_iterate_phdr, so that at least the object stays loaded while it is read.
+  BuildJob job{o, rows.get(), {}, guard_active(), false};
   if (o->hdr_addr && o->eh_size)
     dl_iterate_phdr(
         [](dl_phdr_info* info, size_t, void* data) -> int {
-          auto* f = static_cast<Find*>(data);
-          if (info->dlpi_addr != f->o->bias || info->dlpi_phdr != f->o->phdr) return 0;
-          f->loaded = true;
+          auto* j = static_cast<BuildJob*>(data);
+          if (info->dlpi_addr != j->o->bias || info->dlpi_phdr != j->o->phdr) return 0;
+          j->loaded = true;
+          if (!j->guarded) build_job(j);
           return 1;
         },
-        &find);
+        &job);
   int fault = 0;
-  if (find.loaded) {
-    struct Job {
-      Object* o;
-      std::vector<FrameRow>* rows;
-      CfiStats stats;
-    } job{o, rows.get(), {}};
+  if (job.loaded && job.guarded) {
     set_crash_subject(o->path.empty() ? "the main program's unwind rows" : o->path.c_str());
-    const bool done = run_guarded(
-        [](void* p) {
-          auto* j = static_cast<Job*>(p);
-          // The segment that holds .eh_frame_hdr, found when the snapshot was taken (Object::eh_lo).
-          MemView mem{reinterpret_cast<const uint8_t*>(j->o->eh_lo), j->o->eh_lo, j->o->eh_size};
-          build_cfi_rows(mem, j->o->hdr_addr, j->o->bias, j->rows, &j->stats);
-        },
-        &job, &fault);
+    const bool done = run_guarded(build_job, &job, &fault);
     set_crash_subject(nullptr);
-    if (done) {
-      o->stats = job.stats;
-    } else {
+    if (!done) {
       // What the build left (its vectors' memory leaks: destructors did not run) is dropped; no rows.
       (void)rows.release();
       rows = std::make_unique<std::vector<FrameRow>>();
+      job.stats = {};
       build_faults_++;
       warn_fault(o, fault);
     }
   }
+  o->stats = job.stats;
   timespec t1{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
   debug("unwind rows of %s: %zu rows (%u FDEs, %u rejected) in %.1f ms CPU", o->path.empty() ? "(main program)" : o->path.c_str(),
