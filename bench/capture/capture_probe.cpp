@@ -440,7 +440,9 @@ TorchApi api() {
 }  // namespace fake_torch
 
 // NoTracker: on_launch without the autograd tracker (torch not loaded), the cold benchmarks' baseline.
-enum class Pass { Forward, Backward, NoTracker };
+// Bare: no tracker, no native stack, no Python frames (`--unwind off --no-python`, AIFLAME_AUTOGRAD=0):
+// the launch record and the callback's bookkeeping alone, the floor under the capture.
+enum class Pass { Forward, Backward, NoTracker, Bare };
 
 // What Recorder::on_launch does with the tracker: capture, ask the tracker, write the launch record.
 void launch_callback_loop(benchmark::State& state, AutogradTracker* tracker, Pass pass) {
@@ -545,7 +547,7 @@ BENCHMARK(BM_LaunchAutogradBackward);
 // (a forward launch from an op of its own: its stack is remembered), the launch record through the
 // profile writer, while the collector thread adds a batch of 4,096 PC samples every 10 ms and flushes
 // the file (to a temporary file, zstd as in a recording). Caches and TLB evicted before every launch.
-std::vector<double> g_on_launch_ns, g_backward_ns, g_notracker_ns;
+std::vector<double> g_on_launch_ns, g_backward_ns, g_notracker_ns, g_bare_ns;
 std::string g_stats_line, g_backward_stats_line;
 
 // Backward (issue 23 item 5): the launching thread is an engine thread (graph task 1 from its first
@@ -569,12 +571,14 @@ void on_launch_cold(benchmark::State& state, bool stats, Pass pass = Pass::Forwa
     state.SkipWithError(error.c_str());
     return;
   }
-  with_gil([&] { rec.stacks().init(UnwindPolicy::Always, /*python=*/true); });
+  with_gil([&] {
+    rec.stacks().init(pass == Pass::Bare ? UnwindPolicy::Off : UnwindPolicy::Always, /*python=*/pass != Pass::Bare);
+  });
   uint64_t lo, hi;
   if (find_module_range("libaiflame_capture_bench", &lo, &hi)) rec.stacks().add_skip_range(lo, hi);
   // AIFLAME_AUTOGRAD_DEFER=1: backward launches resolved by the collector's flush (as the recorder does).
   if (const char* d = std::getenv("AIFLAME_AUTOGRAD_DEFER")) rec.autograd().set_deferred(std::strcmp(d, "1") == 0);
-  if (pass != Pass::NoTracker) rec.autograd().init_with(fake_torch::api(), /*python=*/true, [](const std::string&) {});
+  if (pass != Pass::NoTracker && pass != Pass::Bare) rec.autograd().init_with(fake_torch::api(), /*python=*/true, [](const std::string&) {});
   std::vector<std::shared_ptr<fake_torch::Node>> nodes;
   if (pass == Pass::Backward) {
     std::thread([&] {  // the forward thread: node k made, then its op's launch (stack id 5000 + k)
@@ -628,7 +632,10 @@ void on_launch_cold(benchmark::State& state, bool stats, Pass pass = Pass::Forwa
     (pass == Pass::Forward ? g_stats_line : g_backward_stats_line) = CaptureStats::instance().line();
     CaptureStats::disable();
   } else {
-    (pass == Pass::Forward ? g_on_launch_ns : pass == Pass::Backward ? g_backward_ns : g_notracker_ns) = std::move(ns);
+    (pass == Pass::Forward    ? g_on_launch_ns
+     : pass == Pass::Backward ? g_backward_ns
+     : pass == Pass::Bare     ? g_bare_ns
+                              : g_notracker_ns) = std::move(ns);
   }
   rec.finish(0);
   std::filesystem::remove_all(dir);
@@ -647,6 +654,8 @@ BENCHMARK(BM_OnLaunchColdBackwardStats)->Iterations(3000);
 // The same launches with no tracker: what the tracker adds to a cold launch (issue 23 item 5).
 void BM_OnLaunchColdNoTracker(benchmark::State& state) { on_launch_cold(state, false, Pass::NoTracker); }
 BENCHMARK(BM_OnLaunchColdNoTracker)->Iterations(3000);
+void BM_OnLaunchColdBare(benchmark::State& state) { on_launch_cold(state, false, Pass::Bare); }
+BENCHMARK(BM_OnLaunchColdBare)->Iterations(3000);
 
 double percentile(std::vector<double> v, double q) {
   if (v.empty()) return 0;
@@ -680,6 +689,7 @@ int run_benchmarks(void*) {
   cold("per-launch on_launch", g_on_launch_ns);
   cold("per-launch backward on_launch", g_backward_ns);
   cold("per-launch on_launch without the autograd tracker", g_notracker_ns);
+  cold("per-launch on_launch with no stack and no tracker (the floor)", g_bare_ns);
   cold("mixed-path capture", g_cold_mixed_ns);
   if (!g_stats_line.empty()) std::printf("cold on_launch, %s\n", g_stats_line.c_str());
   if (!g_backward_stats_line.empty()) std::printf("cold backward on_launch, %s\n", g_backward_stats_line.c_str());
