@@ -1,4 +1,5 @@
 #include "record/module_map.h"
+#include "util/loaded_objects.h"
 
 #include <elf.h>
 #include <link.h>
@@ -95,7 +96,7 @@ int collect(dl_phdr_info* info, size_t, void* data) {
 
 std::vector<ModuleRecord> read_loaded_modules() {
   std::vector<ModuleRecord> mods;
-  dl_iterate_phdr(collect, &mods);
+  iterate_loaded_objects(collect, &mods);
   return mods;
 }
 

@@ -1,4 +1,5 @@
 #include "record/autograd/torch_api.h"
+#include "util/loaded_objects.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -82,7 +83,7 @@ bool node_layout_known(const std::string& version) {
 TorchApi resolve_torch() {
   TorchApi t;
   Found f;
-  dl_iterate_phdr(visit, &f);
+  iterate_loaded_objects(visit, &f);
   if (f.torch_cpu.empty()) {
     t.problem = "torch is not loaded";
     return t;

@@ -1,4 +1,5 @@
 #include "record/unwind/object_table.h"
+#include "util/loaded_objects.h"
 
 #include <link.h>
 #include <time.h>
@@ -20,7 +21,7 @@ struct Counters {
 // The loader's dlopen/dlclose counters: the first object's callback has them, so stop there.
 Counters loader_counters() {
   Counters c;
-  dl_iterate_phdr(
+  iterate_loaded_objects(
       [](dl_phdr_info* info, size_t size, void* data) -> int {
         auto* out = static_cast<Counters*>(data);
         if (size >= offsetof(dl_phdr_info, dlpi_subs) + sizeof info->dlpi_subs) {
@@ -75,7 +76,7 @@ const Snapshot* ObjectTable::refresh_now() {
   Collect col{old, next.get(), {}};
   if (old)
     for (const auto& o : old->objects) col.known[{o->bias, o->phdr}] = o;
-  dl_iterate_phdr(
+  iterate_loaded_objects(
       [](dl_phdr_info* info, size_t, void* data) -> int {
         auto* col = static_cast<Collect*>(data);
         std::shared_ptr<Object> o;
@@ -135,7 +136,7 @@ void ObjectTable::build_now(Object* o) {
   // inside dl_iterate_phdr, so that at least the object stays loaded while it is read.
   BuildJob job{o, rows.get(), {}, guard_active(), false};
   if (o->hdr_addr && o->eh_size)
-    dl_iterate_phdr(
+    iterate_loaded_objects(
         [](dl_phdr_info* info, size_t, void* data) -> int {
           auto* j = static_cast<BuildJob*>(data);
           if (info->dlpi_addr != j->o->bias || info->dlpi_phdr != j->o->phdr) return 0;

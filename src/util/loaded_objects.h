@@ -1,0 +1,27 @@
+// dl_iterate_phdr for aiflame's own threads, safe against a glibc race with a concurrent dlopen.
+//
+// For every loaded object with TLS, glibc's dl_iterate_phdr calls _dl_tls_get_addr_soft, which, when
+// the calling thread's DTV (its table of TLS blocks) is older than the loader's TLS generation, walks
+// the loader's TLS slot list to the object's module id without a bound. An object that a dlopen on
+// another thread has already put in the list of loaded objects, but whose slot the dlopen has not
+// yet added (it does so after relocating), runs that walk off the list's end: a null pointer read in
+// ld.so (glibc 2.39, elf/dl-tls.c). aiflame's unwind-table builder, a thread that never touches
+// dynamic TLS and so keeps the DTV it was born with, did exactly that: "signal 11 (code 1) at address
+// (nil), pc in ld.so, in aiflame's unwind-table builder" under ObjectTable::refresh_now, in ~1 of 20
+// hf_gpt2.py recordings, during its imports (bench/RESULTS.md, nineteenth session).
+//
+// iterate_loaded_objects first brings the calling thread's DTV up to the current generation (a
+// __tls_get_addr call for aiflame's own module, which is what does that), so that the walk is not
+// taken unless another dlopen completes during the iteration itself.
+#pragma once
+#include <link.h>
+
+namespace aiflame {
+
+int iterate_loaded_objects(int (*callback)(dl_phdr_info*, size_t, void*), void* data);
+
+// The calling thread's DTV brought up to the loader's current TLS generation (what
+// iterate_loaded_objects does first). Returns false where it cannot (aiflame's object has no TLS).
+bool refresh_thread_tls_generation();
+
+}  // namespace aiflame
