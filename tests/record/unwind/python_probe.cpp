@@ -11,6 +11,7 @@
 
 #include "record/unwind/object_table.h"
 #include "record/unwind/unwinder.h"
+#include "util/loaded_objects.h"
 
 namespace {
 
@@ -49,4 +50,10 @@ extern "C" __attribute__((visibility("default"), noinline)) int aiflame_unwind_c
   for (uint64_t a : ref) std::fprintf(stderr, " %lx", static_cast<unsigned long>(a));
   std::fprintf(stderr, "\n");
   return -1;
+}
+
+// In a library that CPython loaded with dlopen, as the injection library is: aiflame's module id found,
+// so that iterate_loaded_objects can bring a thread's DTV up to date (util/loaded_objects.h).
+extern "C" __attribute__((visibility("default"))) int aiflame_tls_refresh() {
+  return aiflame::refresh_thread_tls_generation() ? 1 : 0;
 }

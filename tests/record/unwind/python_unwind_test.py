@@ -41,4 +41,8 @@ def compare(a, b):
 values = (ctypes.c_int * 4)(3, 1, 2, 0)
 libc.qsort(values, 4, ctypes.sizeof(ctypes.c_int), CMP(compare))
 check("qsort -> Python callback (libffi closure)", results[0])
+# The library finds its own TLS module id (what iterate_loaded_objects' DTV refresh needs).
+refreshed = lib.aiflame_tls_refresh()
+print("TLS module of the loaded library: %s" % ("found" if refreshed == 1 else "NOT FOUND"))
+failures += refreshed != 1
 sys.exit(1 if failures else 0)
