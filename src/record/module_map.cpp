@@ -1,5 +1,4 @@
 #include "record/module_map.h"
-#include "util/loaded_objects.h"
 
 #include <elf.h>
 #include <link.h>
@@ -7,6 +6,8 @@
 
 #include <climits>
 #include <cstring>
+
+#include "util/loaded_objects.h"
 
 namespace aiflame {
 namespace {

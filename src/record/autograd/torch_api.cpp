@@ -1,5 +1,4 @@
 #include "record/autograd/torch_api.h"
-#include "util/loaded_objects.h"
 
 #include <dlfcn.h>
 #include <link.h>
@@ -8,6 +7,8 @@
 #include <fstream>
 #include <sstream>
 #include <string_view>
+
+#include "util/loaded_objects.h"
 
 namespace aiflame {
 namespace {

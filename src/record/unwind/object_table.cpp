@@ -1,5 +1,4 @@
 #include "record/unwind/object_table.h"
-#include "util/loaded_objects.h"
 
 #include <link.h>
 #include <time.h>
@@ -10,6 +9,7 @@
 
 #include "record/crash_report.h"
 #include "record/debug_log.h"
+#include "util/loaded_objects.h"
 
 namespace aiflame::unwind {
 namespace {
