@@ -417,30 +417,52 @@ struct Builder {
   }
 };
 
+// .eh_frame_hdr (version 1): the .eh_frame address it names, and its binary-search table when usable:
+// `count` entries of two datarel sdata4 words (initial location, FDE), sorted by location, all inside
+// the view. False if the header itself is unreadable.
+struct EhFrameHdr {
+  uint64_t hdr_addr = 0, eh_frame = 0;
+  uint64_t table = 0, count = 0;  // count 0: no usable table
+  // Entry i's initial location (word 0) or FDE address (word 1).
+  uint64_t entry(const MemView& mem, uint64_t i, int word) const {
+    int32_t v;
+    std::memcpy(&v, mem.data + (table + 8 * i + 4 * static_cast<uint64_t>(word) - mem.addr), sizeof v);
+    return hdr_addr + static_cast<uint64_t>(static_cast<int64_t>(v));
+  }
+};
+
+bool read_eh_frame_hdr(const MemView& mem, uint64_t hdr_addr, EhFrameHdr* out) {
+  Reader h(mem, hdr_addr, mem.addr + mem.size);
+  uint8_t version = h.get<uint8_t>();
+  uint8_t ptr_enc = h.get<uint8_t>(), count_enc = h.get<uint8_t>(), table_enc = h.get<uint8_t>();
+  if (!h.ok || version != 1 || ptr_enc == kOmit) return false;
+  out->hdr_addr = hdr_addr;
+  out->eh_frame = read_encoded(h, ptr_enc, hdr_addr);
+  if (!h.ok) return false;
+  uint64_t count = count_enc == kOmit ? 0 : read_encoded(h, count_enc, hdr_addr);
+  if (h.ok && count && table_enc == 0x3b && h.has(8) && count <= (h.end - h.pos) / 8) {
+    out->table = h.pos;
+    out->count = count;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool build_cfi_rows(const MemView& mem, uint64_t hdr_addr, uint64_t bias, std::vector<FrameRow>* rows,
                     CfiStats* stats_out) {
   rows->clear();
-  Reader h(mem, hdr_addr, mem.addr + mem.size);
-  uint8_t version = h.get<uint8_t>();
-  uint8_t ptr_enc = h.get<uint8_t>(), count_enc = h.get<uint8_t>(), table_enc = h.get<uint8_t>();
-  if (!h.ok || version != 1 || ptr_enc == kOmit) return false;
-  uint64_t eh_frame = read_encoded(h, ptr_enc, hdr_addr);
-  if (!h.ok) return false;
+  EhFrameHdr hdr;
+  if (!read_eh_frame_hdr(mem, hdr_addr, &hdr)) return false;
   Builder b{mem, bias, rows, {}, {}};
   bool is_cie = false;
-  uint64_t count = count_enc == kOmit ? 0 : read_encoded(h, count_enc, hdr_addr);
-  if (h.ok && count && table_enc == 0x3b && h.has(8) && count <= (h.end - h.pos) / 8) {
+  if (hdr.count) {
     // The binary-search table: every FDE of the object, sorted (what the loader's unwinder uses).
-    for (uint64_t i = 0; i < count; i++) {
-      h.get<int32_t>();
-      uint64_t fde = hdr_addr + static_cast<uint64_t>(static_cast<int64_t>(h.get<int32_t>()));
-      if (!b.fde(fde, &is_cie)) b.stats.bad_entries++;
-    }
+    for (uint64_t i = 0; i < hdr.count; i++)
+      if (!b.fde(hdr.entry(mem, i, 1), &is_cie)) b.stats.bad_entries++;
   } else {
     // No usable table: walk .eh_frame entry by entry up to its zero terminator (or the segment's end).
-    uint64_t at = eh_frame, body, next;
+    uint64_t at = hdr.eh_frame, body, next;
     while (entry_bounds(mem, at, &body, &next)) {
       if (!b.fde(at, &is_cie) && !is_cie) b.stats.bad_entries++;
       at = next;
@@ -468,26 +490,15 @@ bool build_cfi_rows(const MemView& mem, uint64_t hdr_addr, uint64_t bias, std::v
 }
 
 bool find_cfi_row(const MemView& mem, uint64_t hdr_addr, uint64_t bias, uint32_t loc, FrameRow* row) {
-  Reader h(mem, hdr_addr, mem.addr + mem.size);
-  uint8_t version = h.get<uint8_t>();
-  uint8_t ptr_enc = h.get<uint8_t>(), count_enc = h.get<uint8_t>(), table_enc = h.get<uint8_t>();
-  if (!h.ok || version != 1 || ptr_enc == kOmit || count_enc == kOmit) return false;
-  (void)read_encoded(h, ptr_enc, hdr_addr);
-  uint64_t count = read_encoded(h, count_enc, hdr_addr);
-  // Entries of two datarel sdata4 words (initial location, FDE), sorted by location (what build_cfi_rows
-  // also requires of the table; without one the caller falls back).
-  if (!h.ok || !count || table_enc != 0x3b || !h.has(8) || count > (h.end - h.pos) / 8) return false;
-  const uint64_t table = h.pos;
-  auto entry = [&](uint64_t i, int word) {
-    int32_t v;
-    std::memcpy(&v, mem.data + (table + 8 * i + 4 * static_cast<uint64_t>(word) - mem.addr), sizeof v);
-    return hdr_addr + static_cast<uint64_t>(static_cast<int64_t>(v));
-  };
+  // Without the binary-search table (which build_cfi_rows also takes when there is one) the caller
+  // falls back.
+  EhFrameHdr hdr;
+  if (!read_eh_frame_hdr(mem, hdr_addr, &hdr) || !hdr.count) return false;
   const uint64_t pc = bias + loc;
-  uint64_t lo = 0, hi = count;  // the first entry whose location is above pc
+  uint64_t lo = 0, hi = hdr.count;  // the first entry whose location is above pc
   while (lo < hi) {
     const uint64_t mid = lo + (hi - lo) / 2;
-    if (entry(mid, 0) <= pc) lo = mid + 1;
+    if (hdr.entry(mem, mid, 0) <= pc) lo = mid + 1;
     else hi = mid;
   }
   *row = FrameRow{loc, kCfaNoInfo, kFpSame};
@@ -497,7 +508,7 @@ bool find_cfi_row(const MemView& mem, uint64_t hdr_addr, uint64_t bias, uint32_t
   Builder b{mem, bias, &rows, {}, {}};
   bool is_cie = false;
   // A damaged FDE gives no rows, as the table leaves it out: the location has no information.
-  if (!b.fde(entry(lo - 1, 1), &is_cie)) return true;
+  if (!b.fde(hdr.entry(mem, lo - 1, 1), &is_cie)) return true;
   if (const FrameRow* r = find_row(rows.data(), rows.size(), loc)) *row = *r;
   return true;
 }
