@@ -1,8 +1,6 @@
 #include "record/crash_report.h"
 
-#include <dlfcn.h>
 #include <execinfo.h>
-#include <link.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <ucontext.h>
@@ -15,6 +13,8 @@
 #include <initializer_list>
 #include <iterator>
 
+#include "util/loaded_objects.h"
+
 namespace aiflame {
 namespace {
 
@@ -22,10 +22,9 @@ thread_local int t_phase = 0;
 thread_local const char* t_subject = nullptr;  // what the thread works on (set_crash_subject)
 thread_local sigjmp_buf* t_guard = nullptr;    // run_guarded's, while it runs
 struct sigaction g_previous[32];
-// aiflame's own object (this library, or the test executable): its frames are printed as offsets into
-// it, which addr2line resolves against the unstripped build.
-uint64_t g_self_lo = 0, g_self_hi = 0;
-char g_self_name[128] = "aiflame";
+// aiflame's own object (this library, or the test executable), found at install: its frames are
+// printed as offsets into it, which addr2line resolves against the unstripped build.
+const OwnObject* g_self = nullptr;
 
 const char* phase_name(int p) {
   static const char* names[] = {"the program (not aiflame)", "aiflame's launch callback", "native unwinding",
@@ -41,9 +40,9 @@ bool has_handler(const struct sigaction& a) {
 
 // An address, as an offset into aiflame's object when it is one of its own.
 int format_address(char* out, size_t size, uint64_t a) {
-  if (a >= g_self_lo && a < g_self_hi)
-    return std::snprintf(out, size, "%#llx (%s+%#llx)", static_cast<unsigned long long>(a), g_self_name,
-                         static_cast<unsigned long long>(a - g_self_lo));
+  if (g_self && a >= g_self->lo && a < g_self->hi)
+    return std::snprintf(out, size, "%#llx (%s+%#llx)", static_cast<unsigned long long>(a), g_self->name,
+                         static_cast<unsigned long long>(a - g_self->bias));
   return std::snprintf(out, size, "%#llx", static_cast<unsigned long long>(a));
 }
 
@@ -91,28 +90,6 @@ void on_fatal(int sig, siginfo_t* info, void* ctx) {
   raise(sig);
 }
 
-// The loaded object holding this file's code: its lowest and highest loaded addresses.
-void find_self() {
-  Dl_info di;
-  if (!dladdr(reinterpret_cast<void*>(&on_fatal), &di) || !di.dli_fbase) return;
-  g_self_lo = reinterpret_cast<uint64_t>(di.dli_fbase);
-  if (di.dli_fname && *di.dli_fname) {
-    const char* base = std::strrchr(di.dli_fname, '/');
-    std::snprintf(g_self_name, sizeof g_self_name, "%s", base ? base + 1 : di.dli_fname);
-  }
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void*) -> int {
-        if (info->dlpi_addr != g_self_lo) return 0;
-        for (int i = 0; i < info->dlpi_phnum; i++)
-          if (info->dlpi_phdr[i].p_type == PT_LOAD)
-            g_self_hi = std::max<uint64_t>(g_self_hi, info->dlpi_addr + info->dlpi_phdr[i].p_vaddr + info->dlpi_phdr[i].p_memsz);
-        return 1;
-      },
-      nullptr);
-  // A position-dependent executable has bias 0: its object starts at its first segment, and offsets
-  // from 0 are its own addresses, as addr2line takes them.
-}
-
 }  // namespace
 
 void set_phase(Phase p) { t_phase = static_cast<int>(p); }
@@ -146,7 +123,7 @@ void install_crash_report() {
   // handler, where the heap may be what broke.
   void* warm[2];
   (void)backtrace(warm, 2);
-  find_self();
+  g_self = &own_object();
   struct sigaction sa = {};
   sa.sa_sigaction = on_fatal;
   sa.sa_flags = SA_SIGINFO;

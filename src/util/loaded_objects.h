@@ -16,7 +16,20 @@
 #pragma once
 #include <link.h>
 
+#include <cstdint>
+
 namespace aiflame {
+
+// aiflame's own loaded object: this library, or the executable its code is linked into (tests).
+struct OwnObject {
+  uint64_t bias = 0;              // its load bias: an address minus it is what addr2line takes
+  uint64_t lo = 0, hi = 0;        // its lowest and highest loaded addresses
+  unsigned long tls_module = 0;   // its TLS module id (0: none)
+  char name[128] = "aiflame";     // its file name, without directories
+};
+// Found once (dladdr, then a dl_iterate_phdr that stops at that object, loaded long before any object
+// still being added at the list's end); not from a signal handler the first time.
+const OwnObject& own_object();
 
 int iterate_loaded_objects(int (*callback)(dl_phdr_info*, size_t, void*), void* data);
 

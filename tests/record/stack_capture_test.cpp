@@ -1,14 +1,11 @@
 #include "record/stack_capture.h"
 
+#include <dlfcn.h>
+#include <execinfo.h>
 #include <gtest/gtest.h>
 
-#include <execinfo.h>
-
 #include <span>
-
 #include <thread>
-
-#include <dlfcn.h>
 #include <vector>
 
 #include "profile/profile.h"
