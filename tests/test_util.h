@@ -4,15 +4,22 @@
 
 #include <cstdio>
 #include <fstream>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
 namespace aiflame::test {
 
+// Unique to this process even where a pid comes back: CI runs the test binaries twice (plain and under
+// AddressSanitizer), one process per test, and a profile left by an earlier holder of the pid made a
+// later test's exclusive create fail (stop 46: StackCapture.VerifiedMemosMatchTheFullWalk). The pid
+// stays first, for temp_cleanup.cpp's prefix.
 inline std::string temp_path(const std::string& name) {
   static int counter = 0;
-  return "/tmp/aiflame_test_" + std::to_string(getpid()) + "_" + std::to_string(counter++) + "_" + name;
+  static const std::string nonce = std::to_string(std::random_device{}());
+  return "/tmp/aiflame_test_" + std::to_string(getpid()) + "_" + nonce + "_" + std::to_string(counter++) + "_" +
+         name;
 }
 
 inline std::string read_file(const std::string& path) {

@@ -13,7 +13,7 @@ std::string small_profile() {
   std::string path = test::temp_path("small.aiflame");
   ProfileWriter w;
   std::string err;
-  EXPECT_TRUE(w.open(path, false, &err));
+  EXPECT_TRUE(w.open(path, false, &err)) << err;
   for (uint32_t i = 1; i <= 50; i++) w.add(StringRecord{i, "string number " + std::to_string(i)});
   w.add(EndRecord{});
   EXPECT_TRUE(w.close());

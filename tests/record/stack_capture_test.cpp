@@ -23,7 +23,7 @@ struct Fixture {
   StackCapture capture{writer, strings};
   explicit Fixture(UnwindPolicy policy) {
     std::string err;
-    EXPECT_TRUE(writer.open(path, false, &err));
+    EXPECT_TRUE(writer.open(path, false, &err)) << err;
     capture.init(policy, /*python=*/false);
   }
   ~Fixture() { std::remove(path.c_str()); }
