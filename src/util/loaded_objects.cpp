@@ -59,17 +59,54 @@ const OwnObject& own_object() {
   return self;
 }
 
+namespace {
+
+void refresh_tls_generation(unsigned long module) {
+  AiflameTlsIndex ti{module, 0};
+  (void)__tls_get_addr(&ti);
+}
+
+}  // namespace
+
 bool refresh_thread_tls_generation() {
   const unsigned long m = own_object().tls_module;
   if (!m) return false;
-  AiflameTlsIndex ti{m, 0};
-  (void)__tls_get_addr(&ti);
+  refresh_tls_generation(m);
   return true;
 }
 
+namespace {
+
+struct FirstRefreshes {
+  int (*callback)(dl_phdr_info*, size_t, void*);
+  void* data;
+  unsigned long module;
+  bool first = true;
+};
+
+int refresh_at_first_object(dl_phdr_info* info, size_t size, void* p) {
+  auto* f = static_cast<FirstRefreshes*>(p);
+  if (f->first) {
+    // Here dl_iterate_phdr holds the loader's write lock: no object can join the list until the
+    // iteration ends, and the only load that can still move the TLS generation is one whose objects
+    // are in the list already, which adds their slots before it moves it. A refresh before the call
+    // left a window: a load completing before the lock was taken, the next one's object then in the
+    // list without its slot (tests/util/loaded_objects_test.cpp, RefreshedBeforeTheCall). The object
+    // iterated before this callback is the executable, loaded at start, whose slot is in the list's
+    // first part.
+    f->first = false;
+    if (f->module) refresh_tls_generation(f->module);
+  }
+  return f->callback(info, size, f->data);
+}
+
+}  // namespace
+
 int iterate_loaded_objects(int (*callback)(dl_phdr_info*, size_t, void*), void* data) {
-  refresh_thread_tls_generation();
-  return dl_iterate_phdr(callback, data);
+  // Found before the loader's lock is taken: the first own_object() calls dladdr, which takes the
+  // loader's other lock (a dlopen holds that one while it waits for this one).
+  FirstRefreshes f{callback, data, own_object().tls_module};
+  return dl_iterate_phdr(refresh_at_first_object, &f);
 }
 
 }  // namespace aiflame

@@ -10,9 +10,12 @@
 // (nil), pc in ld.so, in aiflame's unwind-table builder" under ObjectTable::refresh_now, in ~1 of 20
 // hf_gpt2.py recordings, during its imports (bench/RESULTS.md, nineteenth session).
 //
-// iterate_loaded_objects first brings the calling thread's DTV up to the current generation (a
-// __tls_get_addr call for aiflame's own module, which is what does that), so that the walk is not
-// taken unless another dlopen completes during the iteration itself.
+// iterate_loaded_objects brings the calling thread's DTV up to the current generation (a
+// __tls_get_addr call for aiflame's own module, which is what does that) once dl_iterate_phdr holds the
+// loader's write lock, at the first object: from then on no object joins the list, and every object
+// already in it whose load completes meanwhile has its slot added before the generation moves, so
+// the walk never runs off the list. The reproduction, on the development machine's glibc 2.36 as on
+// the GPU machine's 2.39: tests/util/loaded_objects_test.cpp.
 #pragma once
 #include <link.h>
 
