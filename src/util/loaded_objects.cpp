@@ -109,4 +109,28 @@ int iterate_loaded_objects(int (*callback)(dl_phdr_info*, size_t, void*), void* 
   return dl_iterate_phdr(refresh_at_first_object, &f);
 }
 
+bool executable_object_bias(uint64_t pc, uint64_t* bias) {
+  struct Find {
+    uint64_t pc, bias = 0;
+    bool found = false;
+  } f{pc};
+  iterate_loaded_objects(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        auto& f = *static_cast<Find*>(data);
+        for (int i = 0; i < info->dlpi_phnum; i++) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          const uint64_t lo = info->dlpi_addr + ph.p_vaddr;
+          if (ph.p_type == PT_LOAD && (ph.p_flags & PF_X) && f.pc >= lo && f.pc - lo < ph.p_memsz) {
+            f.bias = info->dlpi_addr;
+            f.found = true;
+            return 1;
+          }
+        }
+        return 0;
+      },
+      &f);
+  *bias = f.bias;
+  return f.found;
+}
+
 }  // namespace aiflame

@@ -36,6 +36,10 @@ const OwnObject& own_object();
 
 int iterate_loaded_objects(int (*callback)(dl_phdr_info*, size_t, void*), void* data);
 
+// The load bias of the loaded object with an executable segment at `pc` (iterate_loaded_objects);
+// false where no object has one there.
+bool executable_object_bias(uint64_t pc, uint64_t* bias);
+
 // The calling thread's DTV brought up to the loader's current TLS generation (what
 // iterate_loaded_objects does first). Returns false where it cannot (aiflame's object has no TLS).
 bool refresh_thread_tls_generation();

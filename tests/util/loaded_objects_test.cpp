@@ -73,6 +73,28 @@ TEST(LoadedObjects, AThreadsStaleTlsGenerationIsBroughtUpToDate) {
 }
 
 
+int count_object_for_bias() { return 1; }
+
+// What the unwinder asks of an address where glibc has no _dl_find_object (before 2.35): the bias of
+// the object whose code it is in, as the loader has it; nothing for data or unmapped addresses.
+int g_object_data = 1;
+TEST(LoadedObjects, ExecutableObjectBiasIsTheLoadersForCodeOnly) {
+  void* lib = dlopen(AIFLAME_TEST_TLS_MODULE, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(lib, nullptr) << dlerror();
+  void* fn = dlsym(lib, "tls_module_address");
+  ASSERT_NE(fn, nullptr);
+  link_map* map = nullptr;
+  ASSERT_EQ(dlinfo(lib, RTLD_DI_LINKMAP, &map), 0);
+  uint64_t bias = 1;
+  ASSERT_TRUE(executable_object_bias(reinterpret_cast<uint64_t>(fn), &bias));
+  EXPECT_EQ(bias, map->l_addr);
+  ASSERT_TRUE(executable_object_bias(reinterpret_cast<uint64_t>(&count_object_for_bias), &bias));
+  EXPECT_EQ(bias, own_object().bias);  // this test binary's own code
+  EXPECT_FALSE(executable_object_bias(reinterpret_cast<uint64_t>(&g_object_data), &bias));  // data
+  EXPECT_FALSE(executable_object_bias(16, &bias));
+  dlclose(lib);
+}
+
 // The refresh comes once dl_iterate_phdr holds the loader's write lock, not before the call: a load
 // that completes while the thread waits for that lock leaves it current all the same. One thread holds
 // the lock (inside its own dl_iterate_phdr) until this one waits for it, then loads a library with

@@ -11,6 +11,7 @@
 
 #include "record/unwind/object_table.h"
 #include "util/hot_pages.h"
+#include "util/loaded_objects.h"
 
 namespace aiflame::unwind {
 namespace {
@@ -244,26 +245,25 @@ struct MemoLog {
   }
 };
 
+// glibc 2.35's lock-free _dl_find_object (what libgcc's unwinder asks at every frame), looked up when
+// the library is loaded, so that the library still loads on older ones (RHEL 9's 2.34), and not at a
+// launch: dlsym takes the loader's lock, which a launch inside the driver's callback must not wait for
+// (a thread in dlopen may be waiting for the driver).
 using FindObject = int (*)(void*, dl_find_object*);
-// glibc 2.35's lock-free _dl_find_object, looked up at run time (the library must load on older ones).
-FindObject find_object_fn() {
-  static FindObject f = reinterpret_cast<FindObject>(dlsym(RTLD_DEFAULT, "_dl_find_object"));
-  return f;
-}
+const FindObject g_find_object = reinterpret_cast<FindObject>(dlsym(RTLD_DEFAULT, "_dl_find_object"));
 
 // An address in an object that the loader knows and the snapshot does not: one loaded since the
 // snapshot was taken. (An address in a known object's data is not: that is a bad frame.)
+// Without _dl_find_object (glibc < 2.35), through dl_iterate_phdr: its lock a dlopen holds only while
+// it edits the list of objects, where dladdr1's (used here before) it holds throughout, constructors
+// included.
 bool stale_object(const Snapshot& snap, uint64_t pc) {
-  FindObject f = find_object_fn();
   uint64_t bias;
-  if (dl_find_object r; f) {
-    if (f(reinterpret_cast<void*>(pc), &r) != 0 || !r.dlfo_link_map) return false;
+  if (dl_find_object r; g_find_object) {
+    if (g_find_object(reinterpret_cast<void*>(pc), &r) != 0 || !r.dlfo_link_map) return false;
     bias = r.dlfo_link_map->l_addr;
-  } else {
-    Dl_info info;
-    link_map* map = nullptr;
-    if (!dladdr1(reinterpret_cast<void*>(pc), &info, reinterpret_cast<void**>(&map), RTLD_DL_LINKMAP) || !map) return false;
-    bias = map->l_addr;
+  } else if (!executable_object_bias(pc, &bias)) {
+    return false;
   }
   for (const auto& o : snap.objects)
     if (o->bias == bias) return false;
@@ -304,12 +304,6 @@ namespace {
 // (~120 us on the H200, bench/RESULTS.md, eighteenth session). The object must be the one the loader
 // has at pc now (_dl_find_object, lock-free: what libgcc's unwinder asks at every frame before it reads
 // .eh_frame the same way), so that a stale snapshot never leads the walk into unmapped memory.
-// _dl_find_object is glibc 2.35's: looked up, so that the library still loads on older ones (RHEL 9's
-// 2.34), where such walks fall back to backtrace() as before. Looked up when the library is loaded,
-// not at the first such walk: dlsym takes the loader's lock, which a launch inside the driver's
-// callback must not wait for (a thread in dlopen may be waiting for the driver).
-using FindObject = int (*)(void*, dl_find_object*);
-const FindObject g_find_object = reinterpret_cast<FindObject>(dlsym(RTLD_DEFAULT, "_dl_find_object"));
 bool lazy_row(const Object& o, uint64_t pc, FrameRow* row) {
   const FindObject find = g_find_object;
   if (!o.eh_size || !find) return false;
