@@ -35,6 +35,7 @@
 #include "record/stack_capture.h"
 #include "record/string_table.h"
 #include "record/unwind/object_table.h"
+#include "record/unwind/shared_rows.h"
 #include "record/unwind/unwinder.h"
 
 extern "C" int chain_nofp(int depth, int (*cb)(void*), void* arg);
@@ -286,6 +287,67 @@ void BM_CaptureColdMixed(benchmark::State& state) {
 }
 BENCHMARK(BM_CaptureColdMixed)->Iterations(3000);
 
+
+// A pool's new thread (XLA's on the H200: 8% of jax_train.py's launches on stacks new to their
+// thread, their walks 32 us, 28.6 of it in lookups): each iteration a fresh thread launches once from
+// elsewhere (its tables allocated, the thread's own outer frames cached), evicts caches and TLB, then
+// launches from the chain libraries ten links deep, timed: frames its cache lacks, which another
+// thread walked first. Shared rows off (arg 0) and on (1).
+std::vector<double> g_new_thread_ns[2];
+std::string g_new_thread_lookups[2];
+std::string fmt_lookups(uint64_t lookups, uint64_t shared, double us) {
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%llu lookups, %llu of them shared, %.3f us in them", static_cast<unsigned long long>(lookups),
+                static_cast<unsigned long long>(shared), us);
+  return buf;
+}
+// TSC ticks per nanosecond, over 20 ms.
+double clock_ticks_per_ns() {
+  const uint64_t t0 = __rdtsc();
+  const auto c0 = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const uint64_t t1 = __rdtsc();
+  const auto c1 = std::chrono::steady_clock::now();
+  return static_cast<double>(t1 - t0) / static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(c1 - c0).count());
+}
+void BM_NewThreadCaptureCold(benchmark::State& state) {
+  const bool shared = state.range(0) == 1;
+  unwind::set_shared_rows(shared);
+  Capturer c(UnwindPolicy::Always);
+  warm_up(c);
+  std::thread([&] { launch_mixed(c, 3); }).join();  // the chain's frames walked once, on another thread
+  Evictor ev;
+  const double clock = clock_cost_ns();
+  std::vector<double> ns;
+  for (auto _ : state) {
+    double t = 0;
+    std::thread([&] {
+      benchmark::DoNotOptimize(c.capture.capture(0x3000));
+      ev.run();
+      auto t0 = std::chrono::steady_clock::now();
+      launch_mixed(c, 3);
+      auto t1 = std::chrono::steady_clock::now();
+      t = static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count()) - clock;
+    }).join();
+    ns.push_back(t);
+  }
+  // One more with the capture stats on: the lookups of that walk, and how many the shared rows gave.
+  CaptureStats::enable();
+  CaptureStats& cs = CaptureStats::instance();
+  std::thread([&] {
+    benchmark::DoNotOptimize(c.capture.capture(0x3000));
+    cs.reset();
+    ev.run();
+    launch_mixed(c, 3);
+  }).join();
+  const double us_per_tick = 1e-3 / (static_cast<double>(clock_ticks_per_ns()));
+  g_new_thread_lookups[shared] = fmt_lookups(cs.cache_misses.load(), cs.shared_hits.load(),
+                                             static_cast<double>(cs.ticks[CaptureStats::UnwindLookup].load()) * us_per_tick);
+  CaptureStats::disable();
+  unwind::set_shared_rows(true);
+  g_new_thread_ns[shared] = std::move(ns);
+}
+BENCHMARK(BM_NewThreadCaptureCold)->Arg(0)->Arg(1)->Iterations(400);
 
 // A PcCache miss: the row of a return address found in its object's rows, with caches cold. The
 // object with the most rows in this process (the H100's libtorch_cuda.so has millions: more levels
@@ -693,6 +755,12 @@ int run_benchmarks(void*) {
   cold("mixed-path capture", g_cold_mixed_ns);
   if (!g_stats_line.empty()) std::printf("cold on_launch, %s\n", g_stats_line.c_str());
   if (!g_backward_stats_line.empty()) std::printf("cold backward on_launch, %s\n", g_backward_stats_line.c_str());
+  if (!g_new_thread_ns[0].empty() && !g_new_thread_ns[1].empty())
+    std::printf("cold capture on a new thread, frames another thread walked: shared rows off median %.3f us (p99 %.3f; "
+                "one walk: %s), on median %.3f us (p99 %.3f; one walk: %s)\n",
+                percentile(g_new_thread_ns[0], 0.5) / 1000, percentile(g_new_thread_ns[0], 0.99) / 1000,
+                g_new_thread_lookups[0].c_str(), percentile(g_new_thread_ns[1], 0.5) / 1000,
+                percentile(g_new_thread_ns[1], 0.99) / 1000, g_new_thread_lookups[1].c_str());
   if (!g_lookup_ns[0].empty() && !g_lookup_ns[1].empty())
     std::printf("cold row lookup (%s): binary search median %.3f us, p99 %.3f us; page index median %.3f us, p99 %.3f us\n",
                 g_lookup_object.c_str(), percentile(g_lookup_ns[0], 0.5) / 1000, percentile(g_lookup_ns[0], 0.99) / 1000,

@@ -36,6 +36,7 @@ struct CaptureStats {
   std::atomic<uint64_t> ticks[kParts] = {};
   std::atomic<uint64_t> launches{0}, backward_launches{0}, native_frames{0}, python_frames{0}, cache_misses{0}, fp_frames{0};
   std::atomic<uint64_t> reused_frames{0};  // native frames checked against the thread's previous walk, not walked
+  std::atomic<uint64_t> shared_hits{0};    // of cache_misses, frames found in the process's shared rows (no search)
   std::atomic<uint64_t> memo_held{0};      // launches whose call path's memo held (no walk, no lookup)
   // Memos checked at those launches, and those launches whose memo was not the predicted one (the
   // entry that followed the previous launch's): the key's set was searched.

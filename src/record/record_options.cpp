@@ -181,6 +181,9 @@ constexpr RecordOptionSpec kSchema[] = {
     {"memo_evict_lru", "AIFLAME_MEMO_EVICT_LRU", nullptr, nullptr, "0 or 1",
      "When none of a key's walk memos holds, replace the least recently used (default 1; 0: the last checked)",
      FLAG_OPTION(measure.memo_evict_lru)},
+    {"shared_rows", "AIFLAME_SHARED_ROWS", nullptr, nullptr, "0 or 1",
+     "Keep the unwind rows that threads look up in one table all threads read (default 1; 0: each thread its own)",
+     FLAG_OPTION(measure.shared_rows)},
 };
 
 #undef UINT_OPTION

@@ -104,6 +104,8 @@ struct MeasurementSwitches {
   // it (paired medians -0.07 to +0.11 us, single pairs -0.33 to +0.20), and the development
   // machine's hot benchmark went back under #22's 0.5 us (0.85 -> 0.30).
   bool memo_evict_lru = true;
+  // AIFLAME_SHARED_ROWS: a thread's walk finds the rows other threads looked up (unwind/shared_rows.h).
+  bool shared_rows = true;
   bool verify_memos = false;  // AIFLAME_VERIFY_MEMOS: a memo's stack against a full walk, at every launch
   bool launch_ab = false;     // AIFLAME_LAUNCH_AB: the launch path on and off in slices of one run (record/launch_ab.h)
   // AIFLAME_CALLBACK_AB: in slices of one run, 1 CUPTI's launch callbacks off and on, 2 its kernel

@@ -11,8 +11,9 @@
 
 #include "record/capture_stats.h"
 #include "record/crash_report.h"
-#include "record/unwind/object_table.h"
 #include "record/module_map.h"
+#include "record/unwind/object_table.h"
+#include "record/unwind/shared_rows.h"
 #include "util/hot_pages.h"
 
 namespace aiflame {
@@ -54,6 +55,7 @@ bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std
   stacks_.set_memo_key_site(opt.measure.memo_key_kernel);
   stacks_.set_memos_per_key(static_cast<int>(opt.measure.memos_per_key));
   stacks_.set_memo_evict_lru(opt.measure.memo_evict_lru);
+  unwind::set_shared_rows(opt.measure.shared_rows);
   started_ = true;
   return true;
 }

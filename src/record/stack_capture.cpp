@@ -315,6 +315,7 @@ int StackCapture::unwind(uint64_t* out, int max, const unwind::WalkMemo* const* 
     if (status.cache_reset) cs.walks_after_reset.fetch_add(1, std::memory_order_relaxed);
     cs.lazy_frames.fetch_add(status.lazy_rows, std::memory_order_relaxed);
     cs.cache_misses.fetch_add(status.cache_misses, std::memory_order_relaxed);
+    cs.shared_hits.fetch_add(status.shared_hits, std::memory_order_relaxed);
     cs.fp_frames.fetch_add(status.fp_frames, std::memory_order_relaxed);
     cs.reused_frames.fetch_add(status.reused, std::memory_order_relaxed);
   }

@@ -87,21 +87,23 @@ struct Releaser {
   ~Releaser() { release_region(); }
 };
 
-char* map_region() {
-  // A huge page more than the region, then the 2-MiB-aligned region kept: huge pages need the alignment.
-  const size_t mapped = kRegion + kHugePage;
+char* map_region() { return static_cast<char*>(map_huge_aligned(kRegion)); }
+
+}  // namespace
+
+void* map_huge_aligned(size_t bytes) {
+  // A huge page more than asked, then the 2-MiB-aligned part kept: huge pages need the alignment.
+  const size_t mapped = bytes + kHugePage;
   void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return nullptr;
   auto at = reinterpret_cast<uintptr_t>(p);
   uintptr_t aligned = (at + kHugePage - 1) & ~(kHugePage - 1);
   if (aligned > at) munmap(p, aligned - at);
-  if (uintptr_t end = at + mapped, kept = aligned + kRegion; end > kept)
+  if (uintptr_t end = at + mapped, kept = aligned + bytes; end > kept)
     munmap(reinterpret_cast<void*>(kept), end - kept);
-  madvise(reinterpret_cast<void*>(aligned), kRegion, MADV_HUGEPAGE);  // a hint: 4-KiB pages without it
-  return reinterpret_cast<char*>(aligned);
+  madvise(reinterpret_cast<void*>(aligned), bytes, MADV_HUGEPAGE);  // a hint: 4-KiB pages without it
+  return reinterpret_cast<void*>(aligned);
 }
-
-}  // namespace
 
 void* hot_alloc(size_t bytes, void** owner) {
   bytes = (bytes + 63) & ~size_t{63};

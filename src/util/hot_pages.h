@@ -30,6 +30,9 @@ T* hot_new(T*& owner) {
   return owner;
 }
 
+// `bytes` of zeroed memory, 2 MiB aligned and advised to huge pages (MADV_HUGEPAGE), or nullptr.
+void* map_huge_aligned(size_t bytes);
+
 // For the capture breakdown (AIFLAME_CAPTURE_STATS=1; reads /proc/self/smaps, never on the launch
 // path): of the regions of threads alive now (at most 64 counted) and, once hot_pages_audit(true),
 // of those released since (checked as their thread ends), how many have a huge page.

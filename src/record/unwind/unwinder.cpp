@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "record/unwind/object_table.h"
+#include "record/unwind/shared_rows.h"
 #include "util/hot_pages.h"
 #include "util/loaded_objects.h"
 
@@ -396,37 +397,42 @@ int walk_impl(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, Walk
       } else {
         st.cache_misses++;
         const uint64_t l0 = timed ? __rdtsc() : 0;
-        const uint64_t at = pc - (exact ? 0 : 1);  // inside the call instruction, for a return address
-        const TextRange* r = snap->find(at);
-        if (!r) {
-          // Not a return address into loaded code: the last frame was not one (it is dropped).
-          st.end = stale_object(*snap, pc) ? WalkEnd::Stale : WalkEnd::BadFrame;
-          if (st.end == WalkEnd::Stale) table.request_refresh();
-          if (n) n--;  // its state, with its row, is the last one recorded
-          break;
-        }
-        Object* o = r->object;
-        const std::vector<FrameRow>* rows = o->rows.load(std::memory_order_acquire);
-        FrameRow lazy;
-        if (!rows) {
-          if (!o->hdr_addr) {
-            cfa_rule = kCfaNoInfo;  // no CFI at all: frame pointers
-            fp_off = kFpSame;
-          } else if (table.request_build(o); lazy_row(*o, at, &lazy)) {
-            cfa_rule = lazy.cfa;
-            fp_off = lazy.fp_off;
-            st.lazy_rows++;
-          } else {
-            st.end = WalkEnd::NotReady;
+        if (shared_row_find(key, snap->generation, &cfa_rule, &fp_off)) {
+          st.shared_hits++;  // another thread looked it up (shared_rows.h)
+        } else {
+          const uint64_t at = pc - (exact ? 0 : 1);  // inside the call instruction, for a return address
+          const TextRange* r = snap->find(at);
+          if (!r) {
+            // Not a return address into loaded code: the last frame was not one (it is dropped).
+            st.end = stale_object(*snap, pc) ? WalkEnd::Stale : WalkEnd::BadFrame;
+            if (st.end == WalkEnd::Stale) table.request_refresh();
+            if (n) n--;  // its state, with its row, is the last one recorded
             break;
           }
-        } else {
-          uint64_t loc = at - o->bias;
-          const FrameRow* row = loc <= UINT32_MAX ? find_row_paged(rows->data(), rows->size(), o->pages->data(),
-                                                                   o->pages->size(), static_cast<uint32_t>(loc))
-                                                  : nullptr;
-          cfa_rule = row ? row->cfa : kCfaNoInfo;
-          fp_off = row ? row->fp_off : kFpSame;
+          Object* o = r->object;
+          const std::vector<FrameRow>* rows = o->rows.load(std::memory_order_acquire);
+          FrameRow lazy;
+          if (!rows) {
+            if (!o->hdr_addr) {
+              cfa_rule = kCfaNoInfo;  // no CFI at all: frame pointers
+              fp_off = kFpSame;
+            } else if (table.request_build(o); lazy_row(*o, at, &lazy)) {
+              cfa_rule = lazy.cfa;
+              fp_off = lazy.fp_off;
+              st.lazy_rows++;
+            } else {
+              st.end = WalkEnd::NotReady;
+              break;
+            }
+          } else {
+            uint64_t loc = at - o->bias;
+            const FrameRow* row = loc <= UINT32_MAX ? find_row_paged(rows->data(), rows->size(), o->pages->data(),
+                                                                     o->pages->size(), static_cast<uint32_t>(loc))
+                                                    : nullptr;
+            cfa_rule = row ? row->cfa : kCfaNoInfo;
+            fp_off = row ? row->fp_off : kFpSame;
+          }
+          shared_row_add(key, snap->generation, cfa_rule, fp_off);
         }
         if (timed) st.lookup_ticks += __rdtsc() - l0;
         // The newest entry first; the oldest of the set goes.

@@ -110,6 +110,25 @@ TEST_F(Unwinder, ThroughLibrariesWithAndWithoutFramePointersEqualsLibunwind) {
   EXPECT_GT(b.status.fp_frames, 0);  // chain_nocfi has no CFI: its frames were stepped by frame pointer
 }
 
+// A thread's first walk through the chain, after another thread's: every frame its own cache lacks is
+// one the first thread looked up, found in the shared rows (shared_rows.h), and the frames are still
+// libunwind's.
+TEST_F(Unwinder, ANewThreadWalksWithTheRowsAnotherThreadLookedUpAndEqualsLibunwind) {
+  Both first, second;
+  // Again if the loaded objects changed between the two (a new generation: rows of the old one unused).
+  for (int attempt = 0; attempt < 3; attempt++) {
+    const uint32_t generation = ObjectTable::instance().snapshot()->generation;
+    std::thread([&] { chain_nofp(11, bottom, &first); }).join();
+    std::thread([&] { chain_nofp(11, bottom, &second); }).join();
+    if (ObjectTable::instance().snapshot()->generation == generation) break;
+  }
+  ASSERT_FALSE(second.status.needs_fallback());
+  EXPECT_EQ(second.ours, second.ref) << "ours:" << show(second.ours) << "\nref: " << show(second.ref);
+  EXPECT_GT(second.ours.size(), 12u);  // the chain's twelve links, and the thread's start
+  EXPECT_GE(second.status.cache_misses, 8) << "a new thread's cache is empty";
+  EXPECT_EQ(second.status.shared_hits, second.status.cache_misses);
+}
+
 Both g_in_handler;
 void on_sigusr1(int, siginfo_t*, void*) { capture_both(&g_in_handler); }
 
