@@ -296,7 +296,7 @@ TEST(StackCapture, ANewThreadFindsTheRowsAnotherThreadLookedUp) {
 
 // The stats split a walked launch's unwind (issue 22: on the H200 the few launches that walked cost
 // 20-30 us each): the walk itself, and inside it the lookups of return addresses the thread's cache
-// lacks; a walk after the loaded objects changed (a new snapshot) finds the thread's cache emptied.
+// lacks; a walk after an object was unloaded finds the thread's cache emptied, and after a load not.
 TEST(StackCapture, StatsSplitAWalkIntoItsLookups) {
   Fixture f(UnwindPolicy::Always);
   unwind::ObjectTable::instance().build_all_now();
@@ -307,24 +307,41 @@ TEST(StackCapture, StatsSplitAWalkIntoItsLookups) {
   const uint64_t walks = cs.walks.load(), misses = cs.cache_misses.load(), resets = cs.walks_after_reset.load();
   const uint64_t walk_ticks = cs.ticks[CaptureStats::UnwindWalk].load(), lookup_ticks = cs.ticks[CaptureStats::UnwindLookup].load();
   via(path_b, f.capture);  // this thread's cache filled
-  void* lib = dlopen("libanl.so.1", RTLD_NOW);  // a library loaded: a new generation
-  ASSERT_NE(lib, nullptr) << dlerror();
-  unwind::ObjectTable::instance().refresh_now();
-  cs.reset();
-  int twice = 2;
-  asm volatile("" : "+r"(twice));  // a loop the compiler cannot unroll: one call site
-  for (int i = 0; i < twice; i++) via(path_b, f.capture);  // its memo made, then taken
-  const uint64_t after_walks = cs.walks.load(), after_resets = cs.walks_after_reset.load();
+  // From one call site, three phases: the memo made; a library loaded (the memo holds and the cache
+  // stays: Snapshot::generation moves only when an object is gone); the library unloaded (the cache
+  // emptied, the memo fails: one walk).
+  ASSERT_EQ(dlopen("libanl.so.1", RTLD_NOW | RTLD_NOLOAD), nullptr) << "libanl is loaded already";
+  void* lib = nullptr;
+  uint64_t phase_walks[3] = {}, phase_resets[3] = {};
+  uint32_t generation[3] = {};
+  int phases = 3, twice = 2;
+  asm volatile("" : "+r"(phases), "+r"(twice));  // loops the compiler cannot unroll: one call site
+  for (int p = 0; p < phases; p++) {
+    if (p == 1) {
+      lib = dlopen("libanl.so.1", RTLD_NOW);
+      ASSERT_NE(lib, nullptr) << dlerror();
+    }
+    if (p == 2) dlclose(lib);
+    generation[p] = unwind::ObjectTable::instance().refresh_now()->generation;
+    cs.reset();
+    for (int i = 0; i < twice; i++) via(path_b, f.capture);
+    phase_walks[p] = cs.walks.load();
+    phase_resets[p] = cs.walks_after_reset.load();
+  }
   CaptureStats::disable();
-  dlclose(lib);
-  unwind::ObjectTable::instance().refresh_now();
   EXPECT_EQ(walks, 1u);
   EXPECT_GE(misses, 3u);
   EXPECT_EQ(resets, 0u) << "a new thread's cache was not emptied by a change";
   EXPECT_GT(lookup_ticks, 0u);
   EXPECT_GE(walk_ticks, lookup_ticks);
-  EXPECT_EQ(after_walks, 1u) << "the second launch takes its memo";
-  EXPECT_EQ(after_resets, 1u);
+  EXPECT_EQ(phase_walks[0], 1u) << "the second launch takes its memo";
+  EXPECT_EQ(phase_resets[0], 0u);
+  EXPECT_EQ(generation[1], generation[0]) << "a load moved the generation";
+  EXPECT_EQ(phase_walks[1], 0u) << "the memo did not hold across a load";
+  EXPECT_EQ(phase_resets[1], 0u);
+  EXPECT_EQ(generation[2], generation[1] + 1) << "an unload did not move the generation";
+  EXPECT_EQ(phase_walks[2], 1u);
+  EXPECT_EQ(phase_resets[2], 1u) << "the thread's cache was kept across an unload";
 }
 
 // One native path launching many kernels (cuDNN's engines, measured on resnet_train): a memo's key

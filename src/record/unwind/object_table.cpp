@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <tuple>
 
 #include "record/crash_report.h"
 #include "record/debug_log.h"
@@ -52,7 +53,11 @@ void build_job(void* p) {
 struct Collect {
   const Snapshot* old;
   Snapshot* next;
-  std::map<std::pair<uint64_t, const void*>, std::shared_ptr<Object>> known;
+  // By bias, program headers and path: a library loaded where an unloaded one was has the same bias
+  // and, its program headers at the usual file offset, the same program header address; its path
+  // tells it apart (its rows are its own).
+  std::map<std::tuple<uint64_t, const void*, std::string>, std::shared_ptr<Object>> known;
+  size_t kept = 0;  // objects of the old snapshot found loaded again
 };
 
 }  // namespace
@@ -72,17 +77,17 @@ const Snapshot* ObjectTable::refresh_now() {
   auto next = std::make_unique<Snapshot>();
   next->adds = c.adds;
   next->subs = c.subs;
-  next->generation = old ? old->generation + 1 : 1;
   Collect col{old, next.get(), {}};
   if (old)
-    for (const auto& o : old->objects) col.known[{o->bias, o->phdr}] = o;
+    for (const auto& o : old->objects) col.known[{o->bias, o->phdr, o->path}] = o;
   iterate_loaded_objects(
       [](dl_phdr_info* info, size_t, void* data) -> int {
         auto* col = static_cast<Collect*>(data);
         std::shared_ptr<Object> o;
-        auto it = col->known.find({info->dlpi_addr, info->dlpi_phdr});
+        auto it = col->known.find({info->dlpi_addr, info->dlpi_phdr, info->dlpi_name ? info->dlpi_name : ""});
         if (it != col->known.end()) {
           o = it->second;  // still loaded: keep its rows
+          col->kept++;
         } else {
           o = std::make_shared<Object>();
           o->path = info->dlpi_name ? info->dlpi_name : "";
@@ -112,6 +117,8 @@ const Snapshot* ObjectTable::refresh_now() {
       },
       &col);
   std::sort(next->ranges.begin(), next->ranges.end(), [](const TextRange& a, const TextRange& b) { return a.lo < b.lo; });
+  // A new generation only when an object of the old snapshot is gone (Snapshot::generation).
+  next->generation = !old ? 1 : col.kept == old->objects.size() ? old->generation : old->generation + 1;
   const Snapshot* published = next.get();
   retired_.push_back(std::move(next));
   current_.store(published, std::memory_order_release);

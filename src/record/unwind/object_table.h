@@ -45,6 +45,13 @@ struct Snapshot {
   std::vector<TextRange> ranges;  // executable segments, sorted by lo
   std::vector<std::shared_ptr<Object>> objects;
   unsigned long long adds = 0, subs = 0;  // dl_iterate_phdr's counters when taken
+  // Moves only when an object of the previous snapshot is gone (unloaded, or another object where it
+  // was). A load adds objects and changes no row of an address in the objects that stay, so what was
+  // looked up or walked through there (the threads' caches, the shared rows, the walk memos, whose
+  // walks ended at the outermost frame or the limit, never at an address outside every object) holds
+  // across it. Until the twentieth session it moved at every change: each of torch's lazy loads in a
+  // loop's first steps emptied every thread's cache and failed every memo (on the H200, "generation"
+  // was 18-271 of a run's memo failures, bench/RESULTS.md).
   uint32_t generation = 0;
 
   const TextRange* find(uint64_t pc) const {

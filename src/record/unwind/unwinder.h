@@ -38,8 +38,8 @@ struct WalkStatus {
   uint16_t fp_frames = 0;  // frames stepped by frame pointer
   uint16_t cache_misses = 0;  // frames not in the per-thread cache
   uint16_t shared_hits = 0;   // of those, frames found in the process's shared rows (shared_rows.h), not searched
-  // Out: whether the thread's cache was emptied first (the loaded objects changed since its last
-  // walk); with explain_memo (the capture stats), TSC ticks in the walk itself and in its cache
+  // Out: whether the thread's cache was emptied first (an object was unloaded since its last walk:
+  // Snapshot::generation); with explain_memo (the capture stats), TSC ticks in the walk itself and in its cache
   // misses' lookups (the object, then its rows). Issue 22: on the H200 the ~0.5% of a short training run's
   // launches that walked cost 20-30 us each, 0.15-0.4 us of the per-launch figure.
   bool cache_reset = false;

@@ -1145,3 +1145,53 @@ TEST(ObjectTableBuild, AFaultingBuildLeavesTheObjectWithoutRowsAndTheProcessRunn
 
 }  // namespace
 }  // namespace aiflame::unwind
+
+namespace aiflame::unwind {
+namespace {
+
+const Object* object_at(const Snapshot& snap, uint64_t bias) {
+  for (const auto& o : snap.objects)
+    if (o->bias == bias) return o.get();
+  return nullptr;
+}
+
+uint64_t bias_of(void* handle) {
+  link_map* map = nullptr;
+  return handle && dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map ? map->l_addr : 0;
+}
+
+// A library loaded where an unloaded one was, between two snapshots: the same bias and (program headers
+// at the usual file offset) the same program header address, but an object of its own with its own
+// rows, and a new generation (the old object is gone). Before the twentieth session the snapshot kept
+// the unloaded library's object, rows and path for it.
+TEST(ObjectTableSnapshot, ALibraryLoadedWhereAnUnloadedOneWasIsAnObjectOfItsOwn) {
+  for (const char* name : {"libanl.so.1", "libBrokenLocale.so.1"})
+    if (dlopen(name, RTLD_NOW | RTLD_NOLOAD)) GTEST_SKIP() << name << " is loaded already";
+  ObjectTable& table = ObjectTable::instance();
+  void* first = dlopen("libanl.so.1", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(first, nullptr) << dlerror();
+  const uint64_t bias = bias_of(first);
+  const Snapshot* before = table.refresh_now();
+  const Object* old = object_at(*before, bias);
+  ASSERT_NE(old, nullptr);
+  EXPECT_NE(old->path.find("libanl"), std::string::npos) << old->path;
+  const uint32_t generation = before->generation;
+  dlclose(first);
+  void* second = dlopen("libBrokenLocale.so.1", RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(second, nullptr) << dlerror();
+  if (bias_of(second) != bias) {
+    dlclose(second);
+    GTEST_SKIP() << "the loader put the second library elsewhere";
+  }
+  const Snapshot* after = table.refresh_now();
+  const Object* now = object_at(*after, bias);
+  ASSERT_NE(now, nullptr);
+  EXPECT_NE(now->path.find("libBrokenLocale"), std::string::npos) << now->path;
+  EXPECT_NE(now, old);
+  EXPECT_EQ(after->generation, generation + 1);
+  dlclose(second);
+  table.refresh_now();
+}
+
+}  // namespace
+}  // namespace aiflame::unwind
