@@ -53,11 +53,11 @@ void build_job(void* p) {
 struct Collect {
   const Snapshot* old;
   Snapshot* next;
-  // By bias, program headers and path: a library loaded where an unloaded one was has the same bias
+  // The old snapshot's objects by bias, program headers and path, each taken out when found loaded:
+  // what is left at the end is gone. (A library loaded where an unloaded one was has the same bias
   // and, its program headers at the usual file offset, the same program header address; its path
-  // tells it apart (its rows are its own).
+  // tells it apart, and its rows are its own.)
   std::map<std::tuple<uint64_t, const void*, std::string>, std::shared_ptr<Object>> known;
-  size_t kept = 0;  // objects of the old snapshot found loaded again
 };
 
 }  // namespace
@@ -87,7 +87,7 @@ const Snapshot* ObjectTable::refresh_now() {
         auto it = col->known.find({info->dlpi_addr, info->dlpi_phdr, info->dlpi_name ? info->dlpi_name : ""});
         if (it != col->known.end()) {
           o = it->second;  // still loaded: keep its rows
-          col->kept++;
+          col->known.erase(it);
         } else {
           o = std::make_shared<Object>();
           o->path = info->dlpi_name ? info->dlpi_name : "";
@@ -118,7 +118,7 @@ const Snapshot* ObjectTable::refresh_now() {
       &col);
   std::sort(next->ranges.begin(), next->ranges.end(), [](const TextRange& a, const TextRange& b) { return a.lo < b.lo; });
   // A new generation only when an object of the old snapshot is gone (Snapshot::generation).
-  next->generation = !old ? 1 : col.kept == old->objects.size() ? old->generation : old->generation + 1;
+  next->generation = !old ? 1 : col.known.empty() ? old->generation : old->generation + 1;
   const Snapshot* published = next.get();
   retired_.push_back(std::move(next));
   current_.store(published, std::memory_order_release);
