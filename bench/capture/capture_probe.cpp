@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "profile/profile_writer.h"
+#include "util/hot_pages.h"
 #include "util/static_tls.h"
 #include "record/autograd/autograd_tracker.h"
 #include "record/module_map.h"
@@ -825,3 +826,42 @@ extern "C" int aiflame_bench_build_all() {
               static_cast<double>(t1.tv_sec - t0.tv_sec) * 1e3 + static_cast<double>(t1.tv_nsec - t0.tv_nsec) / 1e6);
   return built;
 }
+
+// One launch's capture on the calling thread (bench/probes/pool_threads.py calls it from new Python
+// threads: a pool's thread launching for the first time, its native stack through the interpreter,
+// ctypes and libffi), caches and TLB evicted first, with the shared rows off (0) or on (1). Returns its
+// nanoseconds; *lookups and *shared the walk's frames not in the thread's cache and, of them, those
+// the shared rows gave; *lookup_us the time in them.
+__attribute__((noinline)) void pool_thread_first_capture(aiflame::Capturer& c) {
+  benchmark::DoNotOptimize(c.capture.capture(0x4001));
+  asm volatile("");
+}
+extern "C" double aiflame_bench_pool_capture(int shared, int warm_thread, int* lookups, int* shared_hits, double* lookup_us) {
+  using namespace aiflame;
+  static Capturer* c = [] {
+    unwind::ObjectTable::instance().build_all_now();  // a long run's state: every object's rows built
+    return new Capturer(UnwindPolicy::Always);
+  }();
+  static Evictor* ev = new Evictor;
+  static const double us_per_tick = 1e-3 / clock_ticks_per_ns();
+  unwind::set_shared_rows(shared != 0);
+  // warm_thread: the thread's own tables allocated first by a launch from another native path (its
+  // outer frames then in its cache), so that what is timed is the walk of frames new to the thread.
+  if (warm_thread == 1) pool_thread_first_capture(*c);
+  if (warm_thread == 2) { thread_local void* dummy = nullptr; auto* p = static_cast<volatile char*>(aiflame::hot_alloc(64, &dummy)); p[0] = 1; }
+  CaptureStats::enable();
+  CaptureStats& cs = CaptureStats::instance();
+  ev->run();
+  cs.reset();
+  const auto t0 = std::chrono::steady_clock::now();
+  benchmark::DoNotOptimize(c->capture.capture(0x4000));
+  const auto t1 = std::chrono::steady_clock::now();
+  *lookups = static_cast<int>(cs.cache_misses.load());
+  *shared_hits = static_cast<int>(cs.shared_hits.load());
+  *lookup_us = static_cast<double>(cs.ticks[CaptureStats::UnwindLookup].load()) * us_per_tick;
+  CaptureStats::disable();
+  return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
+}
+
+// The recorder's collector backs hot-page regions ahead (util/hot_pages.h); the probe has no collector.
+extern "C" void aiflame_bench_hot_stock() { aiflame::hot_pages_stock(); }

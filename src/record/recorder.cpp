@@ -394,12 +394,14 @@ void Recorder::start_collector(std::function<void()> drain) {
   }
   collector_ = std::thread([this, drain = std::move(drain)] {
     set_phase(Phase::Collector);
+    hot_pages_stock();
     uint32_t ms = opt_.interval_ms;
     uint32_t ticks = 0;
     while (!stop_.load()) {
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
       if (stop_.load()) break;
       drain();
+      hot_pages_stock();  // regions ready for threads' first launches (util/hot_pages.h)
       // The module list rarely changes; look every 100 ticks (and at exit).
       if (ticks++ % 100 == 0) {
         write_modules_if_changed();

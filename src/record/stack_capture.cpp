@@ -176,7 +176,14 @@ struct MemoTable {
   // round of cold loads was the largest part of the H100's capture).
   MemoEntry* last = nullptr;
   MemoSet sets[1u << kMemoSetBits];
-  MemoEntry e[kMemoWays << kMemoSetBits];
+  // Not constructed: the hot pages start zeroed, a zero entry is an empty one, and constructing the
+  // 2,048 entries (WalkMemo's initialisers) wrote a line of each, so every page of the table, at the
+  // thread's first launch: 330 page faults, or all three huge pages of the thread's region zeroed
+  // (~110 us with huge pages, ~470 without, on the development machine; bench/RESULTS.md).
+  union {
+    MemoEntry e[kMemoWays << kMemoSetBits];
+  };
+  MemoTable() {}
 };
 // With the unwinder's cache and record (~80 KB) and the Python walk's record it fits the thread's 2-MB
 // hot-pages region (util/hot_pages.cpp); past it, hot_alloc would take it from the heap, in 4-KiB pages.
@@ -211,7 +218,8 @@ MemoTable& memo_table(uint64_t owner) {
   MemoTable* t = t_memo;
   if (!t) t = hot_new(t_memo);  // owner 0: cleared below (serials start at 1)
   if (t->owner != owner) {
-    for (auto& set : t->sets) set = MemoSet{};
+    if (t->owner)  // a fresh table's sets are hot_alloc's zeros already: not written (their pages untouched)
+      for (auto& set : t->sets) set = MemoSet{};
     t->owner = owner;
     t->last = nullptr;
   }

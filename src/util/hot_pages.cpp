@@ -82,12 +82,26 @@ void release_region() {
 }
 
 // Releases the thread's region when the thread ends: a program that starts and ends launching
-// threads (a thread per request) would otherwise keep up to 6 MB per thread it ever had.
+// threads (a thread per request) would otherwise keep 2 MiB per thread it ever had.
 struct Releaser {
   ~Releaser() { release_region(); }
 };
 
 char* map_region() { return static_cast<char*>(map_huge_aligned(kRegion)); }
+
+// Regions mapped and backed ahead, off the launch path (hot_pages_stock): a thread's first launch
+// takes one instead of mapping its own, whose first write had the kernel zero its huge page on the
+// launching thread. On the development machine a pool's new thread's first launch took ~105 us, of
+// which 60-100 were that fault (bench/probes/pool_threads.py; bench/RESULTS.md, twentieth session).
+constexpr int kStock = 4;  // 8 MiB backed while unused
+std::atomic<char*> g_stock[kStock];
+
+char* take_stocked() {
+  for (auto& slot : g_stock)
+    if (slot.load(std::memory_order_relaxed))
+      if (char* r = slot.exchange(nullptr, std::memory_order_acquire)) return r;
+  return nullptr;
+}
 
 }  // namespace
 
@@ -113,7 +127,8 @@ void* hot_alloc(size_t bytes, void** owner) {
     thread_local Releaser releaser;  // registered once per thread, at its first region
     (void)releaser;
     r.tried = true;
-    r.base = map_region();
+    r.base = take_stocked();
+    if (!r.base) r.base = map_region();
     if (r.base) list_region(r.base, true);
   }
   void* p = nullptr;
@@ -127,6 +142,19 @@ void* hot_alloc(size_t bytes, void** owner) {
   }
   if (r.owners < kMaxOwners) r.owner[r.owners++] = owner;
   return p;
+}
+
+void hot_pages_stock() {
+  for (auto& slot : g_stock) {
+    if (slot.load(std::memory_order_relaxed)) continue;
+    char* r = map_region();
+    if (!r) return;
+    // Every page written (a zero: the region stays as hot_alloc hands it out), so that the kernel
+    // backs it now: one huge page, or 512 small ones where it gives none.
+    for (size_t i = 0; i < kRegion; i += 4096) *reinterpret_cast<volatile char*>(r + i) = 0;
+    char* expected = nullptr;
+    if (!slot.compare_exchange_strong(expected, r, std::memory_order_release)) munmap(r, kRegion);
+  }
 }
 
 void hot_pages_audit(bool on) { g_audit.store(on, std::memory_order_relaxed); }

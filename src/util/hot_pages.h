@@ -1,13 +1,14 @@
 // Memory for a launching thread's tables that the launch path reads at every launch (the unwinder's
-// cache and record of its previous walk, the walk memos, its last Python walk), in one 6 MiB region
-// backed by huge pages where the kernel gives them (MADV_HUGEPAGE; Ubuntu and Debian default to
-// "madvise"). Only the pages touched are backed: up to 6 MiB per thread that launches (the memos fill
-// theirs as call paths come).
+// cache and record of its previous walk, the walk memos, its last Python walk), in one 2 MiB region
+// backed by a huge page where the kernel gives one (MADV_HUGEPAGE; Ubuntu and Debian default to
+// "madvise"), else by the 4-KiB pages touched as the tables fill. A thread's region comes from a small
+// stock backed ahead by the recorder's collector (hot_pages_stock) where one is left: backing it on the
+// launching thread zeroed the huge page inside its first launch.
 //
 // Why: in a training loop the launch path's lines are cold at every launch, and so are their page
 // translations: these tables span ~230 4-KiB pages per thread (a memo alone is ~3 KiB), so each
 // launch paid TLB misses on top of cache misses (under KVM a TLB miss walks two page tables). With
-// huge pages they share three TLB entries. Released when the thread ends.
+// a huge page they share one TLB entry. Released when the thread ends.
 #pragma once
 #include <cstddef>
 #include <new>
@@ -22,13 +23,20 @@ namespace aiflame {
 void* hot_alloc(size_t bytes, void** owner);
 
 // Default-initialised (members without initialisers keep hot_alloc's zeros, untouched: a table's
-// pages are backed only as it fills), and stored in `owner`.
+// pages are backed only as it fills), and stored in `owner`. So a table's entries have no initialisers
+// of their own (zero is their empty state): constructing each entry wrote to every page of the memo
+// table at a thread's first launch (stack_capture.cpp, MemoTable).
 template <class T>
 T* hot_new(T*& owner) {
   void* p = hot_alloc(sizeof(T), reinterpret_cast<void**>(&owner));
   owner = new (p) T;
   return owner;
 }
+
+// Maps and backs up to four regions ahead, for threads' first hot_alloc (a thread's first launch then
+// takes no page fault there). Called by the recorder's collector, off the launch path; cheap when the
+// stock is full.
+void hot_pages_stock();
 
 // `bytes` of zeroed memory, 2 MiB aligned and advised to huge pages (MADV_HUGEPAGE), or nullptr.
 void* map_huge_aligned(size_t bytes);

@@ -87,14 +87,16 @@ class AutogradTracker : public ProfileWriter::BackwardResolver {
   struct alignas(64) BackwardCounts {
     std::atomic<uint64_t> launches{0}, with_caller{0}, with_node{0}, with_forward{0};
   };
+  // In the thread's hot pages, which start zeroed (hot_new): no initialiser here, since constructing
+  // every entry would touch all 128 KiB at the thread's first backward launch (util/hot_pages.h).
   struct BackwardCache {
     struct Entry {
-      uint32_t stack = 0, caller = 0, forward = 0, id = 0;
+      uint32_t stack, caller, forward, id;  // id 0: empty
     };
     static constexpr size_t kSets = 2048, kWays = 3;  // 128 KiB per engine thread
     struct alignas(64) Set {
       Entry way[kWays];
-      uint16_t next = 0;  // the set of the launch after this set's last one
+      uint16_t next;  // the set of the launch after this set's last one
     } sets[kSets];
     static size_t set_of(uint32_t stack, uint32_t caller, uint32_t forward) {
       uint64_t h = (uint64_t{stack} * 0x9e3779b97f4a7c15ull) ^ (uint64_t{caller} << 40) ^ (uint64_t{forward} * 0xc2b2ae3d27d4eb4full);

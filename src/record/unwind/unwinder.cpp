@@ -98,9 +98,13 @@ PcCache* cache_for(uint32_t generation, bool* reset = nullptr) {
   PcCache* c = t_cache;
   if (!c) c = hot_new(t_cache);
   if (c->generation != generation) {
-    if (reset && c->generation) *reset = true;  // generations start at 1: 0 is a new thread's cache
-    for (auto& set : c->sets)
-      for (auto& e : set.e) e.pc = 0;
+    // Generations start at 1: 0 is a new thread's cache, hot_alloc's zeros, not written (its 64 KiB
+    // of sets would be page faults at the thread's first launch).
+    if (c->generation) {
+      if (reset) *reset = true;
+      for (auto& set : c->sets)
+        for (auto& e : set.e) e.pc = 0;
+    }
     c->rec_n = 0;
     c->generation = generation;
   }
