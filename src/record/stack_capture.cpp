@@ -178,8 +178,8 @@ struct MemoTable {
   MemoSet sets[1u << kMemoSetBits];
   // Not constructed: the hot pages start zeroed, a zero entry is an empty one, and constructing the
   // 2,048 entries (WalkMemo's initialisers) wrote a line of each, so every page of the table, at the
-  // thread's first launch: 330 page faults, or all three huge pages of the thread's region zeroed
-  // (~110 us with huge pages, ~470 without, on the development machine; bench/RESULTS.md).
+  // thread's first launch: where the kernel gives no huge page, 327 page faults and ~470 us on the
+  // development machine, against 30 faults now (bench/RESULTS.md, twentieth session).
   union {
     MemoEntry e[kMemoWays << kMemoSetBits];
   };

@@ -91,8 +91,9 @@ char* map_region() { return static_cast<char*>(map_huge_aligned(kRegion)); }
 
 // Regions mapped and backed ahead, off the launch path (hot_pages_stock): a thread's first launch
 // takes one instead of mapping its own, whose first write had the kernel zero its huge page on the
-// launching thread. On the development machine a pool's new thread's first launch took ~105 us, of
-// which 60-100 were that fault (bench/probes/pool_threads.py; bench/RESULTS.md, twentieth session).
+// launching thread. On the development machine a pool's new thread's first launch took 62-69 us
+// (median), 11-12 with its region from the stock (bench/probes/pool_threads.py; bench/RESULTS.md,
+// twentieth session).
 constexpr int kStock = 4;  // 8 MiB backed while unused
 std::atomic<char*> g_stock[kStock];
 
