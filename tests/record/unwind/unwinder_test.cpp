@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <span>
@@ -1167,32 +1168,38 @@ uint64_t bias_of(void* handle) {
 // rows, and a new generation (the old object is gone). Before the twentieth session the snapshot kept
 // the unloaded library's object, rows and path for it.
 TEST(ObjectTableSnapshot, ALibraryLoadedWhereAnUnloadedOneWasIsAnObjectOfItsOwn) {
-  for (const char* name : {"libanl.so.1", "libBrokenLocale.so.1"})
+  // Small libraries of glibc's, each loaded after the previous one is unloaded: the loader usually
+  // puts it where the previous one was (not always: another thread's mapping may take the place first,
+  // as the object table's own refresh did under AddressSanitizer; then the next pair is tried).
+  const char* names[] = {"libanl.so.1", "libBrokenLocale.so.1", "libutil.so.1", "libnss_files.so.2", "libnss_dns.so.2"};
+  for (const char* name : names)
     if (dlopen(name, RTLD_NOW | RTLD_NOLOAD)) GTEST_SKIP() << name << " is loaded already";
   ObjectTable& table = ObjectTable::instance();
-  void* first = dlopen("libanl.so.1", RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(first, nullptr) << dlerror();
-  const uint64_t bias = bias_of(first);
-  const Snapshot* before = table.refresh_now();
-  const Object* old = object_at(*before, bias);
-  ASSERT_NE(old, nullptr);
-  EXPECT_NE(old->path.find("libanl"), std::string::npos) << old->path;
-  const uint32_t generation = before->generation;
-  dlclose(first);
-  void* second = dlopen("libBrokenLocale.so.1", RTLD_NOW | RTLD_LOCAL);
-  ASSERT_NE(second, nullptr) << dlerror();
-  if (bias_of(second) != bias) {
-    dlclose(second);
-    GTEST_SKIP() << "the loader put the second library elsewhere";
+  void* loaded = dlopen(names[0], RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(loaded, nullptr) << dlerror();
+  bool met = false;
+  for (size_t i = 1; i < std::size(names) && !met; i++) {
+    const uint64_t bias = bias_of(loaded);
+    const Snapshot* before = table.refresh_now();
+    const Object* old = object_at(*before, bias);
+    ASSERT_NE(old, nullptr);
+    ASSERT_NE(old->path.find(names[i - 1]), std::string::npos) << old->path;
+    const uint32_t generation = before->generation;
+    dlclose(loaded);
+    loaded = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(loaded, nullptr) << dlerror();
+    if (bias_of(loaded) != bias) continue;
+    met = true;
+    const Snapshot* after = table.refresh_now();
+    const Object* now = object_at(*after, bias);
+    ASSERT_NE(now, nullptr);
+    EXPECT_NE(now->path.find(names[i]), std::string::npos) << now->path;
+    EXPECT_NE(now, old);
+    EXPECT_EQ(after->generation, generation + 1);
   }
-  const Snapshot* after = table.refresh_now();
-  const Object* now = object_at(*after, bias);
-  ASSERT_NE(now, nullptr);
-  EXPECT_NE(now->path.find("libBrokenLocale"), std::string::npos) << now->path;
-  EXPECT_NE(now, old);
-  EXPECT_EQ(after->generation, generation + 1);
-  dlclose(second);
+  dlclose(loaded);
   table.refresh_now();
+  EXPECT_TRUE(met) << "no library was loaded where the one before it had been";
 }
 
 }  // namespace
