@@ -827,15 +827,16 @@ extern "C" int aiflame_bench_build_all() {
   return built;
 }
 
+__attribute__((noinline)) void pool_thread_first_capture(aiflame::Capturer& c) {
+  benchmark::DoNotOptimize(c.capture.capture(0x4001));
+  asm volatile("");
+}
+
 // One launch's capture on the calling thread (bench/probes/pool_threads.py calls it from new Python
 // threads: a pool's thread launching for the first time, its native stack through the interpreter,
 // ctypes and libffi), caches and TLB evicted first, with the shared rows off (0) or on (1). Returns its
 // nanoseconds; *lookups and *shared the walk's frames not in the thread's cache and, of them, those
 // the shared rows gave; *lookup_us the time in them.
-__attribute__((noinline)) void pool_thread_first_capture(aiflame::Capturer& c) {
-  benchmark::DoNotOptimize(c.capture.capture(0x4001));
-  asm volatile("");
-}
 extern "C" double aiflame_bench_pool_capture(int shared, int warm_thread, int* lookups, int* shared_hits, double* lookup_us) {
   using namespace aiflame;
   static Capturer* c = [] {
@@ -847,8 +848,7 @@ extern "C" double aiflame_bench_pool_capture(int shared, int warm_thread, int* l
   unwind::set_shared_rows(shared != 0);
   // warm_thread: the thread's own tables allocated first by a launch from another native path (its
   // outer frames then in its cache), so that what is timed is the walk of frames new to the thread.
-  if (warm_thread == 1) pool_thread_first_capture(*c);
-  if (warm_thread == 2) { thread_local void* dummy = nullptr; auto* p = static_cast<volatile char*>(aiflame::hot_alloc(64, &dummy)); p[0] = 1; }
+  if (warm_thread) pool_thread_first_capture(*c);
   CaptureStats::enable();
   CaptureStats& cs = CaptureStats::instance();
   ev->run();

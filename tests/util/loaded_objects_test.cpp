@@ -27,6 +27,12 @@ size_t dtv_generation() {
   return dtv[0];
 }
 
+// An iterate_loaded_objects callback: the thread's DTV generation at the first object, into *data.
+int record_generation(dl_phdr_info*, size_t, void* data) {
+  *static_cast<size_t*>(data) = dtv_generation();
+  return 1;
+}
+
 // A thread that has not touched dynamic TLS since a library with thread-locals was loaded keeps an
 // old DTV (dl_iterate_phdr then takes glibc's unbounded slot walk for newer objects, which a
 // concurrent dlopen runs off the end: util/loaded_objects.h). refresh_thread_tls_generation brings
@@ -60,20 +66,12 @@ TEST(LoadedObjects, AThreadsStaleTlsGenerationIsBroughtUpToDate) {
       lib = dlopen(AIFLAME_TEST_TLS_MODULE, RTLD_NOW | RTLD_LOCAL);
     }).join();
     EXPECT_EQ(dtv_generation(), born);
-    iterate_loaded_objects(
-        [](dl_phdr_info*, size_t, void* data) -> int {
-          *static_cast<size_t*>(data) = dtv_generation();
-          return 1;
-        },
-        &iterated);
+    iterate_loaded_objects(record_generation, &iterated);
     EXPECT_GT(iterated, born) << "iterate_loaded_objects iterated with the DTV the thread was born with";
   });
   u.join();
   if (lib) dlclose(lib);
 }
-
-
-int count_object_for_bias() { return 1; }
 
 // What the unwinder asks of an address where glibc has no _dl_find_object (before 2.35): the bias of
 // the object whose code it is in, as the loader has it; nothing for data or unmapped addresses.
@@ -88,7 +86,7 @@ TEST(LoadedObjects, ExecutableObjectBiasIsTheLoadersForCodeOnly) {
   uint64_t bias = 1;
   ASSERT_TRUE(executable_object_bias(reinterpret_cast<uint64_t>(fn), &bias));
   EXPECT_EQ(bias, map->l_addr);
-  ASSERT_TRUE(executable_object_bias(reinterpret_cast<uint64_t>(&count_object_for_bias), &bias));
+  ASSERT_TRUE(executable_object_bias(reinterpret_cast<uint64_t>(&record_generation), &bias));
   EXPECT_EQ(bias, own_object().bias);  // this test binary's own code
   EXPECT_FALSE(executable_object_bias(reinterpret_cast<uint64_t>(&g_object_data), &bias));  // data
   EXPECT_FALSE(executable_object_bias(16, &bias));
@@ -132,12 +130,7 @@ TEST(LoadedObjects, TheRefreshComesOnceTheLoadersLockIsHeld) {
   std::thread waiter([&] {
     while (!sh.holding) std::this_thread::yield();
     sh.waiter = static_cast<pid_t>(gettid());
-    iterate_loaded_objects(
-        [](dl_phdr_info*, size_t, void* data) -> int {
-          *static_cast<size_t*>(data) = dtv_generation();
-          return 1;
-        },
-        &seen);
+    iterate_loaded_objects(record_generation, &seen);
   });
   holder.join();
   waiter.join();

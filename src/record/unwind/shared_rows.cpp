@@ -45,6 +45,8 @@ Line* lines() {
   return mine;
 }
 
+inline Line& line_of(Line* l, uint64_t key) { return l[shared_row_line(key)]; }
+
 }  // namespace
 
 void set_shared_rows(bool on) {
@@ -53,10 +55,6 @@ void set_shared_rows(bool on) {
 }
 
 uint32_t shared_row_line(uint64_t key) { return static_cast<uint32_t>((key * 0x9e3779b97f4a7c15ULL) >> (64 - kLineBits)); }
-
-namespace {
-inline Line& line_of(Line* l, uint64_t key) { return l[shared_row_line(key)]; }
-}  // namespace
 
 bool shared_row_find(uint64_t key, uint32_t generation, int32_t* cfa, int32_t* fp_off) {
   Line* l = g_lines.load(std::memory_order_acquire);
