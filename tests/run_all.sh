@@ -93,7 +93,9 @@ ctest_stage() {
   shift 2
   local log=$dir/run_all_ctest.log
   if [ ! -d "$dir" ]; then stage "$name" "failed (no build in $dir)"; return; fi
-  (cd "$dir" && ctest --output-on-failure --no-tests=error -j"$jobs" "$@") 2>&1 | tee "$log"
+  # --timeout: a test that hangs fails in 10 minutes rather than running the whole CI out of time
+  # (tests with a TIMEOUT of their own keep it).
+  (cd "$dir" && ctest --output-on-failure --no-tests=error --timeout 600 -j"$jobs" "$@") 2>&1 | tee "$log"
   local status=${PIPESTATUS[0]}
   local skips
   skips=$(sed -n 's/^[[:space:]]*[0-9]* - \(.*\) (Skipped)$/\1/p' "$log" | tr '\n' ' ' | sed 's/ $//')
@@ -159,12 +161,22 @@ else
   # in an uninstrumented library, so it never returns. A TSan report makes the binary exit 66.
   record_suites=$(grep -ho '^TEST\(_F\|_P\)\?([A-Za-z0-9_]*' tests/record/*.cpp tests/record/unwind/*.cpp |
                   sed 's/.*(//' | sort -u | sed 's/$/.*/' | paste -sd:)
+  # Each binary within 15 minutes (they take ~20 s): a hang fails the stage and names its test, where
+  # it once ran the whole CI out of time (stop 46: a forked child waiting for a lock; util/fork_guard.h).
   tlog=build-tsan/run_all_tsan_record.log
-  if [ -x build-tsan/tests/aiflame_tests ] && [ -x build-tsan/tests/aiflame_unwind_tests ] &&
-     TSAN_OPTIONS=second_deadlock_stack=1 build-tsan/tests/aiflame_tests --gtest_filter="$record_suites" >"$tlog" 2>&1 &&
-     TSAN_OPTIONS=second_deadlock_stack=1 build-tsan/tests/aiflame_unwind_tests \
-       --gtest_filter='-Unwinder.AtAsynchronousSignalsEqualsLibunwind' >>"$tlog" 2>&1; then
+  tsan_status=0
+  if [ -x build-tsan/tests/aiflame_tests ] && [ -x build-tsan/tests/aiflame_unwind_tests ]; then
+    TSAN_OPTIONS=second_deadlock_stack=1 timeout -k 10 900 build-tsan/tests/aiflame_tests --gtest_filter="$record_suites" >"$tlog" 2>&1 &&
+    TSAN_OPTIONS=second_deadlock_stack=1 timeout -k 10 900 build-tsan/tests/aiflame_unwind_tests \
+      --gtest_filter='-Unwinder.AtAsynchronousSignalsEqualsLibunwind' >>"$tlog" 2>&1 || tsan_status=$?
+  else
+    tsan_status=1
+  fi
+  if [ "$tsan_status" -eq 0 ]; then
     stage tsan-record "passed ($(grep -c '^\[       OK \]' "$tlog") tests)"
+  elif [ "$tsan_status" -eq 124 ] || [ "$tsan_status" -eq 137 ]; then
+    log_tail "$tlog"
+    stage tsan-record "failed (timed out after 900 s in $(grep '^\[ RUN      \]' "$tlog" | tail -1 | sed 's/^\[ RUN      \] //'))"
   else
     log_tail "$tlog"
     stage tsan-record "failed ($(grep -c "^WARNING: ThreadSanitizer" "$tlog" 2>/dev/null || true) TSan reports; see $tlog)"

@@ -6,6 +6,9 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
+
+#include "util/fork_guard.h"
 
 // The x86-64 ABI's entry into the loader for a TLS address (exported by ld.so since glibc 2.3). Our
 // own accesses go through TLS descriptors (-mtls-dialect=gnu2), which for a module in static TLS never
@@ -30,6 +33,7 @@ OwnObject find_own_object() {
     uint64_t base;
     OwnObject* self;
   } f{reinterpret_cast<uint64_t>(di.dli_fbase), &self};
+  std::lock_guard<std::mutex> gate(loader_iteration_lock());  // util/fork_guard.h
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t size, void* data) -> int {
         auto* f = static_cast<Find*>(data);
@@ -106,6 +110,8 @@ int iterate_loaded_objects(int (*callback)(dl_phdr_info*, size_t, void*), void* 
   // Found before the loader's lock is taken: the first own_object() calls dladdr, which takes the
   // loader's other lock (a dlopen holds that one while it waits for this one).
   FirstRefreshes f{callback, data, own_object().tls_module};
+  // No fork while the loader's lock is held here (util/fork_guard.h). Callbacks must not iterate again.
+  std::lock_guard<std::mutex> gate(loader_iteration_lock());
   return dl_iterate_phdr(refresh_at_first_object, &f);
 }
 

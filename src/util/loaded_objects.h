@@ -34,6 +34,8 @@ struct OwnObject {
 // still being added at the list's end); not from a signal handler the first time.
 const OwnObject& own_object();
 
+// dl_iterate_phdr, also under loader_iteration_lock(): a fork waits for it to end (util/fork_guard.h).
+// A callback must not call it again.
 int iterate_loaded_objects(int (*callback)(dl_phdr_info*, size_t, void*), void* data);
 
 // The load bias of the loaded object with an executable segment at `pc` (iterate_loaded_objects);

@@ -10,6 +10,7 @@
 
 #include "record/crash_report.h"
 #include "record/debug_log.h"
+#include "util/fork_guard.h"
 #include "util/loaded_objects.h"
 
 namespace aiflame::unwind {
@@ -64,9 +65,26 @@ struct Collect {
 
 PublishedGeneration g_published_generation;
 
+namespace {
+ObjectTable* g_table;  // instance(), for the fork handler (which must not wait for the static's guard)
+}  // namespace
+
 ObjectTable& ObjectTable::instance() {
-  static ObjectTable* t = new ObjectTable();  // never destroyed (see the header)
+  static ObjectTable* t = [] {
+    g_table = new ObjectTable();  // never destroyed (see the header)
+    // Neither lock held by the builder in a forked child (util/fork_guard.h; work_mu_ first: it is
+    // taken before mu_), and the child, which has no builder, starts its own at its first request.
+    hold_across_fork(&g_table->work_mu_);
+    hold_across_fork(&g_table->mu_, [] { g_table->forget_builder_in_child(); });
+    return g_table;
+  }();
   return *t;
+}
+
+void ObjectTable::forget_builder_in_child() {
+  std::lock_guard<std::mutex> lock(mu_);
+  thread_started_ = false;
+  stop_requested_ = false;
 }
 
 const Snapshot* ObjectTable::refresh_now() {

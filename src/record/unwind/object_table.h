@@ -118,6 +118,7 @@ class ObjectTable {
  private:
   ObjectTable() = default;
   void ensure_thread();
+  void forget_builder_in_child();  // a forked child's (util/fork_guard.h)
   void builder_loop();
 
   std::atomic<const Snapshot*> current_{nullptr};

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <iterator>
 #include <memory>
@@ -1144,6 +1145,57 @@ TEST(ObjectTableBuild, AFaultingBuildLeavesTheObjectWithoutRowsAndTheProcessRunn
   waitpid(pid, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
       << "exit " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1) << ", signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+}
+
+// Children forked while another thread takes snapshots back to back (the table's locks and the
+// loader's held nearly all the time) take snapshots, read the fault note and build rows of their own:
+// the forks waited for the locks (util/fork_guard.h), and a child, which has no builder thread, starts
+// its own at its first request. Before, the existing test above hung once in ~20 runs under
+// ThreadSanitizer, its child waiting for the table's mutex (stop 46's CI ran out of time).
+TEST(ObjectTableBuild, ChildrenForkedWhileAnotherThreadTakesSnapshotsUseTheTable) {
+  ObjectTable& table = ObjectTable::instance();
+  const TextRange* r = table.refresh_now()->find(reinterpret_cast<uint64_t>(&chain_nofp));
+  ASSERT_TRUE(r && r->object->hdr_addr && r->object->eh_size);
+  table.start_builder();
+  std::atomic<bool> stop{false};
+  std::atomic<int> rounds{0};
+  std::thread snapshots([&] {
+    while (!stop.load()) {
+      table.refresh_now();
+      (void)table.fault_note();
+      rounds++;
+    }
+  });
+  while (rounds.load() < 3) std::this_thread::yield();
+  for (int i = 0; i < 10; i++) {
+    const pid_t pid = fork();
+    if (pid == 0) {
+      alarm(5);
+      table.refresh_now();
+      (void)table.fault_note();
+#if !defined(__SANITIZE_THREAD__)  // ThreadSanitizer ends a forked child that starts a thread
+      // A copy of a loaded object, never built: the child's own builder builds it.
+      Object o;
+      o.path = r->object->path;
+      o.bias = r->object->bias;
+      o.phdr = r->object->phdr;
+      o.eh_lo = r->object->eh_lo;
+      o.eh_size = r->object->eh_size;
+      o.hdr_addr = r->object->hdr_addr;
+      table.request_build(&o);
+      while (o.state.load() != Object::kBuilt) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (!o.rows.load() || o.rows.load()->empty()) _exit(3);
+#endif
+      _exit(0);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "child " << i << ": exit " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1) << ", signal "
+        << (WIFSIGNALED(status) ? WTERMSIG(status) : 0) << (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM ? " (hung)" : "");
+  }
+  stop = true;
+  snapshots.join();
 }
 
 }  // namespace
