@@ -109,7 +109,14 @@ int refresh_at_first_object(dl_phdr_info* info, size_t size, void* p) {
 int iterate_loaded_objects(int (*callback)(dl_phdr_info*, size_t, void*), void* data) {
   // Found before the loader's lock is taken: the first own_object() calls dladdr, which takes the
   // loader's other lock (a dlopen holds that one while it waits for this one).
-  FirstRefreshes f{callback, data, own_object().tls_module};
+  return iterate_loaded_objects_for(own_object().tls_module, callback, data);
+}
+
+int iterate_loaded_objects_for(unsigned long tls_module, int (*callback)(dl_phdr_info*, size_t, void*), void* data) {
+  // Once before any loader lock is held, so that the refresh inside never waits for one (see the
+  // header: the TLS lock, which a dlopen holds while it waits for the list lock).
+  if (tls_module) refresh_tls_generation(tls_module);
+  FirstRefreshes f{callback, data, tls_module};
   // No fork while the loader's lock is held here (util/fork_guard.h). Callbacks must not iterate again.
   std::lock_guard<std::mutex> gate(loader_iteration_lock());
   return dl_iterate_phdr(refresh_at_first_object, &f);

@@ -16,6 +16,16 @@
 // already in it whose load completes meanwhile has its slot added before the generation moves, so
 // the walk never runs off the list. The reproduction, on the development machine's glibc 2.36 as on
 // the GPU machine's 2.39: tests/util/loaded_objects_test.cpp.
+//
+// It also refreshes once before dl_iterate_phdr, with no loader lock held. A thread born before
+// aiflame's object was loaded (the program's threads: the driver loads libaiflame_cupti.so at cuInit)
+// has no address for aiflame's TLS block in its DTV yet, and glibc sets one up at the thread's first
+// __tls_get_addr for it under its TLS lock (tls_get_addr_tail). A dlopen holds that lock from its start
+// to its relocations, taking the list lock meanwhile; a dlclose holds it while it takes the list lock.
+// Set up first inside dl_iterate_phdr (the twentieth session's order), the thread waited for the TLS
+// lock holding the list lock: the reverse order, a deadlock with a dlclose, and every other
+// dl_iterate_phdr of the program waiting behind it (on glibc 2.36 here:
+// LoadedObjects.ATlsSetUpWaitingForALoadHoldsNoListLock).
 #pragma once
 #include <link.h>
 
@@ -37,6 +47,9 @@ const OwnObject& own_object();
 // dl_iterate_phdr, also under loader_iteration_lock(): a fork waits for it to end (util/fork_guard.h).
 // A callback must not call it again.
 int iterate_loaded_objects(int (*callback)(dl_phdr_info*, size_t, void*), void* data);
+// The same, with the TLS of the object whose module id is `tls_module` brought up to date (0: none)
+// in place of aiflame's own (tests: a test binary's own TLS is the executable's, set up at its start).
+int iterate_loaded_objects_for(unsigned long tls_module, int (*callback)(dl_phdr_info*, size_t, void*), void* data);
 
 // The load bias of the loaded object with an executable segment at `pc` (iterate_loaded_objects);
 // false where no object has one there.

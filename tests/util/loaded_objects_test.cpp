@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstddef>
 #include <filesystem>
@@ -266,6 +267,68 @@ TEST_F(LoadsStoppedHalfway, FaultAnIterationWhoseRefreshCameBeforeTheCall) {
 TEST_F(LoadsStoppedHalfway, DoNotFaultIterateLoadedObjects) {
   const int status = load_while_iterating(Iterate::Aiflame, copies_);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << outcome(status);
+}
+
+// A thread born before a library with thread-locals was loaded gets its DTV's address for that
+// library's block at its first __tls_get_addr for it, under the loader's TLS lock, which a dlopen
+// holds from its start to its relocations (here the hook library's resolver) and a dlclose while it
+// takes the list lock. iterate_loaded_objects_for sets it up before dl_iterate_phdr takes the list
+// lock: while the load holds the TLS lock, the thread waits without the list lock, and another
+// thread's dl_iterate_phdr runs. With the set-up only inside the iteration (the twentieth session's
+// order), the thread waited holding the list lock, and the other iteration waited behind it: exit 3.
+TEST(LoadedObjects, ATlsSetUpWaitingForALoadHoldsNoListLock) {
+  const std::string dir = test::temp_path("tls_setup");
+  std::filesystem::create_directories(dir);
+  const std::string module_copy = dir + "/libtlsmodule.so", hook_copy = dir + "/libhook.so";  // loaded anew
+  std::filesystem::copy_file(AIFLAME_TEST_TLS_MODULE, module_copy);
+  std::filesystem::copy_file(AIFLAME_TEST_TLS_RELOCATION_HOOK, hook_copy);
+  (void)own_object();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    alarm(10);
+    int hook[2], resume[2];
+    if (pipe(hook) != 0 || pipe(resume) != 0 || dup2(hook[1], 250) != 250 || dup2(resume[0], 251) != 251) _exit(10);
+    std::atomic<unsigned long> module{0};
+    std::atomic<bool> go{false}, iterated{false}, other_go{false}, other_iterated{false};
+    // Both born before the module's load (a new thread's DTV has every loaded module's address).
+    std::thread setting_up([&] {
+      while (!go) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      int n = 0;
+      iterate_loaded_objects_for(module, count_object, &n);
+      iterated = true;
+    });
+    std::thread other([&] {
+      while (!other_go) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      int n = 0;
+      dl_iterate_phdr(count_object, &n);
+      other_iterated = true;
+    });
+    void* lib = dlopen(module_copy.c_str(), RTLD_NOW | RTLD_LOCAL);
+    unsigned long id = 0;
+    if (!lib || dlinfo(lib, RTLD_DI_TLS_MODID, &id) != 0 || !id) _exit(11);
+    module = id;
+    std::thread loading([&] {
+      if (!dlopen(hook_copy.c_str(), RTLD_NOW | RTLD_LOCAL)) _exit(12);
+    });
+    char c;
+    if (read(hook[0], &c, 1) != 1) _exit(13);  // the load stopped in its resolver, the TLS lock held
+    go = true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    if (iterated) _exit(14);  // the set-up did not wait for the load: nothing tested
+    other_go = true;
+    for (int i = 0; i < 200 && !other_iterated; i++) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    const bool ran = other_iterated;
+    if (write(resume[1], &c, 1) != 1) _exit(15);
+    loading.join();
+    setting_up.join();
+    other.join();
+    _exit(ran ? 0 : 3);
+  }
+  int status = -1;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << outcome(status) << " (3: the other iteration waited for the thread's list lock; 14: the set-up did not wait)";
+  std::filesystem::remove_all(dir);
 }
 #endif
 
