@@ -59,6 +59,8 @@ bool hold_across_fork(std::mutex* m, void (*in_child)()) {
   install_once();
   std::lock_guard<std::mutex> lock(g_register_mu);
   const int n = g_count.load(std::memory_order_relaxed);
+  for (int i = 0; i < n; i++)
+    if (g_held[i].m == m) return true;  // once: the prepare handler would wait for itself
   if (n >= kMax) return false;
   g_held[n] = {m, in_child};
   g_count.store(n + 1, std::memory_order_release);

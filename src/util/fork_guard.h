@@ -24,6 +24,7 @@ std::mutex& loader_iteration_lock();
 
 // `m` held across every later fork; `in_child`, when given, runs in the child once the locks are
 // released (to forget threads the child does not have). At most 8 registrations; false past them.
+// A mutex registered again keeps its first registration.
 bool hold_across_fork(std::mutex* m, void (*in_child)() = nullptr);
 
 }  // namespace aiflame

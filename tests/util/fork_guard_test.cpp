@@ -61,12 +61,14 @@ std::atomic<int> g_child_handlers{0};
 // A registered mutex that another thread holds when the program forks is free in the child (the fork
 // waited for it), and the child's handler ran there once, after the release.
 TEST(ForkGuard, ARegisteredMutexHeldByAnotherThreadIsFreeInTheChild) {
-  ASSERT_TRUE(hold_across_fork(&g_registered, [] {
+  auto in_child = [] {
     if (g_registered.try_lock()) {  // released before the handler runs
       g_registered.unlock();
       g_child_handlers++;
     }
-  }));
+  };
+  ASSERT_TRUE(hold_across_fork(&g_registered, in_child));
+  ASSERT_TRUE(hold_across_fork(&g_registered, in_child));  // kept once (--gtest_repeat hung on a second)
   std::atomic<bool> held{false};
   std::thread holder([&] {
     std::lock_guard<std::mutex> lock(g_registered);
@@ -74,6 +76,7 @@ TEST(ForkGuard, ARegisteredMutexHeldByAnotherThreadIsFreeInTheChild) {
     std::this_thread::sleep_for(std::chrono::milliseconds(300));
   });
   while (!held.load()) std::this_thread::yield();
+  alarm(20);  // a prepare handler waiting for itself (the mutex taken twice) ends the test here
   const pid_t pid = fork();
   if (pid == 0) {
     alarm(5);
@@ -82,6 +85,7 @@ TEST(ForkGuard, ARegisteredMutexHeldByAnotherThreadIsFreeInTheChild) {
   }
   int status = 0;
   waitpid(pid, &status, 0);
+  alarm(0);
   holder.join();
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ending(status) << " (1: held in the child; 2: its handler did not run once)";
   EXPECT_EQ(g_child_handlers.load(), 0);  // the parent's own count: the handler runs in children only
