@@ -1,7 +1,9 @@
 // Helpers shared by the tests: temporary files and a profile built in memory.
 #pragma once
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -10,6 +12,15 @@
 #include <vector>
 
 namespace aiflame::test {
+
+// How a forked child ended, for a failure's message: "exit N", "signal N", or "signal 14 (hung)" where
+// the child's own alarm() ended it.
+inline std::string child_ending(int status) {
+  if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status))
+    return "signal " + std::to_string(WTERMSIG(status)) + (WTERMSIG(status) == SIGALRM ? " (hung)" : "");
+  return "status " + std::to_string(status);
+}
 
 // Unique to this process even where a pid comes back: CI runs the test binaries twice (plain and under
 // AddressSanitizer), one process per test, and a profile left by an earlier holder of the pid made a

@@ -10,17 +10,11 @@
 #include <string>
 #include <thread>
 
+#include "test_util.h"
 #include "util/loaded_objects.h"
 
 namespace aiflame {
 namespace {
-
-// How a forked child ended, for a failure's message.
-std::string ending(int status) {
-  if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) return "signal " + std::to_string(WTERMSIG(status)) + (WTERMSIG(status) == SIGALRM ? " (hung)" : "");
-  return "status " + std::to_string(status);
-}
 
 // A child forked while another thread of ours is inside dl_iterate_phdr iterates (and so may dlopen)
 // all the same: the fork waited for the iteration to end. Without the guard the child inherits the
@@ -52,7 +46,7 @@ TEST(ForkGuard, AChildForkedWhileAnotherThreadIteratesTheLoadedObjectsIteratesTh
   int status = 0;
   waitpid(pid, &status, 0);
   iterating.join();
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ending(status);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << test::child_ending(status);
 }
 
 std::mutex g_registered;
@@ -87,7 +81,7 @@ TEST(ForkGuard, ARegisteredMutexHeldByAnotherThreadIsFreeInTheChild) {
   waitpid(pid, &status, 0);
   alarm(0);
   holder.join();
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << ending(status) << " (1: held in the child; 2: its handler did not run once)";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << test::child_ending(status) << " (1: held in the child; 2: its handler did not run once)";
   EXPECT_EQ(g_child_handlers.load(), 0);  // the parent's own count: the handler runs in children only
   std::lock_guard<std::mutex> free_in_the_parent(g_registered);
 }

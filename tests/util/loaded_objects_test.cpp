@@ -234,12 +234,6 @@ int load_while_iterating(Iterate how, const std::vector<std::string>& copies) {
   _exit(iterations + 1 == copies.size() ? 0 : 28);  // 28: a load did not stop halfway
 }
 
-// What load_while_iterating's child did, in words.
-std::string outcome(int status) {
-  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
-  return "exited " + std::to_string(WEXITSTATUS(status));
-}
-
 class LoadsStoppedHalfway : public ::testing::Test {
  protected:
   // 160 copies: module ids past the list's first two parts wherever the test binary's own start.
@@ -256,17 +250,17 @@ class LoadsStoppedHalfway : public ::testing::Test {
 
 TEST_F(LoadsStoppedHalfway, FaultGlibcsOwnIterationFromAThreadBornBeforeThePreviousLoad) {
   const int status = load_while_iterating(Iterate::Plain, copies_);
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) << outcome(status);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) << test::child_ending(status);
 }
 
 TEST_F(LoadsStoppedHalfway, FaultAnIterationWhoseRefreshCameBeforeTheCall) {
   const int status = load_while_iterating(Iterate::RefreshedBeforeTheCall, copies_);
-  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) << outcome(status);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) << test::child_ending(status);
 }
 
 TEST_F(LoadsStoppedHalfway, DoNotFaultIterateLoadedObjects) {
   const int status = load_while_iterating(Iterate::Aiflame, copies_);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << outcome(status);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << test::child_ending(status);
 }
 
 // A thread born before a library with thread-locals was loaded gets its DTV's address for that
@@ -327,7 +321,7 @@ TEST(LoadedObjects, ATlsSetUpWaitingForALoadHoldsNoListLock) {
   int status = -1;
   waitpid(pid, &status, 0);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-      << outcome(status) << " (3: the other iteration waited for the thread's list lock; 14: the set-up did not wait)";
+      << test::child_ending(status) << " (3: the other iteration waited for the thread's list lock; 14: the set-up did not wait)";
   std::filesystem::remove_all(dir);
 }
 #endif

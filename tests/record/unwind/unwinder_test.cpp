@@ -31,6 +31,7 @@
 #include "record/crash_report.h"
 #include "record/unwind/object_table.h"
 #include "record/unwind/unwinder.h"
+#include "test_util.h"
 
 extern "C" {
 typedef int (*chain_cb)(void*);
@@ -1156,8 +1157,7 @@ TEST(ObjectTableBuild, AFaultingBuildLeavesTheObjectWithoutRowsAndTheProcessRunn
   }
   int status = 0;
   waitpid(pid, &status, 0);
-  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-      << "exit " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1) << ", signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << test::child_ending(status);
 }
 
 // Children forked while another thread takes snapshots back to back (the table's locks and the
@@ -1203,9 +1203,7 @@ TEST(ObjectTableBuild, ChildrenForkedWhileAnotherThreadTakesSnapshotsUseTheTable
     }
     int status = 0;
     waitpid(pid, &status, 0);
-    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
-        << "child " << i << ": exit " << (WIFEXITED(status) ? WEXITSTATUS(status) : -1) << ", signal "
-        << (WIFSIGNALED(status) ? WTERMSIG(status) : 0) << (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM ? " (hung)" : "");
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child " << i << ": " << test::child_ending(status);
   }
   stop = true;
   snapshots.join();
