@@ -36,8 +36,13 @@ for mode in segv abort; do
   check "$mode: profile readable" '[ $? -eq 0 ] && [ -s $t/$mode.folded ]'
   check "$mode: report says cut short" 'grep -q "cut short" $t/$mode.rep'
   # The crash report (on at every recording since 2026-11-27) names the program's own code.
-  [ $mode = segv ] && check "segv: the crash report names the program, not aiflame" \
-    'grep -q "aiflame: signal 11 at address .* in the program (not aiflame)" $t/$mode.err'
+  # Its line since 2026-11-28 (the nineteenth session's crash hunt): "aiflame: signal 11 (code 1) at
+  # address 0x..., pc 0x... (object+offset), in the program (not aiflame)".
+  if [ $mode = segv ]; then
+    check "segv: the crash report names the program, not aiflame" \
+      'grep -q "aiflame: signal 11 (code -\?[0-9]*) at address .* in the program (not aiflame)" $t/$mode.err'
+    grep -h "aiflame: signal" $t/$mode.err | head -2
+  fi
   grep -h "GPU samples" $t/$mode.rep | head -1
 done
 

@@ -34,7 +34,8 @@ constexpr RecordOptionSpec kSchema[] = {
     {"output", "AIFLAME_OUTPUT", nullptr, nullptr, "a path", "Profile file to write (the library writes FILE.<pid>)",
      [](RecordOptions& o, std::string_view v) { return !v.empty() && (o.output = v, true); }},
     {"period", "AIFLAME_PERIOD", "--period", nullptr, "N in 5..31 (2^N cycles) or 'default'",
-     "GPU sampling period as 2^N cycles, N in 5..31 (default 22), or 'default' for CUPTI's own period",
+     "GPU sampling period as 2^N cycles, N in 5..31 (default 22), or 'default' for CUPTI's own period. Finer "
+     "periods take a larger pinned sample buffer per GPU: 32 MiB from 17 up, doubling per step below to 512 MiB at 13",
      [](RecordOptions& o, std::string_view v) {
        if (v == "default") return o.period_log2 = 0, true;
        return parse_uint(v, 5, 31, &o.period_log2);
@@ -117,6 +118,9 @@ constexpr RecordOptionSpec kSchema[] = {
      FLAG_OPTION(measure.win_disable_between)},
     {"hw_buffer_mb", "AIFLAME_HW_BUFFER_MB", nullptr, nullptr, "MB in 0..4096",
      "Windows mode: CUPTI's hardware buffer for samples (0: CUPTI's default)", UINT_OPTION(measure.hw_buffer_mb, 0, 4096)},
+    {"continuous_hw_buffer_mb", "AIFLAME_CONTINUOUS_HW_BUFFER_MB", nullptr, nullptr, "MB in 0..4096",
+     "Continuous mode: CUPTI's hardware buffer for samples (0: sized by --period and --interval, 32-512 MiB)",
+     UINT_OPTION(measure.continuous_hw_buffer_mb, 0, 4096)},
     {"win_prime", "AIFLAME_WIN_PRIME", nullptr, nullptr, "0 or 1",
      "Windows mode: pay CUPTI's one-time sampling start when a context is created", FLAG_OPTION(measure.win_prime)},
     {"win_never", "AIFLAME_WIN_NEVER", nullptr, nullptr, "0 or 1",

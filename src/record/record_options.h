@@ -63,6 +63,7 @@ struct MeasurementSwitches {
   // Disable/Enable cycle cost 0.38 s at the default, 0.11 s at 32 MB, 0.10 s at 8 and 2 MB
   // (bench/probes/window_toggle.cu, H100). 32 MB holds a window's samples.
   uint32_t hw_buffer_mb = 32;
+  uint32_t continuous_hw_buffer_mb = 0;  // continuous mode: CUPTI's hardware buffer, MiB (0: continuous_hw_buffer_mb())
   bool win_never = false;
   // With win_never: launch callbacks off as well once sampling is enabled and primed, so that CUPTI
   // does nothing per launch but what enabled PC sampling itself costs (issue 24: the floor of any design

@@ -62,6 +62,7 @@ struct FakeCupti {
   int enables = 0, disables = 0;
   int starts = 0, stops = 0;
   uint32_t mode = 0, start_stop = 0;  // as configured
+  size_t hardware_buffer = 0;         // as configured (0: not set, CUPTI's default)
   uint32_t correlation = 0;           // what the next GetData's records carry
   uint64_t now = 1000, tick = 1000;   // cuptiGetTimestamp: now += tick per call
   bool real_clock = false;            // cuptiGetTimestamp: the steady clock instead
@@ -203,6 +204,8 @@ CuptiApi fake_api() {
         fake.buffer = static_cast<CUpti_PCSamplingData*>(info.attributeData.samplingDataBufferData.samplingDataBuffer);
       if (info.attributeType == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_COLLECTION_MODE)
         fake.mode = info.attributeData.collectionModeData.collectionMode;
+      if (info.attributeType == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE)
+        fake.hardware_buffer = info.attributeData.hardwareBufferSizeData.hardwareBufferSize;
       if (info.attributeType == CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL)
         fake.start_stop = info.attributeData.enableStartStopControlData.enableStartStopControl;
     }
@@ -378,6 +381,54 @@ TEST(CuptiBackend, ContinuousModeNeverStartsOrStopsAndLaunchesCarryTheirDevice) 
   EXPECT_EQ(fake.mode, CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS);
   EXPECT_EQ(fake.start_stop, 0u);
   EXPECT_EQ(fake.starts + fake.stops, 0);
+}
+
+// Continuous mode's hardware buffer follows the period and the drain interval (continuous_hw_buffer_mb):
+// 32 MiB at the default period, where CUPTI's default of 512 MiB cost every fork() of the program ~5 ms.
+TEST(CuptiBackend, ContinuousModeSizesTheHardwareBufferByThePeriod) {
+  struct Case {
+    uint32_t period, interval, measure_mb;
+    size_t want_mib;
+  } cases[] = {{kDefaultPeriodLog2, 10, 0, 32}, {12, 10, 0, 512}, {15, 10, 0, 128},
+               {0, 10, 0, 512},  // CUPTI's own period: its default size
+               {22, 10, 200, 200}};  // AIFLAME_CONTINUOUS_HW_BUFFER_MB
+  for (const Case& c : cases) {
+    RecordOptions o;
+    o.pc_mode = PcMode::Continuous;
+    o.period_log2 = c.period;
+    o.interval_ms = c.interval;
+    o.measure.continuous_hw_buffer_mb = c.measure_mb;
+    Harness h(o);
+    fake.hardware_buffer = 0;
+    CuptiBackend b(h.rec, fake_api());
+    ASSERT_TRUE(b.start());
+    h.create_context(b);
+    h.launch(1);
+    b.stop();
+    h.finish();
+    EXPECT_EQ(fake.hardware_buffer, c.want_mib << 20) << "period " << c.period << ", measure " << c.measure_mb;
+  }
+}
+
+TEST(ContinuousHwBuffer, ShrinksWithThePeriodGrowsWithTheIntervalAndStaysInBounds) {
+  EXPECT_EQ(continuous_hw_buffer_mb(0, 10), 512u);
+  EXPECT_EQ(continuous_hw_buffer_mb(13, 10), 512u);
+  EXPECT_EQ(continuous_hw_buffer_mb(14, 10), 256u);
+  EXPECT_EQ(continuous_hw_buffer_mb(17, 10), 32u);
+  EXPECT_EQ(continuous_hw_buffer_mb(22, 100), 32u);   // 512 * 10 >> 9 = 10
+  EXPECT_EQ(continuous_hw_buffer_mb(22, 5000), 500u);  // 512 * 500 >> 9
+  for (uint32_t interval : {1u, 10u, 100u, 10000u})
+    for (uint32_t p = 5; p <= 31; p++) {
+      const uint32_t mb = continuous_hw_buffer_mb(p, interval);
+      EXPECT_GE(mb, 32u);
+      EXPECT_LE(mb, 512u);
+      if (p > 5) {
+        EXPECT_LE(mb, continuous_hw_buffer_mb(p - 1, interval)) << "period " << p;  // finer: not smaller
+      }
+      if (interval > 1) {
+        EXPECT_GE(mb, continuous_hw_buffer_mb(p, 1)) << "interval " << interval;
+      }
+    }
 }
 
 // Kernel times come in activity buffers: CUPTI asks for a buffer, fills it, hands it back; the backend

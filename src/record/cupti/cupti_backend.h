@@ -23,6 +23,25 @@
 
 namespace aiflame {
 
+// CUPTI's hardware buffer for continuous mode, MiB: pinned host memory, per context, that the GPU
+// writes samples into and CUPTI's decode thread empties. CUPTI's default, 512 MiB, is what a fine
+// period needs and 500x what the default period does, and it costs the program: every fork() copies
+// its page table (a DataLoader worker's fork took 21 ms recorded against 11 plain, 16-18 with 32 MiB,
+// and the loop of bench/workloads/loader_train.py ran 1.87-2.19 s against 1.44-1.55 s), and sampling's
+// start and each Disable take time with its size (0.38 s at 512 MiB, 0.11 s at 32 MiB; H100).
+// Measured need (hf_gpt2.py, H200, 2026-11-28): at --period 12, 512 MiB kept all 23.3 million samples
+// and 32 MiB overflowed (1.5 million kept). The samples per drain halve with each step of the period
+// and grow with the drain interval, so: 512 MiB at period 13 (a step of margin over the measured 12)
+// and the default 10-ms interval, halved per step above it, scaled by interval / 10 ms, between
+// 32 MiB (what windows mode uses, bench/RESULTS.md) and 512. CUPTI's own period (0): its default.
+constexpr uint32_t continuous_hw_buffer_mb(uint32_t period_log2, uint32_t interval_ms) {
+  constexpr uint64_t kMin = 32, kMax = 512, kFullAt = 13;
+  if (period_log2 <= kFullAt) return kMax;  // 0 (CUPTI's own period) included
+  if (period_log2 - kFullAt >= 40) return kMin;
+  const uint64_t mb = (kMax * (interval_ms ? interval_ms : 1) / 10) >> (period_log2 - kFullAt);
+  return static_cast<uint32_t>(mb < kMin ? kMin : mb > kMax ? kMax : mb);
+}
+
 // Nanoseconds of the steady clock since t0 (the backend's own costs: windows, priming, switches).
 inline uint64_t ns_since(std::chrono::steady_clock::time_point t0) {
   return static_cast<uint64_t>(

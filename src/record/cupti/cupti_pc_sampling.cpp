@@ -278,9 +278,13 @@ bool CuptiBackend::configure_sampling(Context& c) {
   if (windows)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL)
         .attributeData.enableStartStopControlData.enableStartStopControl = 1;
-  if (windows && measure_.hw_buffer_mb)
+  const RecordOptions& o = rec_.options();
+  const uint32_t continuous_mb = measure_.continuous_hw_buffer_mb
+                                     ? measure_.continuous_hw_buffer_mb
+                                     : continuous_hw_buffer_mb(o.period_log2, o.interval_ms);
+  if (const uint32_t mb = windows ? measure_.hw_buffer_mb : continuous_mb)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE).attributeData.hardwareBufferSizeData.hardwareBufferSize =
-        size_t{measure_.hw_buffer_mb} << 20;
+        size_t{mb} << 20;
   if (const uint32_t span_ms = measure_.sleep_span_ms)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN)
         .attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan = span_ms;
