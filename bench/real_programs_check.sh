@@ -6,12 +6,12 @@
 # record's summary lines.
 #
 # Usage: bench/real_programs_check.sh [WORKLOAD...]
-#   (default: timm_train compile_train jax_train cupy_loop graph_threads triton_loop hooks_train)
+#   (default: timm_train compile_train jax_train cupy_loop graph_threads triton_loop hooks_train loader_train)
 # Env:   AIFLAME_BIN (default .dist), RUN_TIMEOUT (seconds per run, default 150).
 set -u
 bin=${AIFLAME_BIN:-.dist}
 limit=${RUN_TIMEOUT:-150}
-workloads=${*:-timm_train compile_train jax_train cupy_loop graph_threads triton_loop hooks_train}
+workloads=${*:-timm_train compile_train jax_train cupy_loop graph_threads triton_loop hooks_train loader_train}
 out=$(mktemp -d)
 steps_of() {
   case $1 in

@@ -25,9 +25,9 @@ namespace aiflame {
 
 // CUPTI's hardware buffer for continuous mode, MiB: pinned host memory, per context, that the GPU
 // writes samples into and CUPTI's decode thread empties. CUPTI's default, 512 MiB, is what a fine
-// period needs and 500x what the default period does, and it costs the program: every fork() copies
-// its page table (a DataLoader worker's fork took 21 ms recorded against 11 plain, 16-18 with 32 MiB,
-// and the loop of bench/workloads/loader_train.py ran 1.87-2.19 s against 1.44-1.55 s), and sampling's
+// period needs (the default period kept the same samples in 32 MiB), and it costs the program: every
+// fork() copies its page table (a DataLoader worker's fork took 21 ms recorded against 11 plain, 16-18
+// with 32 MiB, and bench/workloads/loader_train.py's loop ran 1.87-2.19 s against 1.44-1.55 s), and sampling's
 // start and each Disable take time with its size (0.38 s at 512 MiB, 0.11 s at 32 MiB; H100).
 // Measured need (hf_gpt2.py, H200, 2026-11-28): at --period 12, 512 MiB kept all 23.3 million samples
 // and 32 MiB overflowed (1.5 million kept). The samples per drain halve with each step of the period
