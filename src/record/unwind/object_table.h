@@ -29,6 +29,10 @@ struct Object {
   uint64_t eh_lo = 0, eh_size = 0;
   enum State : uint8_t { kNone, kQueued, kBuilt };
   std::atomic<uint8_t> state{kNone};
+  // The pid of the process whose thread builds the rows (0: no build begun). A build holds none of the
+  // locks a fork waits for (util/fork_guard.h); a forked child, which has no copy of the building
+  // thread, sees its parent's pid here and builds the rows itself (ObjectTable::claim_build).
+  std::atomic<int32_t> build_claim{0};
   // Published once (release) when built; freed with the process (a walk may be reading it).
   std::atomic<const std::vector<FrameRow>*> rows{nullptr};
   // The rows' page index (build_row_pages), stored before rows is published.
@@ -101,6 +105,8 @@ class ObjectTable {
   void build_all_now();
   // Builds one object's rows on this thread (a no-op when built).
   void build_now(Object* o);
+  // Tests: called by each build on its thread once it has claimed the object, before any row is read.
+  static void set_build_hook_for_tests(void (*hook)(const Object*));
   uint64_t builds() const { return builds_.load(); }
   // Builds that faulted (their objects have no rows), and the first one's note for the profile's
   // warnings (empty: none).
@@ -119,12 +125,17 @@ class ObjectTable {
   ObjectTable() = default;
   void ensure_thread();
   void forget_builder_in_child();  // a forked child's (util/fork_guard.h)
+  // Whether this thread is to build o's rows: false once they are built (after waiting for another
+  // thread of this process that builds them).
+  static bool claim_build(Object* o);
   void builder_loop();
 
   std::atomic<const Snapshot*> current_{nullptr};
   // Two locks, so that a walk under the loader's lock (a launch from a library's constructor during
-  // dlopen) cannot deadlock with the builder: work_mu_ (taking snapshots, building rows, retired_)
-  // is held while calling into the loader; mu_ (the queue, which a walk's request takes) never is.
+  // dlopen) cannot deadlock with the builder: work_mu_ (taking snapshots, retired_) is held while
+  // calling into the loader; mu_ (the queue, which a walk's request takes) never is. A row build holds
+  // neither (Object::build_claim): a fork waits for both, and a build takes 50-160 ms for torch's
+  // largest objects on the H200.
   std::mutex work_mu_;
   std::mutex mu_;
   std::condition_variable cv_;

@@ -1209,6 +1209,66 @@ TEST(ObjectTableBuild, ChildrenForkedWhileAnotherThreadTakesSnapshotsUseTheTable
   snapshots.join();
 }
 
+// A fork while another thread builds an object's rows does not wait for the build, which holds none
+// of the locks a fork waits for (util/fork_guard.h), and the child builds that object's rows itself:
+// its parent's claim names a thread the child does not have. The build is held in the test's hook
+// until the fork has returned, or for 3 s. Before the twenty-second session the build held the table's
+// work_mu_, registered with the fork guard, and the fork returned only once the build was released.
+std::atomic<const Object*> g_held_object{nullptr};
+std::atomic<int> g_held_in{0};     // the pid whose build is held (a child's own build is not)
+std::atomic<int> g_held_stage{0};  // 1: the build is in the hook; 2: released
+void hold_build(const Object* o) {
+  if (o != g_held_object.load() || getpid() != g_held_in.load()) return;
+  g_held_stage.store(1);
+  while (g_held_stage.load() != 2) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+}
+
+TEST(ObjectTableBuild, AForkDuringARowBuildDoesNotWaitForItAndTheChildBuildsTheRows) {
+  ObjectTable& table = ObjectTable::instance();
+  const TextRange* r = table.refresh_now()->find(reinterpret_cast<uint64_t>(&chain_nofp));
+  ASSERT_TRUE(r && r->object->hdr_addr && r->object->eh_size);
+  Object o;  // a copy of a loaded object, never built
+  o.path = r->object->path;
+  o.bias = r->object->bias;
+  o.phdr = r->object->phdr;
+  o.eh_lo = r->object->eh_lo;
+  o.eh_size = r->object->eh_size;
+  o.hdr_addr = r->object->hdr_addr;
+  g_held_object = &o;
+  g_held_in = getpid();
+  g_held_stage = 0;
+  ObjectTable::set_build_hook_for_tests(hold_build);
+  std::thread builder([&] { table.build_now(&o); });
+  while (g_held_stage.load() != 1) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::thread watchdog([] {  // a fork that waits for the build returns late instead of never
+    for (int i = 0; i < 3000 && g_held_stage.load() != 2; i++) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    g_held_stage = 2;
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    alarm(10);
+    if (o.state.load() == Object::kBuilt) _exit(2);  // the parent's build was over before the fork
+    table.build_now(&o);
+    if (o.state.load() != Object::kBuilt || !o.rows.load() || o.rows.load()->empty()) _exit(3);
+    _exit(0);
+  }
+  const double fork_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  g_held_stage = 2;
+  watchdog.join();
+  builder.join();
+  ObjectTable::set_build_hook_for_tests(nullptr);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_LT(fork_ms, 1000.0) << "fork() returned only once the build was released";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+      << test::child_ending(status) << " (2: built before the fork; 3: the child did not build the rows)";
+  ASSERT_TRUE(o.rows.load());
+  EXPECT_FALSE(o.rows.load()->empty());
+  delete o.rows.load();  // what the table keeps for the process's life, for a table object
+  delete o.pages;
+}
+
 }  // namespace
 }  // namespace aiflame::unwind
 
