@@ -1160,6 +1160,16 @@ TEST(ObjectTableBuild, AFaultingBuildLeavesTheObjectWithoutRowsAndTheProcessRunn
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << test::child_ending(status);
 }
 
+// A loaded object's identity and CFI segment, into an object of the test's that has no rows yet.
+void copy_unbuilt(const Object& from, Object* to) {
+  to->path = from.path;
+  to->bias = from.bias;
+  to->phdr = from.phdr;
+  to->eh_lo = from.eh_lo;
+  to->eh_size = from.eh_size;
+  to->hdr_addr = from.hdr_addr;
+}
+
 // Children forked while another thread takes snapshots back to back (the table's locks and the
 // loader's held nearly all the time) take snapshots, read the fault note and build rows of their own:
 // the forks waited for the locks (util/fork_guard.h), and a child, which has no builder thread, starts
@@ -1189,12 +1199,7 @@ TEST(ObjectTableBuild, ChildrenForkedWhileAnotherThreadTakesSnapshotsUseTheTable
 #if !defined(__SANITIZE_THREAD__)  // ThreadSanitizer ends a forked child that starts a thread
       // A copy of a loaded object, never built: the child's own builder builds it.
       Object o;
-      o.path = r->object->path;
-      o.bias = r->object->bias;
-      o.phdr = r->object->phdr;
-      o.eh_lo = r->object->eh_lo;
-      o.eh_size = r->object->eh_size;
-      o.hdr_addr = r->object->hdr_addr;
+      copy_unbuilt(*r->object, &o);
       table.request_build(&o);
       while (o.state.load() != Object::kBuilt) std::this_thread::sleep_for(std::chrono::milliseconds(1));
       if (!o.rows.load() || o.rows.load()->empty()) _exit(3);
@@ -1228,12 +1233,7 @@ TEST(ObjectTableBuild, AForkDuringARowBuildDoesNotWaitForItAndTheChildBuildsTheR
   const TextRange* r = table.refresh_now()->find(reinterpret_cast<uint64_t>(&chain_nofp));
   ASSERT_TRUE(r && r->object->hdr_addr && r->object->eh_size);
   Object o;  // a copy of a loaded object, never built
-  o.path = r->object->path;
-  o.bias = r->object->bias;
-  o.phdr = r->object->phdr;
-  o.eh_lo = r->object->eh_lo;
-  o.eh_size = r->object->eh_size;
-  o.hdr_addr = r->object->hdr_addr;
+  copy_unbuilt(*r->object, &o);
   g_held_object = &o;
   g_held_in = getpid();
   g_held_stage = 0;
