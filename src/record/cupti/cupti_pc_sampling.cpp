@@ -279,18 +279,18 @@ bool CuptiBackend::configure_sampling(Context& c) {
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_ENABLE_START_STOP_CONTROL)
         .attributeData.enableStartStopControlData.enableStartStopControl = 1;
   const RecordOptions& o = rec_.options();
-  const uint32_t continuous_mb = measure_.continuous_hw_buffer_mb
-                                     ? measure_.continuous_hw_buffer_mb
-                                     : continuous_hw_buffer_mb(o.period_log2, o.interval_ms);
-  if (const uint32_t mb = windows ? measure_.hw_buffer_mb : continuous_mb)
+  const uint32_t mb = windows                             ? measure_.hw_buffer_mb
+                      : measure_.continuous_hw_buffer_mb ? measure_.continuous_hw_buffer_mb
+                                                         : continuous_hw_buffer_mb(o.period_log2, o.interval_ms);
+  if (mb)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_HARDWARE_BUFFER_SIZE).attributeData.hardwareBufferSizeData.hardwareBufferSize =
         size_t{mb} << 20;
   if (const uint32_t span_ms = measure_.sleep_span_ms)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_WORKER_THREAD_PERIODIC_SLEEP_SPAN)
         .attributeData.workerThreadPeriodicSleepSpanData.workerThreadPeriodicSleepSpan = span_ms;
-  if (rec_.options().period_log2)
+  if (o.period_log2)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_PERIOD).attributeData.samplingPeriodData.samplingPeriod =
-        rec_.options().period_log2;
+        o.period_log2;
   CUpti_PCSamplingConfigurationInfoParams cp = {CUpti_PCSamplingConfigurationInfoParamsSize};
   cp.ctx = c.ctx;
   cp.numAttributes = cfg.size();

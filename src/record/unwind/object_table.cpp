@@ -71,7 +71,9 @@ ObjectTable* g_table;  // instance(), for the fork handler (which must not wait 
 std::atomic<void (*)(const Object*)> g_build_hook{nullptr};
 }  // namespace
 
-void ObjectTable::set_build_hook_for_tests(void (*hook)(const Object*)) { g_build_hook.store(hook, std::memory_order_release); }
+void ObjectTable::set_build_hook_for_tests(void (*hook)(const Object*)) {
+  g_build_hook.store(hook, std::memory_order_release);
+}
 
 ObjectTable& ObjectTable::instance() {
   static ObjectTable* t = [] {
