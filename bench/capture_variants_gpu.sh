@@ -24,6 +24,8 @@
 #         and resolve); abdefer: the same with AIFLAME_AUTOGRAD_AB=1
 #   atlaunch AIFLAME_AUTOGRAD_DEFER=0: all of it at the launch, as before 2026-11-27
 #   nokernel AIFLAME_MEMO_KEY_KERNEL=0: walk memos keyed without the launch's kernel
+#   nonode AIFLAME_MEMO_KEY_NODE=0: backward launches' walk memos keyed without their autograd node's
+#         class (by depth alone on an engine thread, as before the twenty-third session)
 #   memos2 AIFLAME_MEMOS_PER_KEY=2: walk memos per key as before 2026-11-27 (4 since)
 #   lru   AIFLAME_MEMO_EVICT_LRU=1: a key whose memos all failed replaces the least recently used of
 #         them, not the last one checked (twelfth session: stale memos kept the cold benchmark's paths
@@ -67,6 +69,7 @@ run() {  # variant workload round
     memos2) env_+=(AIFLAME_MEMOS_PER_KEY=2) ;;
     lru) env_+=(AIFLAME_MEMO_EVICT_LRU=1) ;;
     nokernel) env_+=(AIFLAME_MEMO_KEY_KERNEL=0) ;;
+    nonode) env_+=(AIFLAME_MEMO_KEY_NODE=0) ;;
     ablight) env_+=(AIFLAME_AUTOGRAD_AB=1 AIFLAME_AUTOGRAD_LIGHT=1) ;;
     ablight2) env_+=(AIFLAME_AUTOGRAD_AB=1 AIFLAME_AUTOGRAD_LIGHT=2) ;;
     old) bin=$a ;;

@@ -1,4 +1,5 @@
 #include "profile/profile_writer.h"
+#include "util/hot_path.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -117,7 +118,7 @@ struct Last {
 thread_local Last t_last;  // trivially destructible: still usable during the process's exit
 }  // namespace
 
-void ProfileWriter::prefetch_buffered() {
+AIFLAME_HOT void ProfileWriter::prefetch_buffered() {
   if (!accepting_.load(std::memory_order_relaxed)) return;
   // From this thread's copy of the head: loading the buffer's own head line here (cold in a training
   // loop) was a miss on the launch path's critical path, before any walk.
@@ -129,7 +130,7 @@ void ProfileWriter::prefetch_buffered() {
   __builtin_prefetch(b->data + head % ThreadBuffer::kBytes, 1);
 }
 
-ProfileWriter::ThreadBuffer* ProfileWriter::thread_buffer() {
+AIFLAME_HOT ProfileWriter::ThreadBuffer* ProfileWriter::thread_buffer() {
   // One writer per thread in the recorder; a second one (tests) takes the lock when it alternates.
   Last& last = t_last;
   if (last.serial == serial_) return static_cast<ThreadBuffer*>(last.buffer);
@@ -152,7 +153,7 @@ ProfileWriter::ThreadBuffer* ProfileWriter::thread_buffer() {
   return raw;
 }
 
-void ProfileWriter::add_framed(const char* frame, size_t n) {
+AIFLAME_HOT void ProfileWriter::add_framed(const char* frame, size_t n) {
   ThreadBuffer& b = *thread_buffer();
   uint64_t head = b.head.load(std::memory_order_relaxed);
   if (ThreadBuffer::kBytes - (head - b.tail.load(std::memory_order_acquire)) < n) {

@@ -34,6 +34,7 @@ struct CaptureStats {
               // return addresses not in the thread's cache (unwind::WalkStatus::lookup_ticks).
               UnwindWalk, UnwindLookup, kParts };
   std::atomic<uint64_t> ticks[kParts] = {};
+  std::atomic<uint64_t> backward_walked{0};  // launches by autograd's engine threads that walked (took no memo)
   std::atomic<uint64_t> launches{0}, backward_launches{0}, native_frames{0}, python_frames{0}, cache_misses{0}, fp_frames{0};
   std::atomic<uint64_t> reused_frames{0};  // native frames checked against the thread's previous walk, not walked
   std::atomic<uint64_t> shared_hits{0};    // of cache_misses, frames found in the process's shared rows (no search)

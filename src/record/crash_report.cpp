@@ -14,6 +14,7 @@
 #include <iterator>
 
 #include "util/loaded_objects.h"
+#include "util/hot_path.h"
 
 namespace aiflame {
 namespace {
@@ -92,8 +93,8 @@ void on_fatal(int sig, siginfo_t* info, void* ctx) {
 
 }  // namespace
 
-void set_phase(Phase p) { t_phase = static_cast<int>(p); }
-Phase current_phase() { return static_cast<Phase>(t_phase); }
+AIFLAME_HOT void set_phase(Phase p) { t_phase = static_cast<int>(p); }
+AIFLAME_HOT Phase current_phase() { return static_cast<Phase>(t_phase); }
 void set_crash_subject(const char* what) { t_subject = what; }
 
 bool run_guarded(void (*fn)(void*), void* arg, int* sig) {

@@ -11,6 +11,7 @@
 #include "record/debug_log.h"
 #include "util/hot_pages.h"
 #include "util/safe_memory.h"
+#include "util/hot_path.h"
 
 namespace aiflame {
 namespace {
@@ -130,7 +131,7 @@ bool PythonFrames::validate_by_type() {
   return same;
 }
 
-void PythonFrames::prefetch() const {
+AIFLAME_HOT void PythonFrames::prefetch() const {
   const PyWalkRecord* r = t_pywalk;
   if (!r) return;
   // The fields the walk reads span a frame's first 72 bytes: one or two lines.
@@ -141,7 +142,7 @@ void PythonFrames::prefetch() const {
   }
 }
 
-int PythonFrames::walk_raw(RawPyFrame* out, int max) const {
+AIFLAME_HOT int PythonFrames::walk_raw(RawPyFrame* out, int max) const {
   void* ts = this_thread_state_();
   if (!plausible(ts)) return 0;
   PyWalkRecord* rec = t_pywalk;
@@ -212,7 +213,7 @@ int PythonFrames::walk_api(RawPyFrame* out, int max) const {
   return n;
 }
 
-int PythonFrames::capture(RawPyFrame* out, int max) {
+AIFLAME_HOT int PythonFrames::capture(RawPyFrame* out, int max) {
   if (!api_ok_ || !is_initialized_()) return 0;
   if (layout_ok_ && !validated_ && !validation_failed_) {
     if (gil_check_() == 1) validate();

@@ -179,6 +179,10 @@ constexpr RecordOptionSpec kSchema[] = {
      UINT_OPTION(measure.autograd_light, 0, 2)},
     {"memo_key_kernel", "AIFLAME_MEMO_KEY_KERNEL", nullptr, nullptr, "0 or 1",
      "Key a launch's walk memo by its kernel too (default 0: by depth and Python frames alone)", FLAG_OPTION(measure.memo_key_kernel)},
+    {"memo_key_node", "AIFLAME_MEMO_KEY_NODE", nullptr, nullptr, "0 or 1",
+     "Key a backward launch's walk memo by its autograd node's class too (default 1; 0: by depth alone, as no Python "
+     "frames are on an engine thread)",
+     FLAG_OPTION(measure.memo_key_node)},
     {"memos_per_key", "AIFLAME_MEMOS_PER_KEY", nullptr, nullptr, "1 to 4",
      "Walk memos one key keeps (several native paths under one kernel, depth and Python stack; default 4)",
      UINT_OPTION(measure.memos_per_key, 1, 4)},

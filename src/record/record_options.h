@@ -96,6 +96,10 @@ struct MeasurementSwitches {
   // 2026-11-27: one native path launches many kernels (cuDNN's engines), and with four memos per key
   // leaving the kernel out took 0.08-0.16 us a launch off on the H200 (bench/RESULTS.md).
   bool memo_key_kernel = false;
+  // AIFLAME_MEMO_KEY_NODE: a backward launch's walk memo is keyed by its autograd node's class too
+  // (AutogradTracker::Pending::node_type). Without it an engine thread's launches, which have no Python
+  // frames, share one key per depth, more native paths than its four memos.
+  bool memo_key_node = true;
   uint32_t memos_per_key = 4;   // AIFLAME_MEMOS_PER_KEY: walk memos one key keeps (1-4; 2 before 2026-11-27)
   // AIFLAME_MEMO_EVICT_LRU: when none of a key's memos holds, the walk replaces the one used (held or
   // written) least recently, instead of the last one checked. With the last one checked, that is the

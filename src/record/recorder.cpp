@@ -15,6 +15,7 @@
 #include "record/unwind/object_table.h"
 #include "record/unwind/shared_rows.h"
 #include "util/hot_pages.h"
+#include "util/hot_path.h"
 
 namespace aiflame {
 
@@ -53,6 +54,7 @@ bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std
   stacks_.set_verify_memos(opt.measure.verify_memos);
   stacks_.set_probe_lines(opt.measure.capture_probe == 1);
   stacks_.set_memo_key_site(opt.measure.memo_key_kernel);
+  memo_key_node_ = opt.measure.memo_key_node;
   stacks_.set_memos_per_key(static_cast<int>(opt.measure.memos_per_key));
   stacks_.set_memo_evict_lru(opt.measure.memo_evict_lru);
   unwind::set_shared_rows(opt.measure.shared_rows);
@@ -97,7 +99,7 @@ static_assert(sizeof(LaunchThread) <= 64, "one line, and the TLS block inside gl
 thread_local LaunchThread t_launch;
 }  // namespace
 
-void Recorder::on_launch_exit() { t_launch.in_launch = false; }
+AIFLAME_HOT void Recorder::on_launch_exit() { t_launch.in_launch = false; }
 
 bool Recorder::launch_ab_slow(uint64_t site) {
   LaunchTally& t = tally();
@@ -215,7 +217,7 @@ uint32_t Recorder::graph_node_stack(uint64_t) {
   return stacks_.capture(kAddNodeSite).stack_id;
 }
 
-void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, uint64_t timestamp, uint32_t device) {
+AIFLAME_HOT void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, uint64_t timestamp, uint32_t device) {
   PhaseScope phase(Phase::LaunchCallback);
   const uint64_t t0 = clock_.now();
   // AIFLAME_AUTOGRAD_AB: a slice without the tracking (1) or without the capture's predicted memo (2).
@@ -230,7 +232,9 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
   AutogradTracker::Pending pending = ab_off ? AutogradTracker::Pending{} : autograd_.before_capture();  // prefetches what it will write
   uint64_t c0b = stats ? CaptureStats::now() : 0;
   const uint64_t p1 = phases ? clock_.now() : 0;
-  StackCapture::Result st = stacks_.capture(site ^ (static_cast<uint64_t>(api) << 48), !(ab_slice && autograd_ab_ == 2));
+  const uint64_t key_salt = memo_key_node_ ? pending.node_type : 0;
+  StackCapture::Result st =
+      stacks_.capture(site ^ (static_cast<uint64_t>(api) << 48), !(ab_slice && autograd_ab_ == 2), key_salt);
   const uint64_t p2 = phases ? clock_.now() : 0;
   uint64_t c1 = stats ? CaptureStats::now() : 0;
   LaunchRecord rec;
@@ -268,6 +272,7 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
       cs.add(CaptureStats::AutogradBackward, c0, c0b);
       cs.add(CaptureStats::AutogradBackward, c1, c2);
       cs.backward_launches.fetch_add(1, std::memory_order_relaxed);
+      if (st.walked) cs.backward_walked.fetch_add(1, std::memory_order_relaxed);
     }
     cs.add(CaptureStats::Write, cw, c0);  // the record's prefetch
     cs.add(CaptureStats::Write, c2, c3);
@@ -299,7 +304,7 @@ void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, u
     const uint64_t q1 = clock_.now();
     stacks_.probe_python();
     const uint64_t q2 = clock_.now();
-    (void)stacks_.capture(site ^ (static_cast<uint64_t>(api) << 48));
+    (void)stacks_.capture(site ^ (static_cast<uint64_t>(api) << 48), true, key_salt);
     const uint64_t q3 = clock_.now();
     add(tally.probe_n, 1);
     add(tally.probe_ticks[0], dt);

@@ -144,6 +144,7 @@ class Recorder {
   LaunchTally& tally();  // this thread's (the shared overflow tally past kTallies threads)
   static constexpr size_t kTallies = 256;
   const uint64_t serial_;  // tells this recorder's per-thread state from another's (tests make several)
+  bool memo_key_node_ = true;  // AIFLAME_MEMO_KEY_NODE
   uint32_t autograd_ab_ = 0;  // AIFLAME_AUTOGRAD_AB: 1, slices without the tracking; 2, without the predicted memo
   bool launch_ab_ = false;    // AIFLAME_LAUNCH_AB
   unsigned capture_probe_ = 0;     // AIFLAME_CAPTURE_PROBE

@@ -7,6 +7,7 @@
 #include "record/unwind/unwinder.h"
 #include "util/hot_pages.h"
 #include "util/splitmix.h"
+#include "util/hot_path.h"
 
 #include <execinfo.h>
 #include <x86intrin.h>
@@ -300,7 +301,7 @@ void StackCapture::init(UnwindPolicy policy, bool python, uint32_t) {
 static_assert(static_cast<int>(unwind::MemoMiss::kCount) == std::size(CaptureStats{}.memo_miss),
               "a count per MemoMiss");
 
-int StackCapture::unwind(uint64_t* out, int max, const unwind::WalkMemo* const* checks, int n_checks,
+AIFLAME_HOT int StackCapture::unwind(uint64_t* out, int max, const unwind::WalkMemo* const* checks, int n_checks,
                          unwind::WalkMemo* memo, bool full, bool check_only) {
   PhaseScope phase(Phase::Unwind);
   uint64_t frames[kMaxNative];
@@ -443,7 +444,7 @@ uint32_t StackCapture::stack_id_of(uint64_t* w, int nn, const RawPyFrame* py, in
   return id;
 }
 
-bool StackCapture::prefetch() {
+AIFLAME_HOT bool StackCapture::prefetch() {
   // The Python frames' lines load in parallel, then the likely memo's while the Python frames are
   // walked; what a walk reads (the previous walk's stack lines, record and cache sets) if the thread's
   // last launch walked (the next likely does as well), else only once this launch turns out to have
@@ -512,7 +513,7 @@ void StackCapture::probe_python() {
   asm volatile("" ::"r"(n), "r"(&frames) : "memory");
 }
 
-StackCapture::Result StackCapture::capture(uint64_t site, bool predict) {
+AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predict, uint64_t key_salt) {
   if (probe_lines_) probe_lines();
   // Left uninitialised: clearing 256 frames (4 KB) was a quarter of the cost of a cached launch.
   union Frames {
@@ -544,7 +545,7 @@ StackCapture::Result StackCapture::capture(uint64_t site, bool predict) {
   MemoSet* set = nullptr;
   MemoEntry* ways = nullptr;  // set's entries
   uint64_t key = 0;
-  uint64_t k[2] = {};  // the key's words besides the Python frames: site, depth
+  uint64_t k[2] = {};  // the key's words besides the Python frames: site and salt, depth
   uint64_t py_check = 0;
   const bool memos = policy_ != UnwindPolicy::Off && incremental_ && np <= kMemoPython;
   if (!memos && policy_ != UnwindPolicy::Off && !tables) unwind::prefetch_for_walk();
@@ -556,7 +557,7 @@ StackCapture::Result StackCapture::capture(uint64_t site, bool predict) {
   int predicted = -1;  // its way in the set
   if (memos) {
     table = &memo_table(serial_);
-    k[0] = memo_key_site_ ? site : 0;
+    k[0] = (memo_key_site_ ? site : 0) ^ key_salt;
     k[1] = reinterpret_cast<uint64_t>(__builtin_frame_address(0));  // the launch's depth on its stack
     // One pass over the Python frames: the entry's check, and the key from it, the site and the depth.
     py_check = hash_python(py, np);

@@ -91,7 +91,8 @@ class StackCapture {
   // site: the kernel and API of the launch; not needed to find its stack any more (kept for callers).
   // predict = false: the memo that likely follows the previous launch's is not checked alone first
   // (AIFLAME_AUTOGRAD_AB=2, a measurement): the key's set is searched, as before the eighteenth session.
-  Result capture(uint64_t site, bool predict = true);
+  // key_salt: mixed into the walk memo's key whatever the switches (the launch's autograd node class).
+  Result capture(uint64_t site, bool predict = true, uint64_t key_salt = 0);
 
   uint64_t stacks() const { return next_stack_id_.load() - 1; }
   // Launches whose native stack came from backtrace() because the fast walk was not ready.

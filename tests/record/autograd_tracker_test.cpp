@@ -16,6 +16,7 @@
 #include "profile/profile.h"
 #include "record/capture_stats.h"
 #include "record/recorder.h"
+#include "record/unwind/object_table.h"
 #include "test_util.h"
 
 namespace aiflame {
@@ -360,6 +361,99 @@ TEST(AutogradTracker, AGraphNodeCapturedInADeferredBackwardLaunchNamesItsForward
   ASSERT_TRUE(p.autograd);
   EXPECT_EQ(p.autograd->backward_launches, 1u);
   EXPECT_EQ(p.autograd->with_forward, 1u);
+}
+
+// A backward launch reads its node's class (the vptr at offset 0) for the walk memo's key.
+TEST(AutogradTracker, ABackwardLaunchReadsItsNodesClass) {
+  Harness h(fake_api());
+  FakeNode n;
+  n.vptr = reinterpret_cast<void*>(0x7f00deadbee0);
+  AutogradTracker::Pending p;
+  on_engine(&n, [&] { p = h.tracker.before_capture(); });
+  EXPECT_TRUE(p.node);
+  EXPECT_EQ(p.node_type, 0x7f00deadbee0u);
+  std::thread([&] { p = h.tracker.before_capture(); }).join();  // a forward launch: no node
+  EXPECT_EQ(p.node_type, 0u);
+  h.close();
+}
+
+// Backward launches of eight node classes through eight native paths that end at one depth: an engine
+// thread has no Python frames, so without the class in the key all eight share one memo key and its
+// four memos, and in an order that is not the same every step (here random) about half of the launches
+// walk. With the class (the default) every path keeps its memo. Either way each memo that holds gives
+// the full walk's stack (AIFLAME_VERIFY_MEMOS).
+template <int K>
+__attribute__((noinline)) void launch_from(Recorder& rec, uint32_t correlation) {
+  rec.on_launch(211, correlation, 0x1000, 5000 + correlation, 0);
+  rec.on_launch_exit();
+  asm volatile("" ::"r"(K));
+}
+using LaunchFrom = void (*)(Recorder&, uint32_t);
+constexpr LaunchFrom kLaunchFrom[8] = {launch_from<0>, launch_from<1>, launch_from<2>, launch_from<3>,
+                                       launch_from<4>, launch_from<5>, launch_from<6>, launch_from<7>};
+__attribute__((noinline)) void launch_via(LaunchFrom from, Recorder& rec, uint32_t correlation) {
+  from(rec, correlation);
+  asm volatile("");
+}
+
+struct MemoRun {
+  uint64_t launches = 0, held = 0, verified = 0, differed = 0;
+};
+MemoRun backward_memos(bool key_node) {
+  unwind::ObjectTable::instance().build_all_now();
+  const std::string path = test::temp_path("node_key");
+  Recorder rec;
+  RecordOptions o;
+  o.output = path;
+  o.quiet = true;
+  o.measure.memo_key_node = key_node;
+  std::string err;
+  EXPECT_TRUE(rec.start(o, ProcessRecord{}, &err)) << err;
+  rec.stacks().init(UnwindPolicy::Always, /*python=*/false);
+  rec.stacks().set_verify_memos(true);
+  rec.autograd().init_with(fake_api(), /*python=*/false, [](const std::string&) {});
+  FakeNode nodes[8];
+  std::thread([&] {  // the forward pass: each node made, then its op's launch (the layout probe finds them)
+    for (int k = 0; k < 8; k++) {
+      nodes[k] = fake::node();
+      nodes[k].vptr = reinterpret_cast<void*>(0x7f0000001000 + 0x40 * k);
+      rec.on_launch(211, 1000 + static_cast<uint32_t>(k), 0x2000, 4000, 0);
+      rec.on_launch_exit();
+    }
+  }).join();
+  CaptureStats& cs = CaptureStats::instance();
+  uint64_t state = 12345;
+  MemoRun run;
+  for (uint32_t i = 0; i < 400; i++) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    const int k = i < 8 ? static_cast<int>(i) : static_cast<int>(state >> 61);  // each path once, then at random
+    if (i == 8) {
+      CaptureStats::enable();
+      cs.reset();
+    }
+    on_engine(&nodes[k], [&] { launch_via(kLaunchFrom[k], rec, i + 1); });
+  }
+  run.launches = cs.launches.load();
+  run.held = cs.memo_held.load();
+  CaptureStats::disable();
+  cs.reset();
+  run.verified = rec.stacks().memo_check().checked;
+  run.differed = rec.stacks().memo_check().differed;
+  rec.finish(0);
+  std::remove((path + "." + std::to_string(getpid())).c_str());
+  return run;
+}
+
+TEST(AutogradTracker, BackwardLaunchesOfManyNodeClassesAtOneDepthKeepTheirMemos) {
+  const MemoRun keyed = backward_memos(true), unkeyed = backward_memos(false);
+  EXPECT_EQ(keyed.launches, 392u);
+  EXPECT_EQ(keyed.held, 392u);
+  EXPECT_EQ(keyed.differed, 0u);
+  EXPECT_GE(keyed.verified, 392u);
+  // The control: the same launches keyed by depth alone lose their memos to each other.
+  EXPECT_EQ(unkeyed.launches, 392u);
+  EXPECT_LT(unkeyed.held, 300u);
+  EXPECT_EQ(unkeyed.differed, 0u);
 }
 
 // The capture breakdown counts each backward launch's lookup of its forward launch and the table

@@ -8,6 +8,7 @@
 #include "record/capture_stats.h"
 #include "record/debug_log.h"
 #include "util/hot_pages.h"
+#include "util/hot_path.h"
 
 namespace aiflame {
 namespace {
@@ -157,7 +158,7 @@ void AutogradTracker::off(const std::string& note) {
   if (warn_) warn_(note);
 }
 
-AutogradTracker::Pending AutogradTracker::before_capture() {
+AIFLAME_HOT AutogradTracker::Pending AutogradTracker::before_capture() {
   Pending p;
   if (!hot_.ready.load(std::memory_order_acquire)) return p;
   p.valid = true;
@@ -190,13 +191,14 @@ AutogradTracker::Pending AutogradTracker::before_capture() {
   const char* n = static_cast<const char*>(node.get());
   std::memcpy(&p.seq, n + hot_.node_sequence_nr, sizeof p.seq);
   std::memcpy(&p.tid, n + hot_.node_thread_id, sizeof p.tid);
+  std::memcpy(&p.node_type, n, sizeof p.node_type);  // the vptr (torch_api.h: at 0)
   p.node = true;
   // The node's forward launch is looked up from seq + 1 on (its op launches after making it).
   if (p.seq != kAccumulateGrad && !hot_.light && !hot_.defer) __builtin_prefetch(&hot_.table[slot_index(p.seq + 1, p.tid)]);
   return p;
 }
 
-AutogradTracker::Launch AutogradTracker::on_launch(uint32_t stack_id, const Pending& p, uint64_t timestamp) {
+AIFLAME_HOT AutogradTracker::Launch AutogradTracker::on_launch(uint32_t stack_id, const Pending& p, uint64_t timestamp) {
   if (!p.valid) return {stack_id};
   if (p.graph_task < 0) {
     // (node_on only goes off after start: a forward launch read seq whenever it is on here.)
@@ -209,7 +211,7 @@ AutogradTracker::Launch AutogradTracker::on_launch(uint32_t stack_id, const Pend
   return on_backward(stack_id, p);
 }
 
-void AutogradTracker::remember_forward(uint32_t stack_id, const Pending& p, uint64_t timestamp) {
+AIFLAME_HOT void AutogradTracker::remember_forward(uint32_t stack_id, const Pending& p, uint64_t timestamp) {
   ThreadState& t = *p.thread;
   const uint64_t seq = p.seq;
   // No node created since this thread's last launch: the slot already holds the first launch after it.
@@ -223,7 +225,7 @@ void AutogradTracker::remember_forward(uint32_t stack_id, const Pending& p, uint
 // sequence number and thread, and the collector's flush stores it (remember) before it resolves the
 // backward launches it took: the forward table's line, a miss at nearly every such launch of a
 // training loop, leaves the launch path.
-AutogradTracker::Launch AutogradTracker::defer_forward(uint32_t stack_id, const Pending& p) {
+AIFLAME_HOT AutogradTracker::Launch AutogradTracker::defer_forward(uint32_t stack_id, const Pending& p) {
   ThreadState& t = *p.thread;
   if (p.seq == t.last_seq) return {stack_id};
   t.last_seq = p.seq;
@@ -240,7 +242,7 @@ void AutogradTracker::remember(const LaunchRecord& launch, const BackwardNote& n
   store_forward(note.seq, note.tid, launch.stack_id, launch.timestamp);
 }
 
-void AutogradTracker::store_forward(uint64_t seq, uint64_t tid, uint32_t stack_id, uint64_t timestamp) {
+AIFLAME_HOT void AutogradTracker::store_forward(uint64_t seq, uint64_t tid, uint32_t stack_id, uint64_t timestamp) {
   Slot& s = hot_.table[slot_index(seq, tid)];
   // Readers check the key before and after reading the stack (a torn entry reads as absent).
   s.key.store(0, std::memory_order_relaxed);
@@ -363,7 +365,7 @@ AutogradTracker::BackwardCounts* AutogradTracker::counts_of(ThreadState& t) {
   return t.counts = counts_.back().get();
 }
 
-AutogradTracker::Launch AutogradTracker::on_backward(uint32_t stack_id, const Pending& p) {
+AIFLAME_HOT AutogradTracker::Launch AutogradTracker::on_backward(uint32_t stack_id, const Pending& p) {
   ThreadState& t = *p.thread;
   if (t.graph_task != p.graph_task) {
     t.graph_task = p.graph_task;

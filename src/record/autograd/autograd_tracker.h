@@ -112,6 +112,10 @@ class AutogradTracker : public ProfileWriter::BackwardResolver {
     int graph_task = -1;
     uint64_t seq = 0;      // peek() of a forward launch, the node's sequence_nr_ of a backward one
     uint64_t tid = 0;      // the node's thread_id_
+    // A backward launch's node's vptr: its class (MulBackward0, AddmmBackward0 ...), the same every step.
+    // The walk memo's key takes it (Recorder::on_launch): an engine thread's launches have no Python
+    // frames, so their key was their depth alone, shared by every node class launching at that depth.
+    uint64_t node_type = 0;
     ThreadState* thread = nullptr;  // this thread's state (one thread-local lookup per launch)
   };
   Pending before_capture();

@@ -14,13 +14,14 @@
 #include "record/crash_report.h"
 #include "record/debug_log.h"
 #include "util/tsc_clock.h"
+#include "util/hot_path.h"
 
 namespace aiflame {
 namespace {
 
 CuptiBackend* g_backend = nullptr;
 
-void CUPTIAPI callback_trampoline(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+AIFLAME_HOT void CUPTIAPI callback_trampoline(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   if (g_backend) g_backend->on_callback(domain, cbid, data);
 }
 
@@ -207,7 +208,7 @@ void CuptiBackend::tune_activity_buffers() {
   }
 }
 
-void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
+AIFLAME_HOT void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbid, const void* data) {
   // Detaching (`record --pid`): the first driver call's exit stops sampling and finalizes CUPTI here,
   // on the program's own thread (cupti_attach.cpp says why).
   if (finalize_requested_.load(std::memory_order_relaxed)) {
@@ -265,7 +266,7 @@ void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_CallbackId cbi
 
 // Counts the stream captures under way: one more at a capture's begin (before it starts, so that no
 // window opens in between; undone when the call failed), one less when it ends.
-void CuptiBackend::stream_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
+AIFLAME_COLD void CuptiBackend::stream_capture(CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   const bool begin = is_one_of(cbid, kCaptureBegin);
   const bool failed = cb->callbackSite == CUPTI_API_EXIT && cb->functionReturnValue &&
                       *static_cast<const CUresult*>(cb->functionReturnValue) != CUDA_SUCCESS;
@@ -281,7 +282,7 @@ void CuptiBackend::unhook() {
   if (g_backend == this) g_backend = nullptr;
 }
 
-void CuptiBackend::context_created(CUcontext ctx) {
+AIFLAME_COLD void CuptiBackend::context_created(CUcontext ctx) {
   auto c = std::make_unique<Context>();
   c->ctx = ctx;
   api_.cuptiGetDeviceId(ctx, &c->device);

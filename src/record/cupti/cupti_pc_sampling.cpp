@@ -14,6 +14,7 @@
 #include "record/cupti/cupti_backend.h"
 #include "record/crash_report.h"
 #include "record/debug_log.h"
+#include "util/hot_path.h"
 
 namespace aiflame {
 namespace {
@@ -776,7 +777,7 @@ void CuptiBackend::window_exit(CUcontext ctx) {
 }
 
 // The context a launch runs in, looked up once per thread and context (contexts are never freed).
-CuptiBackend::Context* CuptiBackend::context_of(CUcontext ctx) {
+AIFLAME_HOT CuptiBackend::Context* CuptiBackend::context_of(CUcontext ctx) {
   struct Cache {
     const CuptiBackend* backend = nullptr;
     uint64_t generation = 0;

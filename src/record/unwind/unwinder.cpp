@@ -13,6 +13,7 @@
 #include "record/unwind/shared_rows.h"
 #include "util/hot_pages.h"
 #include "util/loaded_objects.h"
+#include "util/hot_path.h"
 
 namespace aiflame::unwind {
 namespace {
@@ -610,7 +611,7 @@ MemoMiss memo_miss(const WalkMemo& m, const Regs& start, uint64_t stack_hi, int 
   return check_memo(m, start, stack_hi, max);
 }
 
-void prefetch_for_check() { __builtin_prefetch(&g_published_generation); }
+AIFLAME_HOT void prefetch_for_check() { __builtin_prefetch(&g_published_generation); }
 
 void prefetch_for_walk() {
   const PcCache* c = t_cache;
@@ -633,7 +634,7 @@ void forget_walk() {
   if (PcCache* c = t_cache) c->rec_n = 0;
 }
 
-__attribute__((noinline)) int unwind_here(uint64_t* out, int max, WalkStatus* status, bool incremental,
+AIFLAME_HOT __attribute__((noinline)) int unwind_here(uint64_t* out, int max, WalkStatus* status, bool incremental,
                                          const WalkMemo* const* checks, int n_checks, WalkMemo* memo,
                                          bool check_only) {
   Regs r;
