@@ -1,6 +1,5 @@
 // Little-endian varint encoding for the profile format: a growable writer and a bounds-checked reader.
 #pragma once
-#include <cassert>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -35,32 +34,6 @@ class ByteWriter {
 
  private:
   std::string buf_;
-};
-
-// ByteWriter's u8 and varint into a fixed array of the caller's, for the launch path: no heap and no
-// capacity check (the caller's record has a bound that fits N; the writes are checked in debug builds).
-template <size_t N>
-class FixedBytes {
- public:
-  void u8(uint8_t v) { put(static_cast<char>(v)); }
-  void varint(uint64_t v) {
-    while (v >= 0x80) {
-      put(static_cast<char>((v & 0x7f) | 0x80));
-      v >>= 7;
-    }
-    put(static_cast<char>(v));
-  }
-  void set(size_t at, uint8_t v) { b_[at] = static_cast<char>(v); }
-  const char* data() const { return b_; }
-  size_t size() const { return n_; }
-
- private:
-  void put(char c) {
-    assert(n_ < N);
-    b_[n_++] = c;
-  }
-  char b_[N];
-  size_t n_ = 0;
 };
 
 // Every read checks bounds; after the first failure ok() is false and reads return zeros.

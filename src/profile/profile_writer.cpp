@@ -153,21 +153,58 @@ AIFLAME_HOT ProfileWriter::ThreadBuffer* ProfileWriter::thread_buffer() {
   return raw;
 }
 
-AIFLAME_HOT void ProfileWriter::add_framed(const char* frame, size_t n) {
+template <size_t N>
+inline __attribute__((always_inline)) void ProfileWriter::add_framed(const char* frame) {
+  ThreadBuffer& b = *thread_buffer();
+  const uint64_t head = b.head.load(std::memory_order_relaxed);
+  const size_t at = head % ThreadBuffer::kBytes;
+  if (ThreadBuffer::kBytes - (head - b.tail.load(std::memory_order_acquire)) < N || at + N > ThreadBuffer::kBytes) {
+    add_framed(frame, N);  // full, or the frame wraps around the buffer's end
+    return;
+  }
+  std::memcpy(b.data + at, frame, N);
+  b.head.store(head + N, std::memory_order_release);
+  t_last.head = head + N;  // thread_buffer() above made t_last this writer's
+}
+AIFLAME_HOT void ProfileWriter::add_launch_frame(const char* frame) { add_framed<2 + sizeof(RingLaunch)>(frame); }
+AIFLAME_HOT void ProfileWriter::add_deferred_frame(const char* frame) {
+  add_framed<2 + sizeof(RingNote) + sizeof(RingLaunch)>(frame);
+}
+
+LaunchRecord ProfileWriter::RingLaunch::record() const {
+  LaunchRecord r;
+  r.correlation_id = correlation_id;
+  r.tid = tid;
+  r.timestamp = timestamp;
+  r.stack_id = stack_id;
+  r.api = api;
+  r.native_unwound = native_unwound != 0;
+  r.device = device;
+  return r;
+}
+
+BackwardNote ProfileWriter::RingNote::note() const {
+  BackwardNote n;
+  n.caller = caller;
+  n.node = node;
+  n.forward = forward;
+  n.seq = seq;
+  n.tid = tid;
+  n.graph_task = graph_task;
+  return n;
+}
+
+void ProfileWriter::add_framed(const char* frame, size_t n) {
   ThreadBuffer& b = *thread_buffer();
   uint64_t head = b.head.load(std::memory_order_relaxed);
   if (ThreadBuffer::kBytes - (head - b.tail.load(std::memory_order_acquire)) < n) {
-    // Full (the collector has not flushed for a while): hand it over now, then this record. A buffer
-    // with deferred launches is only copied: its launches are resolved by the next flush, never here on
-    // the launch path (a full buffer holds ~1,000 launches).
+    // Full (the collector has not flushed for a while): hand it over now, then this record. Only
+    // copied: its launches are encoded, and deferred ones resolved, by the next flush, never here on
+    // the launch path (a full buffer holds ~1,900 launches).
     std::lock_guard<std::mutex> lock(add_mu_);
     full_handovers_.fetch_add(1, std::memory_order_relaxed);
     take_buffer(b, unresolved_);
-    if (b.deferred.load(std::memory_order_relaxed))
-      unresolved_.append(frame, n);
-    else
-      pending_.raw(frame, n);
-    if (pending_.size() >= kSegment) seal_pending();
+    unresolved_.append(frame, n);
     return;
   }
   size_t at = head % ThreadBuffer::kBytes, first = std::min(n, ThreadBuffer::kBytes - at);
@@ -177,23 +214,53 @@ AIFLAME_HOT void ProfileWriter::add_framed(const char* frame, size_t n) {
   t_last.head = head + n;  // thread_buffer() above made t_last this writer's
 }
 
-void ProfileWriter::take_buffer(ThreadBuffer& b, std::string& deferred) {
+void ProfileWriter::take_buffer(ThreadBuffer& b, std::string& frames) {
   uint64_t head = b.head.load(std::memory_order_acquire), tail = b.tail.load(std::memory_order_relaxed);
   if (head == tail) return;
   size_t at = tail % ThreadBuffer::kBytes, n = head - tail, first = std::min(n, ThreadBuffer::kBytes - at);
-  if (!b.deferred.load(std::memory_order_relaxed)) {  // launch records alone: copied as they are
-    pending_.raw(b.data + at, first);
-    pending_.raw(b.data, n - first);
-  } else {
-    deferred.append(b.data + at, first);
-    deferred.append(b.data, n - first);
-  }
+  frames.append(b.data + at, first);
+  frames.append(b.data, n - first);
   b.tail.store(head, std::memory_order_release);
+}
+
+namespace {
+// A frame's payload as the struct the launch path copied in (its length checked by the caller).
+template <class T>
+T ring_payload(const char* p) {
+  T v;
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+void put_launch(const LaunchRecord& launch, ByteWriter& w, ByteWriter& out) {
+  w.clear();
+  encode(w, launch);
+  out.u8(static_cast<uint8_t>(RecordType::Launch));
+  out.str(w.data());
+}
+}  // namespace
+
+void ProfileWriter::encode_frames(const char* p, size_t n, ByteWriter& out) {
+  thread_local ByteWriter* w = keep(new ByteWriter);  // flushes run at the process's exit too (scratch())
+  for (size_t at = 0; at + 2 <= n;) {
+    const auto type = static_cast<RecordType>(static_cast<uint8_t>(p[at]));
+    const size_t len = static_cast<uint8_t>(p[at + 1]);
+    if (at + 2 + len > n) break;  // never: the launch path writes whole frames
+    if (type == RecordType::BufferedLaunch && len == sizeof(RingLaunch))
+      put_launch(ring_payload<RingLaunch>(p + at + 2).record(), *w, out);
+    else
+      out.raw(p + at, 2 + len);
+    at += 2 + len;
+  }
 }
 
 void ProfileWriter::append_frames(const char* p, size_t n, ByteWriter& out) {
   // Frames of the thread buffers: type, one length byte, payload (add_buffered).
   BackwardResolver* resolver = resolver_.load(std::memory_order_acquire);
+  constexpr size_t kDeferred = sizeof(RingNote) + sizeof(RingLaunch);
+  auto deferred = [&](size_t at, BackwardNote& note, LaunchRecord& launch) {
+    note = ring_payload<RingNote>(p + at + 2).note();
+    launch = ring_payload<RingLaunch>(p + at + 2 + sizeof(RingNote)).record();
+  };
   std::vector<BackwardStackRecord> fresh;
   ByteWriter w;
   if (resolver) {  // the forward launches first (BackwardResolver::remember)
@@ -201,11 +268,11 @@ void ProfileWriter::append_frames(const char* p, size_t n, ByteWriter& out) {
       const auto type = static_cast<RecordType>(static_cast<uint8_t>(p[at]));
       const size_t len = static_cast<uint8_t>(p[at + 1]);
       if (at + 2 + len > n) break;
-      if (type == RecordType::DeferredLaunch) {
-        ByteReader r(std::string_view(p + at + 2, len));
+      if (type == RecordType::DeferredLaunch && len == kDeferred) {
         BackwardNote note;
         LaunchRecord launch;
-        if (decode(r, note) && note.forward && decode(r, launch)) resolver->remember(launch, note);
+        deferred(at, note, launch);
+        if (note.forward) resolver->remember(launch, note);
       }
       at += 2 + len;
     }
@@ -214,16 +281,15 @@ void ProfileWriter::append_frames(const char* p, size_t n, ByteWriter& out) {
     const auto type = static_cast<RecordType>(static_cast<uint8_t>(p[at]));
     const size_t len = static_cast<uint8_t>(p[at + 1]);
     if (at + 2 + len > n) break;  // never: the launch path writes whole frames
-    if (type != RecordType::DeferredLaunch) {
-      out.raw(p + at, 2 + len);
+    if (type != RecordType::DeferredLaunch || len != kDeferred) {
+      encode_frames(p + at, 2 + len, out);
       at += 2 + len;
       continue;
     }
-    ByteReader r(std::string_view(p + at + 2, len));
-    at += 2 + len;
     BackwardNote note;
     LaunchRecord launch;
-    if (!decode(r, note) || !decode(r, launch)) continue;
+    deferred(at, note, launch);
+    at += 2 + len;
     fresh.clear();
     if (resolver && !note.forward) launch.stack_id = resolver->resolve(launch, note, &fresh);
     for (const auto& rec : fresh) {
@@ -232,10 +298,7 @@ void ProfileWriter::append_frames(const char* p, size_t n, ByteWriter& out) {
       out.u8(static_cast<uint8_t>(RecordType::BackwardStack));
       out.str(w.data());
     }
-    w.clear();
-    encode(w, launch);
-    out.u8(static_cast<uint8_t>(RecordType::Launch));
-    out.str(w.data());
+    put_launch(launch, w, out);
   }
 }
 
@@ -262,17 +325,20 @@ bool compress_chunk(Compression c, int level, const std::string& raw, std::strin
 }
 
 void ProfileWriter::take_all() {
-  std::string deferred;  // frames of buffers with deferred launches: resolved outside add_mu_
+  std::string frames;  // the thread buffers' frames: encoded (deferred launches resolved) outside add_mu_
   {
     std::lock_guard<std::mutex> lock(add_mu_);
-    deferred.swap(unresolved_);
-    for (auto& b : buffers_) take_buffer(*b, deferred);
+    frames.swap(unresolved_);
+    for (auto& b : buffers_) take_buffer(*b, frames);
   }
-  if (deferred.empty()) return;
-  ByteWriter resolved;
-  append_frames(deferred.data(), deferred.size(), resolved);
-  std::lock_guard<std::mutex> lock(add_mu_);
-  pending_.raw(resolved.data().data(), resolved.size());
+  if (frames.empty()) return;
+  ByteWriter records;
+  append_frames(frames.data(), frames.size(), records);
+  std::string bytes = records.take();
+  std::lock_guard<std::mutex> lock(add_mu_);  // moved in after what was added before, as a segment
+  seal_pending();
+  pending_bytes_sealed_ += bytes.size();
+  sealed_.push_back(std::move(bytes));
 }
 
 void ProfileWriter::resolve_deferred() {

@@ -2,6 +2,7 @@
 // records, a collector thread flushes. Never throws; I/O errors are remembered and reported once.
 #pragma once
 #include <atomic>
+#include <cstring>
 #include <memory>
 #include <vector>
 #include <mutex>
@@ -50,7 +51,13 @@ class ProfileWriter {
   // kept (the reader keys launches by correlation id). Issue 22: the launch record's add, under
   // add_mu_ against the collector's sample batches, cost 0.46-0.54 us per launch on the H100.
   void add_buffered(const LaunchRecord& rec) {
-    add_launch_frame<kMaxLaunchPayload>(RecordType::Launch, [&](auto& f) { encode_launch(f, rec); });
+    if (!accepting_.load(std::memory_order_relaxed)) return;
+    const RingLaunch launch = RingLaunch::of(rec);
+    char f[2 + sizeof launch];
+    f[0] = static_cast<char>(RecordType::BufferedLaunch);
+    f[1] = static_cast<char>(sizeof launch);
+    std::memcpy(f + 2, &launch, sizeof launch);
+    add_launch_frame(f);
   }
   // A backward launch whose stack id is resolved later, off the launch path: by the next flush (the
   // collector's, or close()'s), outside the writer's add lock, by the resolver, which names the
@@ -59,12 +66,14 @@ class ProfileWriter {
   // rec.stack_id.
   void add_buffered(const LaunchRecord& rec, const BackwardNote& note) {
     if (!accepting_.load(std::memory_order_relaxed)) return;
-    ThreadBuffer& b = *thread_buffer();
-    if (!b.deferred.load(std::memory_order_relaxed)) b.deferred.store(true, std::memory_order_relaxed);
-    add_launch_frame<kMaxNotePayload + kMaxLaunchPayload>(RecordType::DeferredLaunch, [&](auto& f) {
-      encode_note(f, note);
-      encode_launch(f, rec);
-    });
+    const RingNote n = RingNote::of(note);
+    const RingLaunch launch = RingLaunch::of(rec);
+    char f[2 + sizeof n + sizeof launch];
+    f[0] = static_cast<char>(RecordType::DeferredLaunch);
+    f[1] = static_cast<char>(sizeof n + sizeof launch);
+    std::memcpy(f + 2, &n, sizeof n);
+    std::memcpy(f + 2 + sizeof n, &launch, sizeof launch);
+    add_deferred_frame(f);
   }
   class BackwardResolver {
    public:
@@ -114,29 +123,49 @@ class ProfileWriter {
   struct ThreadBuffer {
     static constexpr size_t kBytes = 64 * 1024;
     std::atomic<uint64_t> head{0};  // bytes written, published with release by the owner thread
-    std::atomic<bool> deferred{false};  // it has held a DeferredLaunch (taken frame by frame from then on)
     alignas(64) std::atomic<uint64_t> tail{0};  // bytes taken, under add_mu_
     alignas(64) char data[kBytes];
   };
-  void add_framed(const char* frame, size_t n);  // a framed record into this thread's buffer
-  // The framed record (type, payload length, payload) built in place: a launch record's payload is
-  // under 128 bytes, so its length is one varint byte.
-  template <size_t kPayload, class Encode>
-  void add_launch_frame(RecordType type, Encode&& encode_payload) {
-    if (!accepting_.load(std::memory_order_relaxed)) return;
-    static_assert(kPayload < 0x80);
-    FixedBytes<2 + kPayload> f;
-    f.u8(static_cast<uint8_t>(type));
-    f.u8(0);
-    encode_payload(f);
-    f.set(1, static_cast<uint8_t>(f.size() - 2));
-    add_framed(f.data(), f.size());
-  }
+  // A launch as its thread's buffer holds it: the fields as they are, copied in a few stores, where its
+  // encoding (varints, a byte count known only at the end, then a copy of that many bytes) was ~100
+  // instructions and a branch per byte on the launch path (issue 22). The flush encodes it
+  // (append_frames); the file's records are unchanged.
+  struct RingLaunch {
+    uint64_t timestamp;
+    uint32_t correlation_id, tid, stack_id, api, device;
+    uint8_t native_unwound;
+    static RingLaunch of(const LaunchRecord& r) {
+      return {r.timestamp, r.correlation_id, r.tid, r.stack_id, r.api, r.device, r.native_unwound ? uint8_t{1} : uint8_t{0}};
+    }
+    LaunchRecord record() const;
+  };
+  struct RingNote {
+    uint64_t seq, tid;
+    uint32_t caller;
+    int32_t graph_task;
+    bool node, forward;
+    static RingNote of(const BackwardNote& n) { return {n.seq, n.tid, n.caller, n.graph_task, n.node, n.forward}; }
+    BackwardNote note() const;
+  };
+  // A frame of a thread buffer: its type, its payload's length (under 128: one byte, as a record's
+  // varint length in a file), then the payload.
+  static_assert(sizeof(RingNote) + sizeof(RingLaunch) < 0x80);
+  // A framed record into this thread's buffer: N bytes, copied in place when they fit before the
+  // buffer's end (a copy of a known size: a few stores, no call); else the general way below. The
+  // launch path's two frames (non-template, so that they sit in .text.hot with the launch path).
+  template <size_t N>
+  void add_framed(const char* frame);
+  void add_launch_frame(const char* frame);
+  void add_deferred_frame(const char* frame);
+  void add_framed(const char* frame, size_t n);
+  // Frames of a thread buffer (p, n: whole frames, no DeferredLaunch among them) into `out` as a
+  // file's records: a BufferedLaunch encoded as a Launch, another frame as it is.
+  static void encode_frames(const char* p, size_t n, ByteWriter& out);
   ThreadBuffer* thread_buffer();
-  // Under add_mu_: appends its records to pending_, or its frames to `deferred` once it has held a
-  // deferred launch.
-  void take_buffer(ThreadBuffer& b, std::string& deferred);
-  void take_all();  // under resolve_mu_: every buffer taken, deferred launches resolved into pending_
+  // Under add_mu_: appends its frames to `frames` (encoded, and deferred launches resolved, by
+  // take_all, outside the lock).
+  void take_buffer(ThreadBuffer& b, std::string& frames);
+  void take_all();  // under resolve_mu_: every buffer taken, its launches encoded (deferred ones resolved) into pending_
   // Framed records into out as records, each DeferredLaunch resolved (under resolve_mu_).
   void append_frames(const char* p, size_t n, ByteWriter& out);
   std::atomic<BackwardResolver*> resolver_{nullptr};
@@ -149,7 +178,7 @@ class ProfileWriter {
   std::mutex add_mu_;
   std::mutex write_mu_;
   std::mutex resolve_mu_;   // held through a flush: deferred launches resolved in order, by one flush
-  std::string unresolved_;  // under add_mu_: frames of full buffers with deferred launches, for the next flush
+  std::string unresolved_;  // under add_mu_: frames of full buffers, for the next flush
   std::atomic<uint64_t> full_handovers_{0};
   // What was added and not yet flushed, in order: sealed_ (whole segments, big records moved in),
   // then pending_ (being appended to).

@@ -88,16 +88,6 @@ bool decode(ByteReader& r, LaunchRecord& o) {
   return r.ok();
 }
 
-bool decode(ByteReader& r, BackwardNote& o) {
-  o.caller = r.varint32();
-  const uint8_t kind = r.u8();
-  o.node = kind == 1;
-  o.forward = kind == 2;
-  o.seq = r.varint(); o.tid = r.varint();
-  o.graph_task = static_cast<int32_t>(r.varint32()) - 1;
-  return r.ok();
-}
-
 void encode(ByteWriter& w, const KernelRecord& r) {
   w.varint(r.correlation_id); w.varint(r.start); w.varint(r.end >= r.start ? r.end - r.start : 0);
   w.varint(r.device); w.varint(r.context); w.varint(r.stream); w.varint(r.name);

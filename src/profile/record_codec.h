@@ -10,24 +10,11 @@ void encode(ByteWriter& w, const StringRecord& r);
 void encode(ByteWriter& w, const StallReasonsRecord& r);
 void encode(ByteWriter& w, const ModuleRecord& r);
 void encode(ByteWriter& w, const StackRecord& r);
-// A launch record's payload (at most kMaxLaunchPayload bytes), for a ByteWriter or, on the launch
-// path, a FixedBytes (ProfileWriter::add_buffered).
-constexpr size_t kMaxLaunchPayload = 5 + 5 + 10 + 5 + 5 + 1 + 5;
-template <class W>
-void encode_launch(W& w, const LaunchRecord& r) {
+inline void encode(ByteWriter& w, const LaunchRecord& r) {
   w.varint(r.correlation_id); w.varint(r.tid); w.varint(r.timestamp); w.varint(r.stack_id);
   w.varint(r.api); w.u8(r.native_unwound ? 1 : 0);
   w.varint(r.device == kNoDevice ? 0 : uint64_t{r.device} + 1);
 }
-inline void encode(ByteWriter& w, const LaunchRecord& r) { encode_launch(w, r); }
-// A DeferredLaunch's payload: the note, then the launch (whose decoder reads to the payload's end).
-constexpr size_t kMaxNotePayload = 5 + 1 + 10 + 10 + 5;
-template <class W>
-void encode_note(W& w, const BackwardNote& n) {
-  w.varint(n.caller); w.u8(n.forward ? 2 : n.node ? 1 : 0); w.varint(n.seq); w.varint(n.tid);
-  w.varint(static_cast<uint32_t>(n.graph_task) + 1u);  // -1 (none): 0
-}
-bool decode(ByteReader& r, BackwardNote& o);
 void encode(ByteWriter& w, const KernelRecord& r);
 void encode(ByteWriter& w, const PcBatchRecord& r);
 void encode(ByteWriter& w, const CodeObjectRecord& r);

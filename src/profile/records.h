@@ -30,6 +30,9 @@ enum class RecordType : uint8_t {
   // Never in a file: a launch the recorder's thread buffer holds with a BackwardNote, whose stack id
   // the writer has resolved (ProfileWriter::BackwardResolver) before the Launch record is written.
   DeferredLaunch = 0xF0,
+  // Never in a file: a launch as a thread buffer holds it (ProfileWriter::RingLaunch), encoded as a
+  // Launch record when the buffer is taken.
+  BufferedLaunch = 0xF1,
 };
 
 struct ProcessRecord {

@@ -3,6 +3,7 @@
 // buffer fills up between two flushes.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -94,7 +95,7 @@ TEST(ProfileWriterBuffered, AFlushWritesTheBufferedRecords) {
   std::remove(path.c_str());
 }
 
-// 64 KiB hold about 4,000 launch records: 50,000 without a flush fill a thread's buffer many times.
+// 64 KiB hold about 1,900 launches (34 bytes each): 50,000 without a flush fill a thread's buffer many times.
 TEST(ProfileWriterBuffered, FullBuffersAreHandedOverWithoutLoss) {
   std::string path = test::temp_path("buffered_full.aiflame");
   std::string err;
@@ -254,7 +255,7 @@ TEST(ProfileWriterBuffered, DeferredLaunchesAreResolvedWhenTaken) {
   for (int k = 0; k < 10; k++) ASSERT_TRUE(w.flush());
   for (auto& th : threads) th.join();
   ASSERT_TRUE(w.close());
-  EXPECT_GE(w.full_handovers(), 1u);  // 30,000 launches of ~30 bytes fill a 64 KiB buffer
+  EXPECT_GE(w.full_handovers(), 1u);  // 30,000 launches of 34-66 bytes fill a 64 KiB buffer
   EXPECT_EQ(resolver.callers.count(launching[1]), 0u);
   EXPECT_EQ(resolver.callers.count(launching[2]), 0u);
   EXPECT_EQ(resolver.callers.count(std::this_thread::get_id()), 1u);
@@ -274,6 +275,92 @@ TEST(ProfileWriterBuffered, DeferredLaunchesAreResolvedWhenTaken) {
   }
   EXPECT_EQ(p->backward_stacks.size(), 7u);  // one per stack id, written once
   for (const auto& [id, b] : p->backward_stacks) EXPECT_EQ(id, kBackwardStackBit | (b.stack_id + 100));
+  std::remove(path.c_str());
+}
+
+// A thread buffer holds a launch's fields as they are (ProfileWriter::RingLaunch, RingNote) and the
+// flush encodes them: every field at its extremes reaches the file, and the resolver, unchanged.
+struct NoteKeeper : ProfileWriter::BackwardResolver {
+  std::vector<BackwardNote> notes;
+  std::vector<LaunchRecord> launches;
+  uint32_t resolve(const LaunchRecord& launch, const BackwardNote& note, std::vector<BackwardStackRecord>*) override {
+    notes.push_back(note);
+    launches.push_back(launch);
+    return launch.stack_id;
+  }
+  void remember(const LaunchRecord& launch, const BackwardNote& note) override {
+    notes.push_back(note);
+    launches.push_back(launch);
+  }
+};
+TEST(ProfileWriterBuffered, EveryFieldAtItsExtremesSurvivesTheBuffer) {
+  std::string path = test::temp_path("buffered_extremes.aiflame");
+  std::string err;
+  ProfileWriter w;
+  NoteKeeper keeper;
+  w.set_backward_resolver(&keeper);
+  ASSERT_TRUE(w.open(path, true, &err)) << err;
+  LaunchRecord big;
+  big.correlation_id = UINT32_MAX;
+  big.tid = UINT32_MAX - 1;
+  big.timestamp = UINT64_MAX;
+  big.stack_id = UINT32_MAX - 2;
+  big.api = UINT32_MAX - 3;
+  big.native_unwound = true;
+  big.device = UINT32_MAX - 4;
+  LaunchRecord none = big;  // no device, not unwound, zeros
+  none.correlation_id = 1;
+  none.timestamp = 0;
+  none.stack_id = 0;
+  none.api = 0;
+  none.native_unwound = false;
+  none.device = kNoDevice;
+  LaunchRecord deferred = big, forward = big;
+  deferred.correlation_id = 2;
+  forward.correlation_id = 3;
+  BackwardNote note;
+  note.caller = UINT32_MAX;
+  note.node = true;
+  note.seq = UINT64_MAX;
+  note.tid = UINT64_MAX - 1;
+  note.graph_task = INT32_MAX;
+  BackwardNote forward_note;
+  forward_note.forward = true;
+  forward_note.seq = 12345;
+  forward_note.tid = 6;  // graph_task -1
+  std::thread([&] {
+    w.add_buffered(big);
+    w.add_buffered(none);
+    w.add_buffered(deferred, note);
+    w.add_buffered(forward, forward_note);
+  }).join();
+  ASSERT_TRUE(w.close());
+  auto same = [](const LaunchRecord& a, const LaunchRecord& b) {
+    return a.correlation_id == b.correlation_id && a.tid == b.tid && a.timestamp == b.timestamp &&
+           a.stack_id == b.stack_id && a.api == b.api && a.native_unwound == b.native_unwound && a.device == b.device;
+  };
+  std::vector<LaunchRecord> got;
+  Status st = for_each_launch(path, [&](const LaunchRecord& l) { got.push_back(l); });
+  ASSERT_TRUE(st.ok()) << st.error();
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_TRUE(same(got[0], big));
+  EXPECT_TRUE(same(got[1], none));
+  EXPECT_TRUE(same(got[2], deferred));
+  EXPECT_TRUE(same(got[3], forward));
+  // The resolver: the forward launch remembered first, then the backward one resolved.
+  ASSERT_EQ(keeper.notes.size(), 2u);
+  EXPECT_TRUE(same(keeper.launches[0], forward));
+  EXPECT_TRUE(keeper.notes[0].forward);
+  EXPECT_EQ(keeper.notes[0].seq, 12345u);
+  EXPECT_EQ(keeper.notes[0].tid, 6u);
+  EXPECT_EQ(keeper.notes[0].graph_task, -1);
+  EXPECT_TRUE(same(keeper.launches[1], deferred));
+  EXPECT_EQ(keeper.notes[1].caller, UINT32_MAX);
+  EXPECT_TRUE(keeper.notes[1].node);
+  EXPECT_FALSE(keeper.notes[1].forward);
+  EXPECT_EQ(keeper.notes[1].seq, UINT64_MAX);
+  EXPECT_EQ(keeper.notes[1].tid, UINT64_MAX - 1);
+  EXPECT_EQ(keeper.notes[1].graph_task, INT32_MAX);
   std::remove(path.c_str());
 }
 
