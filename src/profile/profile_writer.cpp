@@ -172,27 +172,10 @@ AIFLAME_HOT void ProfileWriter::add_deferred_frame(const char* frame) {
 }
 
 LaunchRecord ProfileWriter::RingLaunch::record() const {
-  LaunchRecord r;
-  r.correlation_id = correlation_id;
-  r.tid = tid;
-  r.timestamp = timestamp;
-  r.stack_id = stack_id;
-  r.api = api;
-  r.native_unwound = native_unwound != 0;
-  r.device = device;
-  return r;
+  return LaunchRecord{correlation_id, tid, timestamp, stack_id, api, native_unwound != 0, device};
 }
 
-BackwardNote ProfileWriter::RingNote::note() const {
-  BackwardNote n;
-  n.caller = caller;
-  n.node = node;
-  n.forward = forward;
-  n.seq = seq;
-  n.tid = tid;
-  n.graph_task = graph_task;
-  return n;
-}
+BackwardNote ProfileWriter::RingNote::note() const { return BackwardNote{caller, node, forward, seq, tid, graph_task}; }
 
 void ProfileWriter::add_framed(const char* frame, size_t n) {
   ThreadBuffer& b = *thread_buffer();
