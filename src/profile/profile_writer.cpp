@@ -153,22 +153,27 @@ AIFLAME_HOT ProfileWriter::ThreadBuffer* ProfileWriter::thread_buffer() {
   return raw;
 }
 
-template <size_t N>
-inline __attribute__((always_inline)) void ProfileWriter::add_framed(const char* frame) {
+inline __attribute__((always_inline)) void ProfileWriter::add_framed(const char* frame, size_t n) {
   ThreadBuffer& b = *thread_buffer();
   const uint64_t head = b.head.load(std::memory_order_relaxed);
-  const size_t at = head % ThreadBuffer::kBytes;
-  if (ThreadBuffer::kBytes - (head - b.tail.load(std::memory_order_acquire)) < N || at + N > ThreadBuffer::kBytes) {
-    add_framed(frame, N);  // full, or the frame wraps around the buffer's end
+  if (ThreadBuffer::kBytes - (head - b.tail.load(std::memory_order_acquire)) < n) {
+    hand_over(b, frame, n);
     return;
   }
-  std::memcpy(b.data + at, frame, N);
-  b.head.store(head + N, std::memory_order_release);
-  t_last.head = head + N;  // thread_buffer() above made t_last this writer's
+  const size_t at = head % ThreadBuffer::kBytes;
+  if (at + n <= ThreadBuffer::kBytes) {
+    std::memcpy(b.data + at, frame, n);
+  } else {  // around the buffer's end
+    const size_t first = ThreadBuffer::kBytes - at;
+    std::memcpy(b.data + at, frame, first);
+    std::memcpy(b.data, frame + first, n - first);
+  }
+  b.head.store(head + n, std::memory_order_release);
+  t_last.head = head + n;  // thread_buffer() above made t_last this writer's
 }
-AIFLAME_HOT void ProfileWriter::add_launch_frame(const char* frame) { add_framed<2 + sizeof(RingLaunch)>(frame); }
+AIFLAME_HOT void ProfileWriter::add_launch_frame(const char* frame) { add_framed(frame, 2 + sizeof(RingLaunch)); }
 AIFLAME_HOT void ProfileWriter::add_deferred_frame(const char* frame) {
-  add_framed<2 + sizeof(RingNote) + sizeof(RingLaunch)>(frame);
+  add_framed(frame, 2 + sizeof(RingNote) + sizeof(RingLaunch));
 }
 
 LaunchRecord ProfileWriter::RingLaunch::record() const {
@@ -177,24 +182,13 @@ LaunchRecord ProfileWriter::RingLaunch::record() const {
 
 BackwardNote ProfileWriter::RingNote::note() const { return BackwardNote{caller, node, forward, seq, tid, graph_task}; }
 
-void ProfileWriter::add_framed(const char* frame, size_t n) {
-  ThreadBuffer& b = *thread_buffer();
-  uint64_t head = b.head.load(std::memory_order_relaxed);
-  if (ThreadBuffer::kBytes - (head - b.tail.load(std::memory_order_acquire)) < n) {
-    // Full (the collector has not flushed for a while): hand it over now, then this record. Only
-    // copied: its launches are encoded, and deferred ones resolved, by the next flush, never here on
-    // the launch path (a full buffer holds ~1,900 launches).
-    std::lock_guard<std::mutex> lock(add_mu_);
-    full_handovers_.fetch_add(1, std::memory_order_relaxed);
-    take_buffer(b, unresolved_);
-    unresolved_.append(frame, n);
-    return;
-  }
-  size_t at = head % ThreadBuffer::kBytes, first = std::min(n, ThreadBuffer::kBytes - at);
-  std::memcpy(b.data + at, frame, first);
-  std::memcpy(b.data, frame + first, n - first);
-  b.head.store(head + n, std::memory_order_release);
-  t_last.head = head + n;  // thread_buffer() above made t_last this writer's
+void ProfileWriter::hand_over(ThreadBuffer& b, const char* frame, size_t n) {
+  // Only copied: its launches are encoded, and deferred ones resolved, by the next flush, never here on
+  // the launch path (a full buffer holds ~1,900 launches).
+  std::lock_guard<std::mutex> lock(add_mu_);
+  full_handovers_.fetch_add(1, std::memory_order_relaxed);
+  take_buffer(b, unresolved_);
+  unresolved_.append(frame, n);
 }
 
 void ProfileWriter::take_buffer(ThreadBuffer& b, std::string& frames) {
@@ -222,57 +216,44 @@ void put_launch(const LaunchRecord& launch, ByteWriter& w, ByteWriter& out) {
 }
 }  // namespace
 
-void ProfileWriter::encode_frames(const char* p, size_t n, ByteWriter& out) {
-  thread_local ByteWriter* w = keep(new ByteWriter);  // flushes run at the process's exit too (scratch())
-  for (size_t at = 0; at + 2 <= n;) {
-    const auto type = static_cast<RecordType>(static_cast<uint8_t>(p[at]));
-    const size_t len = static_cast<uint8_t>(p[at + 1]);
-    if (at + 2 + len > n) break;  // never: the launch path writes whole frames
-    if (type == RecordType::BufferedLaunch && len == sizeof(RingLaunch))
-      put_launch(ring_payload<RingLaunch>(p + at + 2).record(), *w, out);
-    else
-      out.raw(p + at, 2 + len);
-    at += 2 + len;
-  }
-}
-
 void ProfileWriter::append_frames(const char* p, size_t n, ByteWriter& out) {
   // Frames of the thread buffers: type, one length byte, payload (add_buffered).
-  BackwardResolver* resolver = resolver_.load(std::memory_order_acquire);
-  constexpr size_t kDeferred = sizeof(RingNote) + sizeof(RingLaunch);
-  auto deferred = [&](size_t at, BackwardNote& note, LaunchRecord& launch) {
-    note = ring_payload<RingNote>(p + at + 2).note();
-    launch = ring_payload<RingLaunch>(p + at + 2 + sizeof(RingNote)).record();
-  };
-  std::vector<BackwardStackRecord> fresh;
-  ByteWriter w;
-  if (resolver) {  // the forward launches first (BackwardResolver::remember)
+  auto for_each_frame = [&](auto&& fn) {
     for (size_t at = 0; at + 2 <= n;) {
-      const auto type = static_cast<RecordType>(static_cast<uint8_t>(p[at]));
       const size_t len = static_cast<uint8_t>(p[at + 1]);
-      if (at + 2 + len > n) break;
-      if (type == RecordType::DeferredLaunch && len == kDeferred) {
-        BackwardNote note;
-        LaunchRecord launch;
-        deferred(at, note, launch);
-        if (note.forward) resolver->remember(launch, note);
-      }
+      if (at + 2 + len > n) break;  // never: the launch path writes whole frames
+      fn(static_cast<RecordType>(static_cast<uint8_t>(p[at])), p + at, len);
       at += 2 + len;
     }
-  }
-  for (size_t at = 0; at + 2 <= n;) {
-    const auto type = static_cast<RecordType>(static_cast<uint8_t>(p[at]));
-    const size_t len = static_cast<uint8_t>(p[at + 1]);
-    if (at + 2 + len > n) break;  // never: the launch path writes whole frames
+  };
+  constexpr size_t kDeferred = sizeof(RingNote) + sizeof(RingLaunch);
+  auto deferred = [](const char* f, BackwardNote& note, LaunchRecord& launch) {
+    note = ring_payload<RingNote>(f + 2).note();
+    launch = ring_payload<RingLaunch>(f + 2 + sizeof(RingNote)).record();
+  };
+  BackwardResolver* resolver = resolver_.load(std::memory_order_acquire);
+  if (resolver)  // the forward launches first (BackwardResolver::remember)
+    for_each_frame([&](RecordType type, const char* f, size_t len) {
+      if (type != RecordType::DeferredLaunch || len != kDeferred) return;
+      BackwardNote note;
+      LaunchRecord launch;
+      deferred(f, note, launch);
+      if (note.forward) resolver->remember(launch, note);
+    });
+  std::vector<BackwardStackRecord> fresh;
+  ByteWriter w;
+  for_each_frame([&](RecordType type, const char* f, size_t len) {
+    if (type == RecordType::BufferedLaunch && len == sizeof(RingLaunch)) {
+      put_launch(ring_payload<RingLaunch>(f + 2).record(), w, out);
+      return;
+    }
     if (type != RecordType::DeferredLaunch || len != kDeferred) {
-      encode_frames(p + at, 2 + len, out);
-      at += 2 + len;
-      continue;
+      out.raw(f, 2 + len);
+      return;
     }
     BackwardNote note;
     LaunchRecord launch;
-    deferred(at, note, launch);
-    at += 2 + len;
+    deferred(f, note, launch);
     fresh.clear();
     if (resolver && !note.forward) launch.stack_id = resolver->resolve(launch, note, &fresh);
     for (const auto& rec : fresh) {
@@ -282,7 +263,7 @@ void ProfileWriter::append_frames(const char* p, size_t n, ByteWriter& out) {
       out.str(w.data());
     }
     put_launch(launch, w, out);
-  }
+  });
 }
 
 bool compress_chunk(Compression c, int level, const std::string& raw, std::string& out) {

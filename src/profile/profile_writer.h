@@ -150,23 +150,21 @@ class ProfileWriter {
   // A frame of a thread buffer: its type, its payload's length (under 128: one byte, as a record's
   // varint length in a file), then the payload.
   static_assert(sizeof(RingNote) + sizeof(RingLaunch) < 0x80);
-  // A framed record into this thread's buffer: N bytes, copied in place when they fit before the
-  // buffer's end (a copy of a known size: a few stores, no call); else the general way below. The
-  // launch path's two frames (non-template, so that they sit in .text.hot with the launch path).
-  template <size_t N>
-  void add_framed(const char* frame);
+  // A framed record of n bytes into this thread's buffer (inlined into the two callers below, where n
+  // is a constant: the copy is a few stores, no call). A full buffer is handed over (hand_over).
+  void add_framed(const char* frame, size_t n);
+  // The launch path's two frames (out of line, so that they sit in .text.hot with the launch path).
   void add_launch_frame(const char* frame);
   void add_deferred_frame(const char* frame);
-  void add_framed(const char* frame, size_t n);
-  // Frames of a thread buffer (p, n: whole frames, no DeferredLaunch among them) into `out` as a
-  // file's records: a BufferedLaunch encoded as a Launch, another frame as it is.
-  static void encode_frames(const char* p, size_t n, ByteWriter& out);
+  // A full buffer (the collector has not flushed for a while), then `frame`, into unresolved_.
+  void hand_over(ThreadBuffer& b, const char* frame, size_t n);
   ThreadBuffer* thread_buffer();
   // Under add_mu_: appends its frames to `frames` (encoded, and deferred launches resolved, by
   // take_all, outside the lock).
   void take_buffer(ThreadBuffer& b, std::string& frames);
-  void take_all();  // under resolve_mu_: every buffer taken, its launches encoded (deferred ones resolved) into pending_
-  // Framed records into out as records, each DeferredLaunch resolved (under resolve_mu_).
+  void take_all();  // under resolve_mu_: every buffer taken, its launches encoded (deferred ones resolved) as a segment
+  // The thread buffers' frames into out as a file's records: a BufferedLaunch encoded as a Launch, a
+  // DeferredLaunch resolved then encoded, another frame as it is (under resolve_mu_).
   void append_frames(const char* p, size_t n, ByteWriter& out);
   std::atomic<BackwardResolver*> resolver_{nullptr};
   // Read at every launch (add_buffered, prefetch_buffered): on a line of their own. Beside add_mu_
