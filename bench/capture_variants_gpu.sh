@@ -33,6 +33,7 @@
 #   ablight, ablight2: AIFLAME_AUTOGRAD_AB=1 with AIFLAME_AUTOGRAD_LIGHT=1 or 2: the in-run A/B of what
 #         light and light2 leave on the launch path (ab minus ablight: the deferred notes; ablight
 #         minus ablight2: the calls into torch)
+#   nopf  AIFLAME_PY_PREFETCH=0: no prefetch of the thread's last Python walk's frames at a capture's start
 #   old   the previous build (A)
 #
 # The first recording of a call on a fresh machine ran 0.4-0.9 us per launch slower than the rest
@@ -70,6 +71,7 @@ run() {  # variant workload round
     lru) env_+=(AIFLAME_MEMO_EVICT_LRU=1) ;;
     nokernel) env_+=(AIFLAME_MEMO_KEY_KERNEL=0) ;;
     nonode) env_+=(AIFLAME_MEMO_KEY_NODE=0) ;;
+    nopf) env_+=(AIFLAME_PY_PREFETCH=0) ;;
     ablight) env_+=(AIFLAME_AUTOGRAD_AB=1 AIFLAME_AUTOGRAD_LIGHT=1) ;;
     ablight2) env_+=(AIFLAME_AUTOGRAD_AB=1 AIFLAME_AUTOGRAD_LIGHT=2) ;;
     old) bin=$a ;;

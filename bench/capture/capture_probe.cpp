@@ -67,6 +67,7 @@ struct Capturer {
     // The memo switches, as the recorder reads them (A/B: the benchmark makes its own capture).
     if (const char* e = std::getenv("AIFLAME_MEMO_KEY_KERNEL")) capture.set_memo_key_site(std::strcmp(e, "1") == 0);
     if (const char* e = std::getenv("AIFLAME_MEMO_EVICT_LRU")) capture.set_memo_evict_lru(std::strcmp(e, "1") == 0);
+    if (const char* e = std::getenv("AIFLAME_PY_PREFETCH")) capture.set_python_prefetch(std::strcmp(e, "1") == 0);
     // As the recorder trims its own library's frames (and CUPTI's and the driver's) from the leaf end.
     uint64_t lo, hi;
     if (find_module_range("libaiflame_capture_bench", &lo, &hi)) capture.add_skip_range(lo, hi);
@@ -628,6 +629,7 @@ void on_launch_cold(benchmark::State& state, bool stats, Pass pass = Pass::Forwa
   // The memo switches (read here: the benchmark makes its own options).
   if (const char* e = std::getenv("AIFLAME_MEMO_EVICT_LRU")) opt.measure.memo_evict_lru = std::strcmp(e, "1") == 0;
   if (const char* e = std::getenv("AIFLAME_MEMO_KEY_KERNEL")) opt.measure.memo_key_kernel = std::strcmp(e, "1") == 0;
+  if (const char* e = std::getenv("AIFLAME_PY_PREFETCH")) opt.measure.py_prefetch = std::strcmp(e, "1") == 0;
   Recorder rec;
   std::string error;
   if (!rec.start(opt, ProcessRecord{}, &error)) {

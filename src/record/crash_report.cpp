@@ -14,12 +14,13 @@
 #include <iterator>
 
 #include "util/loaded_objects.h"
-#include "util/hot_path.h"
 
 namespace aiflame {
+
+thread_local constinit int t_phase = 0;
+
 namespace {
 
-thread_local int t_phase = 0;
 thread_local const char* t_subject = nullptr;  // what the thread works on (set_crash_subject)
 thread_local sigjmp_buf* t_guard = nullptr;    // run_guarded's, while it runs
 struct sigaction g_previous[32];
@@ -93,8 +94,6 @@ void on_fatal(int sig, siginfo_t* info, void* ctx) {
 
 }  // namespace
 
-AIFLAME_HOT void set_phase(Phase p) { t_phase = static_cast<int>(p); }
-AIFLAME_HOT Phase current_phase() { return static_cast<Phase>(t_phase); }
 void set_crash_subject(const char* what) { t_subject = what; }
 
 bool run_guarded(void (*fn)(void*), void* arg, int* sig) {

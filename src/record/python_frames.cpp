@@ -12,6 +12,7 @@
 #include "util/hot_pages.h"
 #include "util/safe_memory.h"
 #include "util/hot_path.h"
+#include "util/word_hash.h"
 
 namespace aiflame {
 namespace {
@@ -48,32 +49,66 @@ bool safe_at(const void* base, size_t off, T* v) {
 // Offsets of the x86-64 release builds of CPython (printed with offsetof against each version's headers,
 // 3.10.13, 3.11.7, 3.12.1, 3.13.0), from Include/cpython/pystate.h,
 // Include/internal/pycore_frame.h, Include/cpython/code.h and Include/cpython/unicodeobject.h.
-bool layout_for(int minor, PythonFrames::Layout& L) {
+using Layout = PythonFrames::Layout;
+constexpr Layout kLayout311 = {.ts_cframe = 56, .cframe_current = 8, .frame_code = 32, .frame_previous = 48,
+                               .frame_instr = 56, .frame_owner = 69, .owner_cstack = 3, .code_filename = 112,
+                               .code_qualname = 128, .code_firstlineno = 72, .code_adaptive = 184, .ascii_header = 48};
+constexpr Layout kLayout312 = {.ts_cframe = 56, .cframe_current = 0, .frame_code = 0, .frame_previous = 8,
+                               .frame_instr = 56, .frame_owner = 70, .owner_cstack = 3, .code_filename = 112,
+                               .code_qualname = 128, .code_firstlineno = 68, .code_adaptive = 192, .ascii_header = 40};
+constexpr Layout kLayout313 = {.kind = Layout::Direct, .ts_cframe = 72, .cframe_current = 0, .frame_code = 0,
+                               .frame_previous = 8, .frame_instr = 56, .frame_owner = 70, .owner_cstack = 3,
+                               .code_filename = 112, .code_qualname = 128, .code_firstlineno = 68,
+                               .code_adaptive = 200, .ascii_header = 40};
+// frame_previous is f_back, frame_instr is f_lasti (an int, in code units); no qualname: co_name.
+constexpr Layout kLayout310 = {.kind = Layout::FrameObject, .ts_cframe = 24, .cframe_current = 0, .frame_code = 32,
+                               .frame_previous = 24, .frame_instr = 96, .frame_owner = 0, .owner_cstack = -1,
+                               .code_filename = 104, .code_qualname = 112, .code_firstlineno = 40,
+                               .code_adaptive = 0, .ascii_header = 48};
+bool layout_for(int minor, Layout& L) {
   switch (minor) {
-    case 11:
-      L = {.ts_cframe = 56, .cframe_current = 8, .frame_code = 32, .frame_previous = 48, .frame_instr = 56,
-           .frame_owner = 69, .owner_cstack = 3, .code_filename = 112, .code_qualname = 128,
-           .code_firstlineno = 72, .code_adaptive = 184, .ascii_header = 48};
-      return true;
-    case 12:
-      L = {.ts_cframe = 56, .cframe_current = 0, .frame_code = 0, .frame_previous = 8, .frame_instr = 56,
-           .frame_owner = 70, .owner_cstack = 3, .code_filename = 112, .code_qualname = 128,
-           .code_firstlineno = 68, .code_adaptive = 192, .ascii_header = 40};
-      return true;
-    case 13:
-      L = {.kind = PythonFrames::Layout::Direct, .ts_cframe = 72, .cframe_current = 0, .frame_code = 0,
-           .frame_previous = 8, .frame_instr = 56, .frame_owner = 70, .owner_cstack = 3, .code_filename = 112,
-           .code_qualname = 128, .code_firstlineno = 68, .code_adaptive = 200, .ascii_header = 40};
-      return true;
-    case 10:
-      // frame_previous is f_back, frame_instr is f_lasti (an int, in code units); no qualname: co_name.
-      L = {.kind = PythonFrames::Layout::FrameObject, .ts_cframe = 24, .cframe_current = 0, .frame_code = 32,
-           .frame_previous = 24, .frame_instr = 96, .frame_owner = 0, .owner_cstack = -1, .code_filename = 104,
-           .code_qualname = 112, .code_firstlineno = 40, .code_adaptive = 0, .ascii_header = 48};
-      return true;
-    default:
-      return false;
+    case 10: L = kLayout310; return true;
+    case 11: L = kLayout311; return true;
+    case 12: L = kLayout312; return true;
+    case 13: L = kLayout313; return true;
+    default: return false;
   }
+}
+
+// The interpreter frames of 3.11+ from `frame` outwards, leaf first, with the layout's offsets as
+// constants: read from the layout inside the loop, they took five of the loop's registers, and GCC
+// spilled the rest (~60 instructions a frame, ~25 now; issue 22: the GPU host ran the warm capture at
+// 0.6-0.8 us a launch, its instruction count the cost). A frame's four fields are loaded before
+// anything is stored (the stores may alias them), and hashed as they are stored (PythonFrames::hash:
+// the same words in the same order). kept: the frames visited, for the next launch's prefetch.
+template <Layout L>
+AIFLAME_HOT int walk_frames(const void* frame, RawPyFrame* out, int max, PyWalkRecord* rec, uint64_t* check) {
+  static_assert(L.kind != Layout::FrameObject);
+  const void** kept = rec->frame;
+  LaneHash h;
+  RawPyFrame* o = out;
+  // Frames visited, shim frames included: a corrupt chain ends at 4096 (or max).
+  const int limit = std::min(max, 4096);
+  int v = 0;
+  for (; v < limit && plausible(frame); v++) {
+    kept[v & (PyWalkRecord::kFrames - 1)] = frame;  // past kFrames the record's frames are only less useful
+    const char owner = read_at<char>(frame, L.frame_owner);
+    const void* code = read_at<const void*>(frame, L.frame_code);
+    const char* instr = read_at<const char*>(frame, L.frame_instr);
+    const void* previous = read_at<const void*>(frame, L.frame_previous);
+    if (owner != static_cast<char>(L.owner_cstack) && plausible(code)) {
+      // The byte offset from the code's first instruction, -1 before it (a frame not started yet).
+      const int64_t d = instr - (static_cast<const char*>(code) + L.code_adaptive);
+      const auto lasti = static_cast<int32_t>(d | (d >> 63));
+      *o++ = RawPyFrame{code, lasti};
+      h.pair(reinterpret_cast<uint64_t>(code), static_cast<uint32_t>(lasti));
+    }
+    frame = previous;
+  }
+  rec->n = std::min(v, PyWalkRecord::kFrames);
+  const int n = static_cast<int>(o - out);
+  if (check) *check = h.finish(2 * static_cast<size_t>(n));
+  return n;
 }
 
 }  // namespace
@@ -142,16 +177,21 @@ AIFLAME_HOT void PythonFrames::prefetch() const {
   }
 }
 
-AIFLAME_HOT int PythonFrames::walk_raw(RawPyFrame* out, int max) const {
+uint64_t PythonFrames::hash(const RawPyFrame* f, int n) {
+  LaneHash h;
+  for (int i = 0; i < n; i++) h.pair(reinterpret_cast<uint64_t>(f[i].code), static_cast<uint32_t>(f[i].lasti));
+  return h.finish(2 * static_cast<size_t>(n));
+}
+
+AIFLAME_HOT int PythonFrames::walk_raw(RawPyFrame* out, int max, uint64_t* check) const {
   void* ts = this_thread_state_();
-  if (!plausible(ts)) return 0;
+  if (!plausible(ts)) return check ? (*check = hash(out, 0), 0) : 0;
   PyWalkRecord* rec = t_pywalk;
   if (!rec) rec = hot_new(t_pywalk);
-  if (!rec) return 0;
-  int visited = 0;
+  if (!rec) return check ? (*check = hash(out, 0), 0) : 0;
   const void* frame = read_at<const void*>(ts, L_.ts_cframe);
   if (L_.kind == Layout::FrameObject) {
-    int n = 0;
+    int n = 0, visited = 0;
     for (int guard = 0; plausible(frame) && n < max && guard < 4096; guard++) {
       if (visited < PyWalkRecord::kFrames) rec->frame[visited++] = frame;
       const void* code = read_at<const void*>(frame, L_.frame_code);
@@ -164,34 +204,18 @@ AIFLAME_HOT int PythonFrames::walk_raw(RawPyFrame* out, int max) const {
       frame = read_at<const void*>(frame, L_.frame_previous);
     }
     rec->n = visited;
+    if (check) *check = hash(out, n);
     return n;
   }
   if (L_.kind == Layout::CFrame) {
-    if (!plausible(frame)) return 0;
+    if (!plausible(frame)) return check ? (*check = hash(out, 0), 0) : 0;
     frame = read_at<const void*>(frame, L_.cframe_current);
   }
-  // The layout's offsets in locals: read from *this inside the loop, GCC reloaded them at every frame
-  // (the loop's stores may alias them), ~50 instructions a frame where ~25 do (issue 22: the GPU
-  // host ran the warm capture at 0.6-0.8 us a launch, its instruction count the cost).
-  const size_t owner_at = L_.frame_owner, code_at = L_.frame_code, instr_at = L_.frame_instr,
-               previous_at = L_.frame_previous, adaptive = L_.code_adaptive;
-  const char cstack = static_cast<char>(L_.owner_cstack);
-  const void** kept = rec->frame;
-  int n = 0, v = 0;  // v: frames visited (a corrupt chain ends at 4096)
-  for (; plausible(frame) && n < max && v < 4096; v++) {
-    if (v < PyWalkRecord::kFrames) kept[v] = frame;
-    const char owner = read_at<char>(frame, owner_at);
-    const void* code = read_at<const void*>(frame, code_at);
-    if (owner != cstack && plausible(code)) {
-      const auto instr = read_at<const char*>(frame, instr_at);
-      const char* start = static_cast<const char*>(code) + adaptive;
-      out[n] = RawPyFrame{code, instr >= start ? static_cast<int32_t>(instr - start) : -1};
-      n++;
-    }
-    frame = read_at<const void*>(frame, previous_at);
+  switch (L_.code_adaptive) {  // the version's layout (layout_for)
+    case kLayout311.code_adaptive: return walk_frames<kLayout311>(frame, out, max, rec, check);
+    case kLayout312.code_adaptive: return walk_frames<kLayout312>(frame, out, max, rec, check);
+    default: return walk_frames<kLayout313>(frame, out, max, rec, check);
   }
-  rec->n = std::min(v, PyWalkRecord::kFrames);
-  return n;
 }
 
 int PythonFrames::walk_api(RawPyFrame* out, int max) const {
@@ -213,15 +237,19 @@ int PythonFrames::walk_api(RawPyFrame* out, int max) const {
   return n;
 }
 
-AIFLAME_HOT int PythonFrames::capture(RawPyFrame* out, int max) {
-  if (!api_ok_ || !is_initialized_()) return 0;
-  if (layout_ok_ && !validated_ && !validation_failed_) {
-    if (gil_check_() == 1) validate();
-    else validate_by_type();
+AIFLAME_HOT int PythonFrames::capture(RawPyFrame* out, int max, uint64_t* check) {
+  int n = 0;
+  if (api_ok_ && is_initialized_()) {
+    if (layout_ok_ && !validated_ && !validation_failed_) {
+      if (gil_check_() == 1) validate();
+      else validate_by_type();
+    }
+    if (layout_ok_ && validated_) return walk_raw(out, max, check);
+    // Unverified layout: only the C API, and only with the GIL.
+    if (gil_check_() == 1) n = walk_api(out, max);
   }
-  if (layout_ok_ && validated_) return walk_raw(out, max);
-  // Unverified layout: only the C API, and only with the GIL.
-  return gil_check_() == 1 ? walk_api(out, max) : 0;
+  if (check) *check = hash(out, n);
+  return n;
 }
 
 std::string PythonFrames::ascii_string(const void* unicode) const {

@@ -35,7 +35,12 @@ class PythonFrames {
   bool available() const { return api_ok_; }
   bool raw_walk_enabled() const { return layout_ok_ && validated_; }
   // Fills up to max frames, leaf first. Returns 0 when the thread runs no Python.
-  int capture(RawPyFrame* out, int max);
+  // check: if not null, set to hash(out, n), computed by the in-place walk as it reads the frames (a
+  // second pass over them was ~13 instructions a frame of a launch's ~140 per Python frame, issue 22).
+  int capture(RawPyFrame* out, int max, uint64_t* check = nullptr);
+  // The hash of frames' words (each frame's code and lasti, in order): a walk memo's check of its
+  // Python frames (record/stack_capture.cpp).
+  static uint64_t hash(const RawPyFrame* f, int n);
   // Prefetches the frames the last capture on this thread walked: a walk is a chain of dependent
   // loads, and a training loop's next launch walks mostly the same frames (issue 22).
   void prefetch() const;
@@ -90,7 +95,7 @@ class PythonFrames {
   // The bytes of a frame that a walk of another thread copies: every field it reads sits in a frame's
   // first 80 bytes in 3.10-3.13.
   size_t frame_span() const { return std::max({L_.frame_code, L_.frame_previous, L_.frame_instr, L_.frame_owner}) + 8; }
-  int walk_raw(RawPyFrame* out, int max) const;
+  int walk_raw(RawPyFrame* out, int max, uint64_t* check = nullptr) const;
   int walk_api(RawPyFrame* out, int max) const;
   bool validate();
   bool validate_by_type();

@@ -109,6 +109,9 @@ struct MeasurementSwitches {
   // it (paired medians -0.07 to +0.11 us, single pairs -0.33 to +0.20), and the development
   // machine's hot benchmark went back under #22's 0.5 us (0.85 -> 0.30).
   bool memo_evict_lru = true;
+  // AIFLAME_PY_PREFETCH: at a capture's start, prefetch the frames the thread's last Python walk
+  // visited (~200 of a launch's ~2,600 instructions on the capture benchmark, 20 Python frames).
+  bool py_prefetch = true;
   // AIFLAME_SHARED_ROWS: a thread's walk finds the rows other threads looked up (unwind/shared_rows.h).
   bool shared_rows = true;
   bool verify_memos = false;  // AIFLAME_VERIFY_MEMOS: a memo's stack against a full walk, at every launch

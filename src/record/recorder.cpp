@@ -57,6 +57,7 @@ bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std
   memo_key_node_ = opt.measure.memo_key_node;
   stacks_.set_memos_per_key(static_cast<int>(opt.measure.memos_per_key));
   stacks_.set_memo_evict_lru(opt.measure.memo_evict_lru);
+  stacks_.set_python_prefetch(opt.measure.py_prefetch);
   unwind::set_shared_rows(opt.measure.shared_rows);
   started_ = true;
   return true;

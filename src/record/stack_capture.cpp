@@ -6,7 +6,7 @@
 #include "record/unwind/object_table.h"
 #include "record/unwind/unwinder.h"
 #include "util/hot_pages.h"
-#include "util/splitmix.h"
+#include "util/word_hash.h"
 #include "util/hot_path.h"
 
 #include <execinfo.h>
@@ -27,24 +27,6 @@ constexpr int kMaxLeafWrappers = 8;
 constexpr int kMaxPython = 256;
 constexpr size_t kMaxContent = 2 + kMaxNative + 2 * kMaxPython;
 
-uint64_t mix(uint64_t h, uint64_t v) {
-  // 64-bit multiplicative mixing (splitmix64 finaliser) over a running hash.
-  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  return splitmix64_mix(h);
-}
-
-// The hash of a stack's content at every launch: two independent multiply-rotate chains over
-// alternate words (a full mix() per word was a third of the launch), finished by mix().
-struct WordHash {
-  uint64_t a = 0x243f6a8885a308d3ULL, b = 0x13198a2e03707344ULL;
-  void pair(uint64_t even, uint64_t odd) {
-    a = (a ^ even) * 0x9e3779b97f4a7c15ULL;
-    b = (b ^ odd) * 0xff51afd7ed558ccdULL;
-    a = (a << 29) | (a >> 35);
-    b = (b << 31) | (b >> 33);
-  }
-  uint64_t finish(size_t n) const { return mix(mix(a, b), n); }
-};
 uint64_t hash_words(const uint64_t* w, size_t n) {
   WordHash h;
   size_t i = 0;
@@ -142,7 +124,7 @@ constexpr int kMemosPerKey = std::min(kMemoWays, unwind::kMaxChecks);
 // lines for 80 words, and no frame list (issue 22: the check's cold lines were most of the H100's
 // capture cost). Two Python stacks that share the key and this hash: about 2^-64 per pair.
 struct MemoEntry {
-  uint64_t py_check;  // hash_words() of the Python frames' words
+  uint64_t py_check;  // PythonFrames::hash() of the Python frames
   // The entry the thread's next launch took last time, and its lines (MemoTable::last says why).
   MemoEntry* next;
   uint32_t next_lines;
@@ -256,14 +238,6 @@ size_t put_python(uint64_t* out, const RawPyFrame* py, int np) {
     out[2 * i + 1] = static_cast<uint32_t>(py[i].lasti);
   }
   return 2 * static_cast<size_t>(np);
-}
-
-// hash_words() of the frames' words as put_python() lays them out, read from the frames themselves
-// (a copy of ~20 frames' words was ~150 instructions of a launch's ~2,900 on the capture benchmark).
-uint64_t hash_python(const RawPyFrame* py, int np) {
-  WordHash h;
-  for (int i = 0; i < np; i++) h.pair(reinterpret_cast<uint64_t>(py[i].code), static_cast<uint32_t>(py[i].lasti));
-  return h.finish(2 * static_cast<size_t>(np));
 }
 
 // The parts of a capture's breakdown that a launch from its memo and a walked launch share.
@@ -449,7 +423,7 @@ AIFLAME_HOT bool StackCapture::prefetch() {
   // walked; what a walk reads (the previous walk's stack lines, record and cache sets) if the thread's
   // last launch walked (the next likely does as well), else only once this launch turns out to have
   // no memo.
-  if (use_python_) python_.prefetch();
+  if (use_python_ && python_prefetch_) python_.prefetch();
   if (policy_ == UnwindPolicy::Off) return false;
   unwind::prefetch_for_check();
   const MemoTable* mt = t_memo;
@@ -529,9 +503,13 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
   const bool tables = prefetch();  // a walk's tables fetched (the thread's last launch walked)
   const bool stats = CaptureStats::on();
   uint64_t t0 = stats ? CaptureStats::now() : 0;
+  // The Python frames' hash (the memo entry's check), computed by the walk as it reads them.
+  uint64_t py_hash = 0;
   if (use_python_) {
     PhaseScope phase(Phase::PythonWalk);
-    np = python_.capture(py, kMaxPython);
+    np = python_.capture(py, kMaxPython, &py_hash);
+  } else {
+    py_hash = PythonFrames::hash(py, 0);
   }
   uint64_t t1 = stats ? CaptureStats::now() : 0;
   // The memos of this call path, if the thread has any (up to kMemosPerKey: several native paths may
@@ -560,7 +538,7 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
     k[0] = (memo_key_site_ ? site : 0) ^ key_salt;
     k[1] = reinterpret_cast<uint64_t>(__builtin_frame_address(0));  // the launch's depth on its stack
     // One pass over the Python frames: the entry's check, and the key from it, the site and the depth.
-    py_check = hash_python(py, np);
+    py_check = py_hash;
     key = mix(mix(py_check, k[0]), k[1]) | 1;
     const size_t set_index = key >> (64 - kMemoSetBits);
     set = &table->sets[set_index];

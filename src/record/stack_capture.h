@@ -58,6 +58,8 @@ class StackCapture {
   // true: a walk whose key's memos all failed replaces the least recently used of them
   // (the default; AIFLAME_MEMO_EVICT_LRU=0 for A/B); false: the last one checked.
   void set_memo_evict_lru(bool on) { memo_evict_lru_ = on; }
+  // false: no prefetch of the thread's last Python walk's frames at a capture's start (AIFLAME_PY_PREFETCH=0, A/B).
+  void set_python_prefetch(bool on) { python_prefetch_ = on; }
   // Tests: every walk takes the fallback, as while an object's rows are built, through `bt` in place
   // of backtrace() (a backtrace() interposed by a wrapper, as sanitizers' interceptors are, adds the
   // wrapper's frames at the leaf).
@@ -127,6 +129,7 @@ class StackCapture {
   bool memo_key_site_ = false;
   int memos_per_key_ = 4;
   bool memo_evict_lru_ = true;
+  bool python_prefetch_ = true;
   bool fallback_always_ = false;    // set_fallback_for_test
   BacktraceFn backtrace_ = nullptr;  // set_fallback_for_test; null: glibc's backtrace()
   std::atomic<uint64_t> memo_checked_{0}, memo_differed_{0};

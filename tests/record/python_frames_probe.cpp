@@ -46,6 +46,17 @@ extern "C" int aiflame_probe_capture(char* buf, int size) {
   return n;
 }
 
+// The walk's hash of the frames it read (capture's check), and whether it is PythonFrames::hash() of
+// them: 1 if so, 0 if not, -1 for no frames.
+extern "C" int aiflame_probe_hash(uint64_t* check) {
+  aiflame::RawPyFrame frames[64];
+  uint64_t h = 0;
+  int n = g_frames.capture(frames, 64, &h);
+  *check = h;
+  if (n <= 0) return -1;
+  return h == aiflame::PythonFrames::hash(frames, n) ? 1 : 0;
+}
+
 // The same through PyNameCache, as a stack new to the process names its frames (StackCapture::
 // name_python): a frame named before is not described again while its code object is the one named.
 // Strings are interned in a table of the probe's own. Also returns, in *described, how many frames

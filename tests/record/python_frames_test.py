@@ -64,6 +64,25 @@ first = Model().forward(without_gil)
 check("frames without ever holding the GIL", first[:3] == expected, first)
 check("layout validated by type", without_gil.aiflame_probe_raw_enabled() == 1)
 
+# The walk's hash of the frames (a launch's walk memo checks its Python frames by it): the hash of the
+# frames it returned, the same for the same frames, another for a frame at another line.
+def hash_here(dll):
+    h = ctypes.c_uint64()
+    return dll.aiflame_probe_hash(ctypes.byref(h)), h.value
+
+
+def hash_other_line(dll):
+    h = ctypes.c_uint64()
+    return dll.aiflame_probe_hash(ctypes.byref(h)), h.value
+
+
+for name, dll in (("with the GIL", with_gil), ("without the GIL", without_gil)):
+    twice = [hash_here(dll) for _ in range(2)]
+    other = hash_other_line(dll)
+    check("walk hash is hash() of its frames " + name, twice[0][0] == 1 and other[0] == 1, (twice, other))
+    check("walk hash the same for the same frames " + name, twice[0][1] == twice[1][1], twice)
+    check("walk hash differs for another line " + name, twice[0][1] != other[1], (twice, other))
+
 # Another thread's frames, read while it sits in C with the GIL released (as the thread that called
 # backward() does while autograd's engine threads launch): names and lines of this file, leaf first.
 import os
