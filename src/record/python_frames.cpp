@@ -75,15 +75,19 @@ bool layout_for(int minor, Layout& L) {
   }
 }
 
-// The interpreter frames of 3.11+ from `frame` outwards, leaf first, with the layout's offsets as
-// constants: read from the layout inside the loop, they took five of the loop's registers, and GCC
-// spilled the rest (~60 instructions a frame, ~25 now; issue 22: the GPU host ran the warm capture at
-// 0.6-0.8 us a launch, its instruction count the cost). A frame's four fields are loaded before
-// anything is stored (the stores may alias them), and hashed as they are stored (PythonFrames::hash:
-// the same words in the same order). kept: the frames visited, for the next launch's prefetch.
-template <Layout L>
-AIFLAME_HOT int walk_frames(const void* frame, RawPyFrame* out, int max, PyWalkRecord* rec, uint64_t* check) {
-  static_assert(L.kind != Layout::FrameObject);
+// The interpreter frames of 3.11+ from `frame` outwards, leaf first. The layout's offsets in locals:
+// read from the layout inside the loop, GCC reloaded them at every frame (the loop's stores may alias
+// them). A frame's four fields are loaded before anything is stored, for the same reason, and hashed
+// as they are stored (PythonFrames::hash: the same words in the same order), where a second loop over
+// the stored frames did (issue 22: ~13 instructions a frame). Inlined into walk_raw: one copy of the
+// loop on the launch path's lines (a copy per version, as template constants, spread walk_raw over
+// 13 code lines a launch, against 8 before the change). kept: the frames visited, for the next
+// launch's prefetch.
+AIFLAME_HOT inline int walk_frames(const Layout& layout, const void* frame, RawPyFrame* out, int max, PyWalkRecord* rec,
+                                   uint64_t* check) {
+  const size_t owner_at = layout.frame_owner, code_at = layout.frame_code, instr_at = layout.frame_instr,
+               previous_at = layout.frame_previous, adaptive = layout.code_adaptive;
+  const char cstack = static_cast<char>(layout.owner_cstack);
   const void** kept = rec->frame;
   LaneHash h;
   RawPyFrame* o = out;
@@ -92,13 +96,13 @@ AIFLAME_HOT int walk_frames(const void* frame, RawPyFrame* out, int max, PyWalkR
   int v = 0;
   for (; v < limit && plausible(frame); v++) {
     kept[v & (PyWalkRecord::kFrames - 1)] = frame;  // past kFrames the record's frames are only less useful
-    const char owner = read_at<char>(frame, L.frame_owner);
-    const void* code = read_at<const void*>(frame, L.frame_code);
-    const char* instr = read_at<const char*>(frame, L.frame_instr);
-    const void* previous = read_at<const void*>(frame, L.frame_previous);
-    if (owner != static_cast<char>(L.owner_cstack) && plausible(code)) {
+    const char owner = read_at<char>(frame, owner_at);
+    const void* code = read_at<const void*>(frame, code_at);
+    const char* instr = read_at<const char*>(frame, instr_at);
+    const void* previous = read_at<const void*>(frame, previous_at);
+    if (owner != cstack && plausible(code)) {
       // The byte offset from the code's first instruction, -1 before it (a frame not started yet).
-      const int64_t d = instr - (static_cast<const char*>(code) + L.code_adaptive);
+      const int64_t d = instr - (static_cast<const char*>(code) + adaptive);
       const auto lasti = static_cast<int32_t>(d | (d >> 63));
       *o++ = RawPyFrame{code, lasti};
       h.pair(reinterpret_cast<uint64_t>(code), static_cast<uint32_t>(lasti));
@@ -211,11 +215,7 @@ AIFLAME_HOT int PythonFrames::walk_raw(RawPyFrame* out, int max, uint64_t* check
     if (!plausible(frame)) return check ? (*check = hash(out, 0), 0) : 0;
     frame = read_at<const void*>(frame, L_.cframe_current);
   }
-  switch (L_.code_adaptive) {  // the version's layout (layout_for)
-    case kLayout311.code_adaptive: return walk_frames<kLayout311>(frame, out, max, rec, check);
-    case kLayout312.code_adaptive: return walk_frames<kLayout312>(frame, out, max, rec, check);
-    default: return walk_frames<kLayout313>(frame, out, max, rec, check);
-  }
+  return walk_frames(L_, frame, out, max, rec, check);
 }
 
 int PythonFrames::walk_api(RawPyFrame* out, int max) const {
