@@ -53,6 +53,16 @@ TEST(RecordOptions, MeasurementSwitchesFromTheEnvironment) {
     unsetenv(v);
 }
 
+// The Python walk's prefetch (an A/B of bench/capture_variants_gpu.sh's nopf): on unless set to 0.
+TEST(RecordOptions, ThePythonPrefetchIsOnUnlessSwitchedOff) {
+  EXPECT_TRUE(record_options_from_env().measure.py_prefetch);
+  setenv("AIFLAME_PY_PREFETCH", "0", 1);
+  EXPECT_FALSE(record_options_from_env().measure.py_prefetch);
+  setenv("AIFLAME_PY_PREFETCH", "1", 1);
+  EXPECT_TRUE(record_options_from_env().measure.py_prefetch);
+  unsetenv("AIFLAME_PY_PREFETCH");
+}
+
 TEST(RecordOptions, EveryOptionFromItsVariable) {
   std::vector<std::string> warnings;
   RecordOptions o = parse({{"AIFLAME_OUTPUT", "/tmp/x"},
