@@ -91,10 +91,9 @@ AIFLAME_HOT inline int walk_frames(const Layout& layout, const void* frame, RawP
   const void** kept = rec->frame;
   LaneHash h;
   RawPyFrame* o = out;
-  // Frames visited, shim frames included: a corrupt chain ends at 4096 (or max).
-  const int limit = std::min(max, 4096);
-  int v = 0;
-  for (; v < limit && plausible(frame); v++) {
+  RawPyFrame* const end = out + max;
+  int v = 0;  // frames visited, shim frames included: a corrupt chain ends at 4096
+  for (; o < end && v < 4096 && plausible(frame); v++) {
     kept[v & (PyWalkRecord::kFrames - 1)] = frame;  // past kFrames the record's frames are only less useful
     const char owner = read_at<char>(frame, owner_at);
     const void* code = read_at<const void*>(frame, code_at);
@@ -188,11 +187,15 @@ uint64_t PythonFrames::hash(const RawPyFrame* f, int n) {
 }
 
 AIFLAME_HOT int PythonFrames::walk_raw(RawPyFrame* out, int max, uint64_t* check) const {
+  auto none = [&] {  // no frames (their hash, too)
+    if (check) *check = hash(out, 0);
+    return 0;
+  };
   void* ts = this_thread_state_();
-  if (!plausible(ts)) return check ? (*check = hash(out, 0), 0) : 0;
+  if (!plausible(ts)) return none();
   PyWalkRecord* rec = t_pywalk;
   if (!rec) rec = hot_new(t_pywalk);
-  if (!rec) return check ? (*check = hash(out, 0), 0) : 0;
+  if (!rec) return none();
   const void* frame = read_at<const void*>(ts, L_.ts_cframe);
   if (L_.kind == Layout::FrameObject) {
     int n = 0, visited = 0;
@@ -212,7 +215,7 @@ AIFLAME_HOT int PythonFrames::walk_raw(RawPyFrame* out, int max, uint64_t* check
     return n;
   }
   if (L_.kind == Layout::CFrame) {
-    if (!plausible(frame)) return check ? (*check = hash(out, 0), 0) : 0;
+    if (!plausible(frame)) return none();
     frame = read_at<const void*>(frame, L_.cframe_current);
   }
   return walk_frames(L_, frame, out, max, rec, check);
