@@ -31,7 +31,7 @@ run() {  # workload, then env assignments
   log=$(env "$@" timeout -k 5 200 "$b/aiflame" record -f --sass-timeout 0 -o /tmp/cf.aiflame -- \
           env STEPS="$steps" python3 "bench/workloads/$w.py" 2>&1)
   echo "$w $* steps=$steps: $(grep -o 'stack capture cost [0-9.]* us[^;,]*' <<<"$log" | head -1)"
-  grep -E 'stack-line probe|phase probe|capture stats|A/B:' <<<"$log" | sed 's/^/  /'
+  grep -E 'stack-line probe|phase probe|capture stats|A/B:|launch histogram' <<<"$log" | sed 's/^/  /'
   grep -q 'stack capture cost' <<<"$log" || { echo "  no summary; the log's end:"; tail -12 <<<"$log" | sed 's/^/    /'; }
 }
 for w in $workloads; do

@@ -1,5 +1,7 @@
 #include "record/recorder.h"
 
+#include <fmt/format.h>
+
 #include <ctime>
 
 #include <unistd.h>
@@ -46,6 +48,7 @@ bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std
   if (opt.measure.launch_ab && !launch_ab_state_) launch_ab_state_ = std::make_unique<LaunchAB>();
   launch_ab_ = opt.measure.launch_ab;
   capture_probe_ = opt.measure.capture_probe;
+  if (capture_probe_ >= 2 && !hist_) hist_ = std::make_unique<LaunchHistogram::Thread[]>(kTallies + 1);
   if (opt.measure.capture_stats) {
     CaptureStats::enable();
     hot_pages_audit(true);
@@ -293,6 +296,13 @@ AIFLAME_HOT void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint
   add(tally.launches, 1);
   if (st.unwound) add(tally.unwound, 1);
   add(tally.ticks, dt);
+  LaunchHistogram::Thread* hist = hist_ ? &hist_[static_cast<size_t>(&tally - tallies_.get())] : nullptr;
+  if (hist) {
+    const bool memo = st.unwound && !st.walked;
+    hist->add(memo ? LaunchHistogram::Memo : LaunchHistogram::Walked, dt);
+    if (memo && hist->last_end) hist->add(LaunchHistogram::kind_after_gap(t0 - hist->last_end), dt);
+    hist->last_end = t0 + dt;
+  }
   if (phases && st.unwound && !st.walked) {
     // Each part again at once, its code and data now warm; before_capture reads torch's state again
     // and prefetches. The second capture is called from here, so its stack differs from the first's
@@ -314,6 +324,8 @@ AIFLAME_HOT void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint
     add(tally.probe_ticks[3], p2 - p1);
     add(tally.probe_ticks[4], q3 - q2);
     add(tally.probe_ticks[5], q2 - q1);
+    hist->add(LaunchHistogram::CaptureFirst, p2 - p1);
+    hist->add(LaunchHistogram::CaptureAgain, q3 - q2);
   }
   if (autograd_ab_) {
     if (st.walked) {
@@ -401,6 +413,7 @@ void Recorder::start_collector(std::function<void()> drain) {
   collector_ = std::thread([this, drain = std::move(drain)] {
     set_phase(Phase::Collector);
     hot_pages_stock();
+    unwind::shared_rows_back();
     uint32_t ms = opt_.interval_ms;
     uint32_t ticks = 0;
     while (!stop_.load()) {
@@ -474,6 +487,20 @@ void Recorder::finish(uint64_t end_timestamp) {
                  "once %.3f; capture %.3f, again at once %.3f (its Python walk alone, warm: %.3f)\n",
                  static_cast<unsigned long long>(p.launches), p.on_launch_us, p.autograd_us, p.autograd_again_us,
                  p.capture_us, p.capture_again_us, p.python_again_us);
+  }
+  if (hist_) {
+    const double us15 = 32768 * clock_.ns_per_tick() / 1e3, us18 = 8 * us15;
+    const std::string what[LaunchHistogram::kKinds] = {
+        "on_launch, launches from their memo", "on_launch, launches walked", "capture of a launch from its memo",
+        "the same capture again at once",
+        fmt::format("on_launch from a memo, under {:.1f} us (2^15 ticks) after the thread's previous launch", us15),
+        fmt::format("on_launch from a memo, {:.1f} to {:.1f} us after", us15, us18),
+        fmt::format("on_launch from a memo, {:.1f} us or more after", us18)};
+    for (int k = 0; k < LaunchHistogram::kKinds; k++) {
+      if (capture_probe_ != 2 && (k == LaunchHistogram::CaptureFirst || k == LaunchHistogram::CaptureAgain)) continue;
+      const auto s = launch_histogram(static_cast<LaunchHistogram::Kind>(k));
+      std::fprintf(stderr, "aiflame: launch histogram: %s: %s\n", what[k].c_str(), LaunchHistogram::line(s).c_str());
+    }
   }
   if (capture_probe_ == 1) {
     const StackCapture::LineProbe p = stacks_.line_probe();

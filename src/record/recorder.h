@@ -18,6 +18,7 @@
 #include "record/record_options.h"
 #include "record/stack_capture.h"
 #include "record/string_table.h"
+#include "record/launch_histogram.h"
 #include "util/tsc_clock.h"
 
 namespace aiflame {
@@ -133,6 +134,10 @@ class Recorder {
            python_again_us = 0;
   };
   PhaseProbe phase_probe() const;
+  // AIFLAME_CAPTURE_PROBE=2 or 3: the launches of one kind summed over the threads (empty otherwise).
+  LaunchHistogram::Summary launch_histogram(LaunchHistogram::Kind k) const {
+    return hist_ ? LaunchHistogram::summarize(hist_.get(), kTallies + 1, k, clock_.ns_per_tick()) : LaunchHistogram::Summary{};
+  }
 
   // AIFLAME_LAUNCH_AB: true if the launch entering now falls in a slice without the launch path
   // (the backend then returns from its callback at once). Always false without the switch.
@@ -150,6 +155,8 @@ class Recorder {
   unsigned capture_probe_ = 0;     // AIFLAME_CAPTURE_PROBE
   std::unique_ptr<LaunchAB> launch_ab_state_;  // with the switch only (its strata take 256 KB)
   std::unique_ptr<LaunchTally[]> tallies_;  // [kTallies] is the overflow tally, updated atomically
+  // AIFLAME_CAPTURE_PROBE=2 or 3: per tally (the overflow one's counts may lose a launch to a race).
+  std::unique_ptr<LaunchHistogram::Thread[]> hist_;
   std::atomic<uint32_t> tally_count_{0};
   TscClock clock_;
   Counters counters_;

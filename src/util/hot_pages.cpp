@@ -158,6 +158,11 @@ void hot_pages_stock() {
   }
 }
 
+void back_pages(void* p, size_t bytes) {
+  auto* c = static_cast<char*>(p);
+  for (size_t at = 0; at < bytes; at += 4096) reinterpret_cast<std::atomic<uint32_t>*>(c + at)->fetch_or(0, std::memory_order_relaxed);
+}
+
 void hot_pages_audit(bool on) { g_audit.store(on, std::memory_order_relaxed); }
 
 HotRegions hot_regions() {

@@ -41,6 +41,11 @@ void hot_pages_stock();
 // `bytes` of zeroed memory, 2 MiB aligned and advised to huge pages (MADV_HUGEPAGE), or nullptr.
 void* map_huge_aligned(size_t bytes);
 
+// Has the kernel back every 4-KiB page of [p, p + bytes) now (p page aligned): a read-modify-write that
+// changes nothing on the first 4 bytes of each page, so that it is safe while other threads use the
+// memory (they find their values unchanged).
+void back_pages(void* p, size_t bytes);
+
 // For the capture breakdown (AIFLAME_CAPTURE_STATS=1; reads /proc/self/smaps, never on the launch
 // path): of the regions of threads alive now (at most 64 counted) and, once hot_pages_audit(true),
 // of those released since (checked as their thread ends), how many have a huge page.

@@ -171,10 +171,45 @@ TEST(Recorder, ThePhaseProbeRunsTheLaunchPathAgainAfterEachMemoLaunch) {
   EXPECT_GT(p.capture_again_us, 0.0);
   EXPECT_LT(p.capture_us, p.on_launch_us);
   EXPECT_GE(p.autograd_us, 0.0);
+  // Its histograms: the probed launches' two captures, and on_launch of every launch by kind.
+  EXPECT_EQ(r.rec.launch_histogram(LaunchHistogram::CaptureFirst).n, p.launches);
+  EXPECT_EQ(r.rec.launch_histogram(LaunchHistogram::CaptureAgain).n, p.launches);
+  EXPECT_EQ(r.rec.launch_histogram(LaunchHistogram::Memo).n, p.launches);
+  EXPECT_EQ(r.rec.launch_histogram(LaunchHistogram::Walked).n, 2000u - p.launches);
   Recording plain(/*autograd_ab=*/0, /*capture_probe=*/0, UnwindPolicy::Always);
   for (int i = 0; i < 100; i++) plain.rec.on_launch(211, i + 1, 0x1000, 1);
   EXPECT_EQ(plain.rec.phase_probe().launches, 0u);
+  EXPECT_EQ(plain.rec.launch_histogram(LaunchHistogram::Memo).n, 0u);
   plain.finish();
+}
+
+// AIFLAME_CAPTURE_PROBE=3: each launch's time in the launch path counted by kind, nothing run again.
+TEST(Recorder, TheHistogramProbeCountsEveryLaunchByKind) {
+  unwind::ObjectTable::instance().build_all_now();
+  Recording r(/*autograd_ab=*/0, /*capture_probe=*/3, UnwindPolicy::Always);
+  for (int i = 0; i < 2000; i++) r.rec.on_launch(211, i + 1, 0x1000, 1);
+  std::thread([&] {
+    for (int i = 0; i < 500; i++) r.rec.on_launch(211, 5000 + i, 0x1000, 1);
+  }).join();
+  const auto memo = r.rec.launch_histogram(LaunchHistogram::Memo);
+  const auto walked = r.rec.launch_histogram(LaunchHistogram::Walked);
+  EXPECT_EQ(r.rec.phase_probe().launches, 0u);
+  EXPECT_EQ(r.rec.launch_histogram(LaunchHistogram::CaptureFirst).n, 0u);
+  // The memo launches again by the gap before them (each thread's first launch walked: every memo
+  // launch has a previous one); these follow each other at once.
+  const auto gap_short = r.rec.launch_histogram(LaunchHistogram::MemoGapShort);
+  EXPECT_EQ(gap_short.n + r.rec.launch_histogram(LaunchHistogram::MemoGapMid).n +
+                r.rec.launch_histogram(LaunchHistogram::MemoGapLong).n,
+            memo.n);
+  EXPECT_GT(gap_short.n, memo.n / 2);
+  r.finish();
+  EXPECT_EQ(memo.n + walked.n, 2500u);
+  EXPECT_GE(walked.n, 2u);  // each thread's first launch
+  EXPECT_LE(walked.n, 10u);
+  EXPECT_GT(memo.p50_us, 0.0);
+  EXPECT_LE(memo.p10_us, memo.p50_us);
+  EXPECT_LE(memo.p50_us, memo.p99_us);
+  EXPECT_GT(walked.mean_us, memo.p50_us);  // a walk costs more than a check
 }
 
 // AIFLAME_AUTOGRAD_AB=2: the slices without switch off the capture's predicted memo, not the tracking.

@@ -172,7 +172,7 @@ Cie parse_cie(const MemView& mem, uint64_t at) {
 }
 
 // The rules of the three registers an x86-64 walk needs.
-enum class Rule : uint8_t { Unset, Same, Offset, Undefined, Unsupported };
+enum class Rule : uint8_t { Unset, Same, Offset, AtFp, Undefined, Unsupported };  // AtFp: saved at rbp (kFpAtFp)
 struct RegRule {
   Rule rule = Rule::Unset;
   int64_t off = 0;
@@ -195,12 +195,12 @@ FrameRow to_row(uint64_t loc, const State& s, bool signal) {
     return row;
   }
   bool ra_ok = s.ra.rule == Rule::Offset && s.ra.off == -8;
-  bool fp_ok = s.fp.rule == Rule::Same || s.fp.rule == Rule::Unset ||
+  bool fp_ok = s.fp.rule == Rule::Same || s.fp.rule == Rule::Unset || s.fp.rule == Rule::AtFp ||
                (s.fp.rule == Rule::Offset && s.fp.off > -(1 << 20) && s.fp.off < (1 << 20));
   bool off_ok = s.cfa_off > -(1 << 23) && s.cfa_off < (1 << 23);
   if (!ra_ok || !fp_ok || !off_ok || s.cfa == kCfaUnsupported) return row;
   row.cfa = static_cast<int32_t>(static_cast<uint32_t>(s.cfa_off) << 8) | s.cfa;
-  row.fp_off = s.fp.rule == Rule::Offset ? static_cast<int32_t>(s.fp.off) : kFpSame;
+  row.fp_off = s.fp.rule == Rule::Offset ? static_cast<int32_t>(s.fp.off) : s.fp.rule == Rule::AtFp ? kFpAtFp : kFpSame;
   return row;
 }
 
@@ -324,10 +324,20 @@ struct Builder {
         }
         case 0x0e: s->cfa_off = as_signed(r.uleb()); break;
         case 0x0f: cfa_expression(r, r.uleb(), s); break;
-        case 0x10: {  // expression
+        case 0x10: {  // expression: the register saved at the address it computes
           uint64_t reg = r.uleb();
-          r.skip(r.uleb());
-          set_reg(s, reg, cie.ra_reg, {Rule::Unsupported});
+          uint64_t len = r.uleb();
+          // rbp saved at rbp (DW_OP_breg6 0): gcc's stack realignment through a DRAP register, whose
+          // CFA is *(rbp + off) (cfa_expression). Issue 22: such a frame on a launch's stack ended
+          // every walk there, one frame on (its caller's sp taken from the frame pointer chain).
+          bool at_fp = false;
+          if (reg == 6 && len == 2 && r.has(2)) {
+            const uint8_t op = r.get<uint8_t>(), off = r.get<uint8_t>();
+            at_fp = op == 0x76 && off == 0x00;
+          } else {
+            r.skip(len);
+          }
+          set_reg(s, reg, cie.ra_reg, {at_fp ? Rule::AtFp : Rule::Unsupported});
           break;
         }
         case 0x11: {  // offset_extended_sf

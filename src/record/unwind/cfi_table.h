@@ -27,11 +27,15 @@ enum CfaRule : uint8_t {
 };
 
 constexpr int32_t kFpSame = INT32_MIN;  // FrameRow::fp_off: the caller's rbp is this frame's rbp
+// FrameRow::fp_off: the caller's rbp is saved at this frame's rbp, not at an offset from the CFA: gcc's
+// stack realignment with a DRAP register (a function with over-aligned locals that passes arguments
+// on the stack or calls alloca), DW_CFA_expression r6 (DW_OP_breg6 0), with the CFA *(rbp + off).
+constexpr int32_t kFpAtFp = INT32_MIN + 1;
 
 struct FrameRow {
   uint32_t loc;    // code offset from the object's load bias
   int32_t cfa;     // (offset << 8) | CfaRule
-  int32_t fp_off;  // where the caller's rbp is saved, relative to the CFA, or kFpSame
+  int32_t fp_off;  // where the caller's rbp is saved, relative to the CFA, or kFpSame or kFpAtFp
   CfaRule rule() const { return static_cast<CfaRule>(cfa & 0xff); }
   int32_t cfa_off() const { return cfa >> 8; }
 };

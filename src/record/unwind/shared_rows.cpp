@@ -49,6 +49,17 @@ inline Line& line_of(Line* l, uint64_t key) { return l[shared_row_line(key)]; }
 
 }  // namespace
 
+void shared_rows_back() {
+  static std::atomic<bool> backed{false};
+  if (backed.load(std::memory_order_relaxed)) return;
+  Line* l = lines();
+  if (!l) return;
+  back_pages(l, kBytes);  // a launching thread may be writing a slot meanwhile: nothing changes
+  backed.store(true, std::memory_order_relaxed);
+}
+
+const void* shared_rows_region() { return g_lines.load(std::memory_order_acquire); }
+
 void set_shared_rows(bool on) {
   g_failed.store(!on, std::memory_order_relaxed);
   if (!on) g_lines.store(nullptr, std::memory_order_release);  // left mapped: a walk may be reading it

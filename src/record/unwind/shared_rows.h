@@ -21,6 +21,14 @@ bool shared_row_find(uint64_t key, uint32_t generation, int32_t* cfa, int32_t* f
 // region cannot be mapped.
 void shared_row_add(uint64_t key, uint32_t generation, int32_t cfa, int32_t fp_off);
 
+// Maps the region and has the kernel back every page of it now, if that was not done yet: called off
+// the launch path (the recorder's collector), so that no launch's first row stored takes the fault
+// that zeroes the region's huge page (25th session: 0.3-7 ms for a new thread's first launch on the
+// development machine, with the memo table's region, stocked, not among them).
+void shared_rows_back();
+// The region (null before it is mapped, or when it could not be): tests.
+const void* shared_rows_region();
+
 // On by default; off (AIFLAME_SHARED_ROWS=0) for A/B: no row found, none stored.
 void set_shared_rows(bool on);
 

@@ -170,7 +170,11 @@ inline bool same_step(const WalkState& s, const WalkState& nx, uint64_t* fp, uin
       return true;
   }
   if (!in(nx.sp - 8) || word(nx.sp - 8) != nx.key) return false;
-  if (s.fp_off != kFpSame) {
+  if (s.fp_off == kFpAtFp) {  // saved at the frame's rbp: the recorded one's if the actual one is the same
+    log.use_fp();
+    if (*fp != s.fp + d || !in(s.fp)) return false;
+    *fp = fp_word(s.fp);
+  } else if (s.fp_off != kFpSame) {
     const uint64_t at = nx.sp + static_cast<uint64_t>(static_cast<int64_t>(s.fp_off));
     if (!in(at)) return false;
     *fp = fp_word(at);
@@ -485,7 +489,11 @@ int walk_impl(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, Walk
     }
     if (!readable(cfa - 8)) goto bad;
     next_pc = log.word(cfa - 8);
-    if (fp_off != kFpSame) {
+    if (fp_off == kFpAtFp) {
+      log.use_fp();
+      if (!readable(fp)) goto bad;
+      next_fp = log.fp_word(fp);
+    } else if (fp_off != kFpSame) {
       if (!readable(cfa + static_cast<int64_t>(fp_off))) goto bad;
       next_fp = log.fp_word(cfa + static_cast<int64_t>(fp_off));
     }
@@ -603,7 +611,7 @@ __attribute__((always_inline)) inline MemoMiss check_memo(const WalkMemo& m, con
   return f.value() == m.fingerprint ? MemoMiss::Held : MemoMiss::Words;
 }
 
-bool memo_holds(const WalkMemo& m, const Regs& start, uint64_t stack_hi, int max) {
+AIFLAME_HOT bool memo_holds(const WalkMemo& m, const Regs& start, uint64_t stack_hi, int max) {
   return check_memo(m, start, stack_hi, max) == MemoMiss::Held;
 }
 

@@ -32,6 +32,19 @@ TEST(SharedRows, ARowIsFoundForItsKeyAndGenerationOnly) {
   EXPECT_EQ(fp, 0);
 }
 
+// Backed off the launch path (the collector's call; util/hot_pages_test.cpp tests the backing itself):
+// the rows stored before it are still found.
+TEST(SharedRows, BackingTheRegionKeepsItsRows) {
+  shared_row_add(0x7f00aaaa0000ull, 3, 40, -24);
+  ASSERT_NE(shared_rows_region(), nullptr);
+  shared_rows_back();
+  shared_rows_back();  // once only: cheap again
+  int32_t cfa = 0, fp = 0;
+  ASSERT_TRUE(shared_row_find(0x7f00aaaa0000ull, 3, &cfa, &fp));
+  EXPECT_EQ(cfa, 40);
+  EXPECT_EQ(fp, -24);
+}
+
 std::vector<uint64_t> keys_of_one_line(size_t n) {
   std::vector<uint64_t> keys;
   const uint32_t line = shared_row_line(0x500000);

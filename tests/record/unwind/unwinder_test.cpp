@@ -7,6 +7,7 @@
 #include <libunwind.h>
 #include <zlib.h>
 
+#include <alloca.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <link.h>
@@ -640,6 +641,53 @@ TEST_F(Unwinder, ADifferentCallerAtTheSameDepthIsWalkedNotTakenFromThePreviousWa
   EXPECT_EQ(a3.status.reuse_runs, 1);
   EXPECT_LT(b1.status.reused, a3.status.reused);
   EXPECT_GE(a3.status.reused + 2u, a3.ours.size());
+}
+
+// gcc realigns the stack of a function with over-aligned locals through a DRAP register when the
+// function also calls alloca (or passes arguments on the stack): its CFA is *(rbp - 8k) and the
+// caller's rbp is saved at rbp (DW_CFA_expression r6 (DW_OP_breg6 0)). Until the twenty-fifth session
+// the builder took that rbp rule for an unsupported one: the walk stepped such a frame by the frame
+// pointer chain, took a wrong sp for its caller and ended there (found when a test's own body became
+// such a frame).
+__attribute__((noinline)) int realigned(int depth, void* b) {
+  alignas(64) volatile uint64_t pad[8];
+  pad[0] = static_cast<uint64_t>(depth);
+  char* p = static_cast<char*>(alloca(16 + static_cast<size_t>(depth & 1) * 16));
+  p[0] = 1;
+  asm volatile("" ::"r"(p) : "memory");
+  int r = chain_nofp(depth, bottom, b);
+  return r + static_cast<int>(pad[0]);
+}
+// With a frame pointer: its CFA is rbp + 16, so the walk needs the rbp that realigned saved.
+__attribute__((noinline, optimize("no-omit-frame-pointer"))) int call_realigned(int depth, void* b) {
+  volatile uint64_t pad[3] = {1, 2, 3};
+  int r = realigned(depth, b) + static_cast<int>(pad[1]);
+  asm volatile("" ::: "memory");
+  return r + 1;
+}
+
+TEST_F(Unwinder, ThroughAFrameRealignedWithADrapRegisterEqualsLibunwind) {
+  // The row of realigned's calls: this build made it a DRAP frame (else the test tests nothing).
+  const Snapshot* snap = ObjectTable::instance().snapshot();
+  const uint64_t fn = reinterpret_cast<uint64_t>(&realigned);
+  const TextRange* tr = snap->find(fn);
+  ASSERT_NE(tr, nullptr);
+  const auto* rows = tr->object->rows.load();
+  bool drap = false;
+  for (uint32_t d = 0; d < 512 && !drap; d++) {
+    const FrameRow* row = find_row(rows->data(), rows->size(), static_cast<uint32_t>(fn + d - tr->object->bias));
+    drap = row && row->rule() == kCfaDerefFp && row->fp_off == kFpAtFp;
+  }
+  ASSERT_TRUE(drap) << "realigned() has no row with CFA *(rbp + off) and rbp saved at rbp";
+  Both walks[3];
+  for (Both& b : walks) call_realigned(3, &b);  // one call site: the later walks reuse the first's record
+  for (const Both& b : walks) {
+    EXPECT_FALSE(b.status.needs_fallback());
+    EXPECT_EQ(b.status.end, WalkEnd::Outermost);
+    EXPECT_GT(b.ours.size(), 8u);
+    EXPECT_EQ(b.ours, b.ref) << "ours:" << show(b.ours) << "\nref: " << show(b.ref);
+  }
+  EXPECT_GE(walks[2].status.reused + 2u, walks[2].ours.size());  // taken from the record, through realigned's frame
 }
 
 // unwind_here(..., incremental = false) (AIFLAME_FULL_UNWIND=1): every frame walked, the same frames.
