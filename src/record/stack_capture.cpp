@@ -114,6 +114,11 @@ constexpr int kMemoPython = 32;   // Python frames a memo keeps (deeper stacks a
 // (round robin): at 256 sets, 256 paths left 30-42 of 512 launches without their memo in 17 of 300
 // runs of StackCapture.AThreadKeepsTheMemosOfHundredsOfCallPaths (where the sets fall moves with the
 // stack's address); the compact memos leave room for twice the sets.
+// Each key has two candidate sets (from two parts of its hash), searched both, and a walk's memo goes
+// to the emptier one (two choices, 8 ways): with one set per key, a set that more memos than its
+// ways hash to thrashes every step, and with ~400 memos that was about every other run (a training
+// run's stack addresses, and so its sets, move between runs): an H200 run of hf_gpt2.py walked 1,710
+// times in 300 steps against 196 in another, 0.15 us per launch (bench/RESULTS.md, twenty-fifth session).
 constexpr unsigned kMemoSetBits = 9;
 constexpr int kMemoWays = 4;
 // Memos one key keeps (bench/RESULTS.md, eleventh session: on hf_gpt2 and timm_train 6.2-6.7% of
@@ -140,18 +145,17 @@ uint32_t lines_of(const MemoEntry& m) {
 // A set's keys on one line (a lookup reads one line, then only the entry whose key matches).
 struct alignas(64) MemoSet {
   uint64_t key[kMemoWays];  // 0: empty
-  uint8_t next;             // the way replaced next when none is empty (round robin)
+  // The thread's use clock (MemoTable::clock) when each way's memo last held or was written: the least
+  // recently used of the memos compared is the one with the lowest. One clock for the table, not one
+  // per set, since a key's memos and the ways a walk may replace lie in two sets.
+  uint32_t used[kMemoWays];
   uint8_t last_held;        // the way whose memo held last (checked first)
-  // A use clock of the set, ticked when a memo holds or is written, and each way's tick then: the
-  // least recently used of a key's memos is (clock - used) the largest, modulo 2^16 (a way idle for
-  // 65,536 ticks of its set takes an arbitrary age: it is then evicted sooner or later, not never).
-  uint16_t clock;
-  uint16_t used[kMemoWays];
 };
 static_assert(sizeof(MemoSet) == 64, "a set's keys and ages on one line");
 struct MemoTable {
   uint64_t owner = 0;
   bool walked = true;  // the thread's last capture walked (took no memo): prefetch a walk's tables early
+  uint32_t clock = 0;  // ticked when a memo holds or is written (MemoSet::used)
   // The entry of the thread's last launch (null: it had none). A training step launches from its call
   // paths in the same order every step, so the entry the launch after this one took last time is
   // likely the next launch's: its lines and its set's are prefetched at the capture's start, and load
@@ -517,11 +521,11 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
   // each checked inside the walk's frame, the one that held last in its set first), and the entry
   // this launch's walk will be the memo of otherwise.
   MemoEntry* found_memo[kMemosPerKey] = {};
-  int found[kMemosPerKey], n_found = 0;
+  int found[kMemosPerKey], n_found = 0;  // entries' indices in the table
   MemoEntry* slot = nullptr;
+  int slot_i = -1;               // its index
   uint64_t* slot_key = nullptr;  // slot's key in its set
-  MemoSet* set = nullptr;
-  MemoEntry* ways = nullptr;  // set's entries
+  size_t cand[2] = {};           // the key's two sets
   uint64_t key = 0;
   uint64_t k[2] = {};  // the key's words besides the Python frames: site and salt, depth
   uint64_t py_check = 0;
@@ -532,7 +536,7 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
   // this key's: checked alone first, before the key's set is searched and a slot for a walk chosen. A
   // training step launches from its paths in the same order every step: on the H100 1.03-1.07 memos
   // were checked per launch from a memo with this entry first among the key's (seventeenth session).
-  int predicted = -1;  // its way in the set
+  int predicted = -1;  // its index in the table
   if (memos) {
     table = &memo_table(serial_);
     k[0] = (memo_key_site_ ? site : 0) ^ key_salt;
@@ -540,16 +544,20 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
     // One pass over the Python frames: the entry's check, and the key from it, the site and the depth.
     py_check = py_hash;
     key = mix(mix(py_check, k[0]), k[1]) | 1;
-    const size_t set_index = key >> (64 - kMemoSetBits);
-    set = &table->sets[set_index];
-    ways = &table->e[kMemoWays * set_index];
+    cand[0] = key >> (64 - kMemoSetBits);
+    cand[1] = (key >> (64 - 2 * kMemoSetBits)) & ((size_t{1} << kMemoSetBits) - 1);
+    if (cand[1] == cand[0]) cand[1] ^= 1;
     // Else the previous launch's own entry: a path that launches several kernels in a row (an op's
     // kernels, one Python line and one native path) follows itself, which `next` does not keep (the
     // previous entry learns its successor only when it is another): on the H200, 24% of hf_gpt2.py's
     // launches from a memo had to search their set without this.
     auto is_key_of = [&](const MemoEntry* e) {
-      const auto w = static_cast<int>(e - ways);  // an entry of another set gives a way outside 0..3
-      return w >= 0 && w < kMemoWays && set->key[w] == key && ways[w].np == np && ways[w].py_check == py_check ? w : -1;
+      const auto i = static_cast<int>(e - table->e);
+      const size_t si = static_cast<size_t>(i) / kMemoWays;
+      return (si == cand[0] || si == cand[1]) && table->sets[si].key[i % kMemoWays] == key && e->np == np &&
+                     e->py_check == py_check
+                 ? i
+                 : -1;
     };
     if (const MemoEntry* last = table->last; last && predict) {
       if (last->next) predicted = is_key_of(last->next);
@@ -566,9 +574,13 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
     const int per_key = std::min(memos_per_key_, kMemosPerKey);
     searched = true;
     n_found = 0;
-    for (int i = 0; i < kMemoWays && n_found < per_key; i++) {
-      const int w = (set->last_held + i) % kMemoWays;  // the way that held last first
-      if (set->key[w] == key && ways[w].np == np && ways[w].py_check == py_check) found[n_found++] = w;
+    for (int c = 0; c < 2 && n_found < per_key; c++) {
+      const MemoSet& set = table->sets[cand[c]];
+      for (int j = 0; j < kMemoWays && n_found < per_key; j++) {
+        const int w = (set.last_held + j) % kMemoWays;  // the way that held last first
+        const int i = static_cast<int>(cand[c] * kMemoWays) + w;
+        if (set.key[w] == key && table->e[i].np == np && table->e[i].py_check == py_check) found[n_found++] = i;
+      }
     }
     // The predicted memo, checked alone and failed: last, not checked again (it is the walk's slot
     // unless another of the key's is older).
@@ -580,25 +592,39 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
         break;
       }
     for (int i = 0; i < n_found; i++) {
-      found_memo[i] = &ways[found[i]];
-      const unwind::WalkMemo& m = ways[found[i]].walk;
+      found_memo[i] = &table->e[found[i]];
+      const unwind::WalkMemo& m = found_memo[i]->walk;
       for (const char* l = reinterpret_cast<const char*>(&m); l < reinterpret_cast<const char*>(m.offset + m.words); l += 64)
         __builtin_prefetch(l);
     }
     if (!n_found && !tables) unwind::prefetch_for_walk();  // a walk follows
+    // The thread's memo uses since entry i last held or was written.
+    auto age = [&](int i) {
+      const MemoSet& set = table->sets[static_cast<size_t>(i) / kMemoWays];
+      return table->clock - set.used[i % kMemoWays];
+    };
     // Replaced if no memo holds: with per_key memos of this key, the least recently used (or the last
-    // checked: the predicted one was checked first); else an empty way, else the set's next (possibly
-    // one of this key's memos).
-    int way = n_found == per_key ? found[n_found - (predicted_failed && n_found > 1 ? 2 : 1)] : -1;
-    if (way >= 0 && memo_evict_lru_)
+    // checked: the predicted one was checked first); else an empty way of the emptier of the two sets,
+    // else the least recently used of their eight ways (possibly one of this key's memos).
+    slot_i = n_found == per_key ? found[n_found - (predicted_failed && n_found > 1 ? 2 : 1)] : -1;
+    if (slot_i >= 0 && memo_evict_lru_)
       for (int i = 0; i < n_found; i++)
-        if (static_cast<uint16_t>(set->clock - set->used[found[i]]) > static_cast<uint16_t>(set->clock - set->used[way]))
-          way = found[i];
-    for (int w = 0; w < kMemoWays && way < 0; w++)
-      if (!set->key[w]) way = w;
-    if (way < 0) way = set->next++ % kMemoWays;
-    slot = &ways[way];
-    slot_key = &set->key[way];
+        if (age(found[i]) > age(slot_i)) slot_i = found[i];
+    if (slot_i < 0) {
+      int empty[2] = {-1, -1}, n_empty[2] = {0, 0};
+      for (int c = 0; c < 2; c++)
+        for (int w = kMemoWays - 1; w >= 0; w--)
+          if (!table->sets[cand[c]].key[w]) empty[c] = static_cast<int>(cand[c] * kMemoWays) + w, n_empty[c]++;
+      slot_i = n_empty[1] > n_empty[0] ? empty[1] : empty[0];
+    }
+    if (slot_i < 0) {
+      slot_i = static_cast<int>(cand[0] * kMemoWays);
+      for (int c = 0; c < 2; c++)
+        for (int w = 0; w < kMemoWays; w++)
+          if (const int i = static_cast<int>(cand[c] * kMemoWays) + w; age(i) > age(slot_i)) slot_i = i;
+    }
+    slot = &table->e[slot_i];
+    slot_key = &table->sets[static_cast<size_t>(slot_i) / kMemoWays].key[slot_i % kMemoWays];
     slot_is_found = std::find(found_memo, found_memo + n_found, slot) != found_memo + n_found;
     // The walk's memo goes straight into the slot when the slot is free or one of this key's memos
     // (checked first, then overwritten, in one call); over another path's memo only once the walk is
@@ -612,7 +638,7 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
   uint64_t* w = content.words;
   int nn = 0;
   MemoEntry* held = nullptr;
-  int held_way = -1, checks_made = 0;  // the stats: memos checked until one held
+  int held_i = -1, checks_made = 0;  // the stats: memos checked until one held
   uint32_t checking = 0;  // AIFLAME_VERIFY_MEMOS: the stack id of a memo that held, walked again in full
   if (policy_ != UnwindPolicy::Off) {
     const unwind::WalkMemo* checks[kMemosPerKey];
@@ -627,7 +653,7 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
       check_only = false;
     };
     if (predicted >= 0) {
-      checks[0] = &ways[predicted].walk;
+      checks[0] = &table->e[predicted].walk;
       n_checks = 1;
       check_only = true;
     } else {
@@ -643,20 +669,21 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
       if (check_only) {  // the predicted memo alone
         checks_made = 1;
         if (nn == unwind::kMemoHeld) {
-          held_way = predicted;
+          held_i = predicted;
         } else {
           choose();
           arm();
           continue;
         }
       } else if (nn <= unwind::kMemoHeld && nn > unwind::kMemoHeld - n_found) {
-        held_way = found[unwind::kMemoHeld - nn];
+        held_i = found[unwind::kMemoHeld - nn];
         checks_made += unwind::kMemoHeld - nn + 1;
       }
-      if (held_way >= 0) {
-        held = &ways[held_way];
-        set->last_held = static_cast<uint8_t>(held_way);
-        set->used[held_way] = ++set->clock;
+      if (held_i >= 0) {
+        held = &table->e[held_i];
+        MemoSet& set = table->sets[static_cast<size_t>(held_i) / kMemoWays];
+        set.last_held = static_cast<uint8_t>(held_i % kMemoWays);
+        set.used[held_i % kMemoWays] = ++table->clock;
       }
       if (!held || !verify_memos_) break;
       checking = held->id;
@@ -709,7 +736,8 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
     slot->py_check = py_check;
     slot->next = nullptr;
     *slot_key = key;
-    set->used[slot_key - set->key] = ++set->clock;
+    MemoSet& set = table->sets[static_cast<size_t>(slot_i) / kMemoWays];
+    set.used[slot_i % kMemoWays] = ++table->clock;
     follow(*table, slot);
   } else if (table) {
     table->last = nullptr;  // no entry to link the next launch's to
