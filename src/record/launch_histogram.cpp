@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 namespace aiflame {
@@ -44,6 +45,34 @@ std::string LaunchHistogram::line(const Summary& s) {
                      "{:.2f}% of them 2 us or more, {:.1f}% of the time",
                      s.n, s.mean_us, s.p10_us, s.p50_us, s.p90_us, s.p99_us, 100.0 * s.over_2us_launches,
                      100.0 * s.over_2us_share);
+}
+
+void LaunchOutliers::add(const LaunchOutlier& o) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (kept_.size() == kKeep && o.ticks <= kept_.back().ticks) return;
+  kept_.insert(std::upper_bound(kept_.begin(), kept_.end(), o,
+                                [](const LaunchOutlier& a, const LaunchOutlier& b) { return a.ticks > b.ticks; }),
+               o);
+  if (kept_.size() > kKeep) kept_.pop_back();
+  if (kept_.size() == kKeep) floor_.store(kept_.back().ticks, std::memory_order_relaxed);
+}
+
+std::vector<LaunchOutlier> LaunchOutliers::slowest() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return kept_;
+}
+
+std::string LaunchOutliers::line(const std::vector<LaunchOutlier>& v, double ns_per_tick) {
+  std::string s;
+  for (const auto& o : v) {
+    std::string what = o.walked ? "walked" : "from its memo";
+    if (o.new_stack) what += ", a new stack";
+    if (o.fallback) what += ", a backtrace() fallback";
+    s += fmt::format("{}{:.1f} us at {:.3f} s (thread {}'s launch {}: {})", s.empty() ? "" : "; ",
+                     static_cast<double>(o.ticks) * ns_per_tick / 1e3, static_cast<double>(o.at_ticks) * ns_per_tick / 1e9,
+                     o.tid, o.nth, what);
+  }
+  return s.empty() ? "none" : s;
 }
 
 }  // namespace aiflame

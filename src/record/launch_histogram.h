@@ -7,7 +7,9 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
+#include <vector>
 
 namespace aiflame {
 
@@ -58,6 +60,34 @@ class LaunchHistogram {
   // its bucket's lower bound (a quarter octave: at most 25% below it).
   static Summary summarize(const Thread* threads, size_t count, Kind k, double ns_per_tick);
   static std::string line(const Summary& s);
+};
+
+// The slowest launches of a recording (AIFLAME_CAPTURE_PROBE=2 or 3), with what each did: a short
+// run's figure can be half made of a few walks of milliseconds (twenty-fifth session: hf_gpt2.py's
+// 191 walks took 26 ms in one 60-step run, its 39,417 memo launches 29 ms), whose cause the
+// histogram does not tell.
+struct LaunchOutlier {
+  uint64_t ticks = 0;     // in the launch path
+  uint64_t at_ticks = 0;  // since the recording started
+  uint32_t tid = 0;
+  uint64_t nth = 0;       // the launch's number on its thread, from 1
+  bool walked = false;    // no memo held
+  bool new_stack = false;  // a stack new to the process was interned during it (by it, or another thread)
+  bool fallback = false;   // a backtrace() fallback ran during it (the same)
+};
+class LaunchOutliers {
+ public:
+  static constexpr size_t kKeep = 8;
+  // Cheap, without the lock: false for a launch faster than the slowest kept ones (once kKeep are kept).
+  bool worth(uint64_t ticks) const { return ticks > floor_.load(std::memory_order_relaxed); }
+  void add(const LaunchOutlier& o);
+  std::vector<LaunchOutlier> slowest() const;  // slowest first
+  static std::string line(const std::vector<LaunchOutlier>& v, double ns_per_tick);
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<LaunchOutlier> kept_;
+  std::atomic<uint64_t> floor_{0};
 };
 
 }  // namespace aiflame

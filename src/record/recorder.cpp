@@ -48,7 +48,11 @@ bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std
   if (opt.measure.launch_ab && !launch_ab_state_) launch_ab_state_ = std::make_unique<LaunchAB>();
   launch_ab_ = opt.measure.launch_ab;
   capture_probe_ = opt.measure.capture_probe;
-  if (capture_probe_ >= 2 && !hist_) hist_ = std::make_unique<LaunchHistogram::Thread[]>(kTallies + 1);
+  if (capture_probe_ >= 2 && !hist_) {
+    hist_ = std::make_unique<LaunchHistogram::Thread[]>(kTallies + 1);
+    outliers_ = std::make_unique<LaunchOutliers>();
+  }
+  start_ticks_ = clock_.now();
   if (opt.measure.capture_stats) {
     CaptureStats::enable();
     hot_pages_audit(true);
@@ -237,6 +241,8 @@ AIFLAME_HOT void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint
   uint64_t c0b = stats ? CaptureStats::now() : 0;
   const uint64_t p1 = phases ? clock_.now() : 0;
   const uint64_t key_salt = memo_key_node_ ? pending.node_type : 0;
+  // The histogram probes: whether a stack was interned or a fallback ran during the capture.
+  const uint64_t stacks_before = hist_ ? stacks_.stacks() : 0, fallbacks_before = hist_ ? stacks_.fallbacks() : 0;
   StackCapture::Result st =
       stacks_.capture(site ^ (static_cast<uint64_t>(api) << 48), !(ab_slice && autograd_ab_ == 2), key_salt);
   const uint64_t p2 = phases ? clock_.now() : 0;
@@ -302,6 +308,17 @@ AIFLAME_HOT void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint
     hist->add(memo ? LaunchHistogram::Memo : LaunchHistogram::Walked, dt);
     if (memo && hist->last_end) hist->add(LaunchHistogram::kind_after_gap(t0 - hist->last_end), dt);
     hist->last_end = t0 + dt;
+    if (outliers_->worth(dt)) {
+      LaunchOutlier o;
+      o.ticks = dt;
+      o.at_ticks = t0 - start_ticks_;
+      o.tid = thread.tid;
+      o.nth = tally.launches.load(std::memory_order_relaxed);
+      o.walked = !memo;
+      o.new_stack = stacks_.stacks() != stacks_before;
+      o.fallback = stacks_.fallbacks() != fallbacks_before;
+      outliers_->add(o);
+    }
   }
   if (phases && st.unwound && !st.walked) {
     // Each part again at once, its code and data now warm; before_capture reads torch's state again
@@ -501,6 +518,8 @@ void Recorder::finish(uint64_t end_timestamp) {
       const auto s = launch_histogram(static_cast<LaunchHistogram::Kind>(k));
       std::fprintf(stderr, "aiflame: launch histogram: %s: %s\n", what[k].c_str(), LaunchHistogram::line(s).c_str());
     }
+    std::fprintf(stderr, "aiflame: launch histogram: the slowest launches: %s\n",
+                 LaunchOutliers::line(outliers_->slowest(), clock_.ns_per_tick()).c_str());
   }
   if (capture_probe_ == 1) {
     const StackCapture::LineProbe p = stacks_.line_probe();

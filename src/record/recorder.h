@@ -135,6 +135,8 @@ class Recorder {
   };
   PhaseProbe phase_probe() const;
   // AIFLAME_CAPTURE_PROBE=2 or 3: the launches of one kind summed over the threads (empty otherwise).
+  // The same probes' slowest launches (slowest first; empty otherwise).
+  std::vector<LaunchOutlier> slowest_launches() const { return outliers_ ? outliers_->slowest() : std::vector<LaunchOutlier>{}; }
   LaunchHistogram::Summary launch_histogram(LaunchHistogram::Kind k) const {
     return hist_ ? LaunchHistogram::summarize(hist_.get(), kTallies + 1, k, clock_.ns_per_tick()) : LaunchHistogram::Summary{};
   }
@@ -157,6 +159,8 @@ class Recorder {
   std::unique_ptr<LaunchTally[]> tallies_;  // [kTallies] is the overflow tally, updated atomically
   // AIFLAME_CAPTURE_PROBE=2 or 3: per tally (the overflow one's counts may lose a launch to a race).
   std::unique_ptr<LaunchHistogram::Thread[]> hist_;
+  std::unique_ptr<LaunchOutliers> outliers_;  // with hist_
+  uint64_t start_ticks_ = 0;                  // clock_ at start
   std::atomic<uint32_t> tally_count_{0};
   TscClock clock_;
   Counters counters_;

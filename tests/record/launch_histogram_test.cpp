@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <memory>
+#include <algorithm>
 #include <random>
+#include <vector>
 
 namespace aiflame {
 namespace {
@@ -53,6 +55,39 @@ TEST(LaunchHistogram, QuantilesMeanAndTheSlowLaunchesShare) {
   EXPECT_NEAR(half.over_2us_share, 500.0 / 867.5, 1e-12);
   EXPECT_NEAR(half.over_2us_launches, 0.01, 1e-12);
   EXPECT_EQ(LaunchHistogram::summarize(threads.get(), 3, LaunchHistogram::CaptureAgain, 1.0).n, 0u);
+}
+
+// The kKeep slowest of many launches, slowest first; a launch no slower than the slowest kept is not
+// worth the lock once kKeep are kept.
+TEST(LaunchOutliers, KeepsTheSlowestLaunchesSlowestFirst) {
+  LaunchOutliers out;
+  std::mt19937_64 rng(3);
+  std::vector<uint64_t> all;
+  for (uint32_t i = 0; i < 1000; i++) {
+    const uint64_t t = 100 + rng() % 100000;
+    all.push_back(t);
+    LaunchOutlier o;
+    o.ticks = t;
+    o.nth = i + 1;
+    if (out.worth(t)) out.add(o);
+  }
+  std::sort(all.rbegin(), all.rend());
+  const auto kept = out.slowest();
+  ASSERT_EQ(kept.size(), LaunchOutliers::kKeep);
+  for (size_t i = 0; i < kept.size(); i++) EXPECT_EQ(kept[i].ticks, all[i]) << i;
+  EXPECT_FALSE(out.worth(all[LaunchOutliers::kKeep - 1]));
+  EXPECT_TRUE(out.worth(all[LaunchOutliers::kKeep - 1] + 1));
+}
+
+TEST(LaunchOutliers, TheLineSaysWhatEachDid) {
+  LaunchOutlier a;
+  a.ticks = 2000000, a.at_ticks = 1500000000, a.tid = 42, a.nth = 1, a.walked = true, a.new_stack = true, a.fallback = true;
+  LaunchOutlier b;
+  b.ticks = 3000, b.at_ticks = 2000000000, b.tid = 43, b.nth = 900;
+  EXPECT_EQ(LaunchOutliers::line({a, b}, 1.0),
+            "2000.0 us at 1.500 s (thread 42's launch 1: walked, a new stack, a backtrace() fallback); "
+            "3.0 us at 2.000 s (thread 43's launch 900: from its memo)");
+  EXPECT_EQ(LaunchOutliers::line({}, 1.0), "none");
 }
 
 }  // namespace

@@ -202,6 +202,18 @@ TEST(Recorder, TheHistogramProbeCountsEveryLaunchByKind) {
                 r.rec.launch_histogram(LaunchHistogram::MemoGapLong).n,
             memo.n);
   EXPECT_GT(gap_short.n, memo.n / 2);
+  // Each thread's first launch walked and interned its stack: among the slowest, said so.
+  const std::vector<LaunchOutlier> slow = r.rec.slowest_launches();
+  EXPECT_EQ(slow.size(), LaunchOutliers::kKeep);
+  int firsts = 0;
+  for (const auto& o : slow)
+    if (o.nth == 1) {
+      firsts++;
+      EXPECT_TRUE(o.walked);
+      EXPECT_TRUE(o.new_stack);
+    }
+  EXPECT_EQ(firsts, 2);
+  for (size_t i = 1; i < slow.size(); i++) EXPECT_GE(slow[i - 1].ticks, slow[i].ticks);
   r.finish();
   EXPECT_EQ(memo.n + walked.n, 2500u);
   EXPECT_GE(walked.n, 2u);  // each thread's first launch
