@@ -241,8 +241,10 @@ AIFLAME_HOT void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint
   uint64_t c0b = stats ? CaptureStats::now() : 0;
   const uint64_t p1 = phases ? clock_.now() : 0;
   const uint64_t key_salt = memo_key_node_ ? pending.node_type : 0;
-  // The histogram probes: whether a stack was interned or a fallback ran during the capture.
-  const uint64_t stacks_before = hist_ ? stacks_.stacks() : 0, fallbacks_before = hist_ ? stacks_.fallbacks() : 0;
+  // The histogram probes (AIFLAME_CAPTURE_PROBE=2 or 3): whether a stack was interned or a fallback ran
+  // during the capture.
+  LaunchHistogram::Thread* const hists = hist_.get();
+  const uint64_t stacks_before = hists ? stacks_.stacks() : 0, fallbacks_before = hists ? stacks_.fallbacks() : 0;
   StackCapture::Result st =
       stacks_.capture(site ^ (static_cast<uint64_t>(api) << 48), !(ab_slice && autograd_ab_ == 2), key_salt);
   const uint64_t p2 = phases ? clock_.now() : 0;
@@ -302,7 +304,7 @@ AIFLAME_HOT void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint
   add(tally.launches, 1);
   if (st.unwound) add(tally.unwound, 1);
   add(tally.ticks, dt);
-  LaunchHistogram::Thread* hist = hist_ ? &hist_[static_cast<size_t>(&tally - tallies_.get())] : nullptr;
+  LaunchHistogram::Thread* hist = hists ? &hists[&tally - tallies_.get()] : nullptr;
   if (hist) {
     const bool memo = st.unwound && !st.walked;
     hist->add(memo ? LaunchHistogram::Memo : LaunchHistogram::Walked, dt);

@@ -135,11 +135,11 @@ class Recorder {
   };
   PhaseProbe phase_probe() const;
   // AIFLAME_CAPTURE_PROBE=2 or 3: the launches of one kind summed over the threads (empty otherwise).
-  // The same probes' slowest launches (slowest first; empty otherwise).
-  std::vector<LaunchOutlier> slowest_launches() const { return outliers_ ? outliers_->slowest() : std::vector<LaunchOutlier>{}; }
   LaunchHistogram::Summary launch_histogram(LaunchHistogram::Kind k) const {
     return hist_ ? LaunchHistogram::summarize(hist_.get(), kTallies + 1, k, clock_.ns_per_tick()) : LaunchHistogram::Summary{};
   }
+  // The same probes' slowest launches (slowest first; empty otherwise).
+  std::vector<LaunchOutlier> slowest_launches() const { return outliers_ ? outliers_->slowest() : std::vector<LaunchOutlier>{}; }
 
   // AIFLAME_LAUNCH_AB: true if the launch entering now falls in a slice without the launch path
   // (the backend then returns from its callback at once). Always false without the switch.

@@ -150,9 +150,9 @@ void hot_pages_stock() {
     if (slot.load(std::memory_order_relaxed)) continue;
     char* r = map_region();
     if (!r) return;
-    // Every page written (a zero: the region stays as hot_alloc hands it out), so that the kernel
-    // backs it now: one huge page, or 512 small ones where it gives none.
-    for (size_t i = 0; i < kRegion; i += 4096) *reinterpret_cast<volatile char*>(r + i) = 0;
+    // Every page written (its zeros unchanged: the region stays as hot_alloc hands it out), so that the
+    // kernel backs it now: one huge page, or 512 small ones where it gives none.
+    back_pages(r, kRegion);
     char* expected = nullptr;
     if (!slot.compare_exchange_strong(expected, r, std::memory_order_release)) munmap(r, kRegion);
   }
