@@ -166,14 +166,20 @@ constexpr RecordOptionSpec kSchema[] = {
      "its first run; 3, count each launch's time in the launch path into a histogram (2 does as well); print the "
      "figures at the end (quantiles, and the share of the time in launches of 2 us or more)",
      UINT_OPTION(measure.capture_probe, 0, 3)},
-    {"autograd_ab", "AIFLAME_AUTOGRAD_AB", nullptr, nullptr, "0, 1 or 2",
-     "The autograd tracking (1), or the capture's check of the predicted memo alone before its key's others (2), "
-     "skipped in every other 40-70 ms slice; print each kind's capture cost per launch at the end",
-     UINT_OPTION(measure.autograd_ab, 0, 2)},
+    {"autograd_ab", "AIFLAME_AUTOGRAD_AB", nullptr, nullptr, "0 to 3",
+     "The autograd tracking (1), the capture's check of the predicted memo alone before its key's others (2), or the "
+     "reads of torch's thread-locals in place (3: its functions called instead) skipped in every other 40-70 ms "
+     "slice; print each kind's capture cost per launch at the end",
+     UINT_OPTION(measure.autograd_ab, 0, 3)},
     {"autograd_defer", "AIFLAME_AUTOGRAD_DEFER", nullptr, nullptr, "0 or 1",
      "The forward table and the backward launches' stacks filled by the collector, off the launch path (default 1; "
      "0: at each launch)",
      FLAG_OPTION(measure.autograd_defer)},
+    {"torch_tls", "AIFLAME_TORCH_TLS", nullptr, nullptr, "0 or 1",
+     "Read torch's autograd thread-locals (sequence number, graph task, current node) in place where its code shows "
+     "where they are, each thread checked against torch's functions first (default 1; 0: call the functions at every "
+     "launch)",
+     FLAG_OPTION(measure.torch_tls)},
     {"autograd_light", "AIFLAME_AUTOGRAD_LIGHT", nullptr, nullptr, "0, 1 or 2",
      "A measurement: the autograd tracking without its tables (1; backward kernels lose their forward code), nor "
      "its calls into torch (2)",

@@ -125,12 +125,14 @@ struct MeasurementSwitches {
   // 2, the launch path's parts run again at once after each launch and timed (Recorder::PhaseProbe)
   uint32_t capture_probe = 0;
   // AIFLAME_AUTOGRAD_AB: 1, the autograd tracking on and off in alternate slices (Recorder::autograd_ab); 2, the
-  // capture's predicted memo instead (StackCapture::capture's `predict`)
+  // capture's predicted memo instead (StackCapture::capture's `predict`); 3, torch's thread-locals read in place
+  // (AutogradTracker::before_capture's `in_place`)
   uint32_t autograd_ab = 0;
   // AIFLAME_AUTOGRAD_DEFER (default on; 0 resolves at the launch): the forward table and the backward
   // launches' interning run in the collector's flush (AutogradTracker::set_deferred). H200, 2026-11-27:
   // the same shares under forward code, the capture 0.0-0.25 us per launch cheaper (bench/RESULTS.md).
   bool autograd_defer = true;
+  bool torch_tls = true;  // AIFLAME_TORCH_TLS: torch's thread-locals read in place where they can be (0: its functions called)
   uint32_t autograd_light = 0;   // AIFLAME_AUTOGRAD_LIGHT: 1 the tracker without its tables, 2 nor its calls into torch
 };
 

@@ -130,6 +130,7 @@ void Recorder::start_autograd(const RecordOptions& opt) {
   autograd_.set_launches_sampled(opt.pc_sampling && opt.pc_mode == PcMode::Windows && opt.measure.win_toggle_callbacks);
   autograd_.set_deferred(opt.measure.autograd_defer);
   autograd_.set_light(opt.measure.autograd_light);
+  autograd_.set_read_in_place(opt.measure.torch_tls);
   autograd_.init(opt.python, [this](const std::string& note) { warn(note); });
 }
 
@@ -237,7 +238,8 @@ AIFLAME_HOT void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint
   uint64_t c0 = stats ? CaptureStats::now() : 0;
   const bool phases = capture_probe_ == 2;  // AIFLAME_CAPTURE_PROBE=2: the parts' first runs timed
   const uint64_t p0 = phases ? clock_.now() : 0;
-  AutogradTracker::Pending pending = ab_off ? AutogradTracker::Pending{} : autograd_.before_capture();  // prefetches what it will write
+  AutogradTracker::Pending pending =
+      ab_off ? AutogradTracker::Pending{} : autograd_.before_capture(!(ab_slice && autograd_ab_ == 3));  // prefetches what it will write
   uint64_t c0b = stats ? CaptureStats::now() : 0;
   const uint64_t p1 = phases ? clock_.now() : 0;
   const uint64_t key_salt = memo_key_node_ ? pending.node_type : 0;
@@ -493,8 +495,12 @@ void Recorder::finish(uint64_t end_timestamp) {
     std::fprintf(stderr,
                  "aiflame: %s A/B: stack capture %.3f us per launch with %s (%llu launches, %llu walked), "
                  "%.3f without (%llu, %llu walked): %+.3f us; walked and memo launches compared apart: %+.3f us\n",
-                 autograd_ab_ == 1 ? "autograd" : "predicted-memo", per_launch_us(ab.with_ns, ab.with_launches),
-                 autograd_ab_ == 1 ? "the tracking" : "the predicted memo checked first", static_cast<unsigned long long>(ab.with_launches),
+                 autograd_ab_ == 1 ? "autograd" : autograd_ab_ == 2 ? "predicted-memo" : "torch-tls",
+                 per_launch_us(ab.with_ns, ab.with_launches),
+                 autograd_ab_ == 1   ? "the tracking"
+                 : autograd_ab_ == 2 ? "the predicted memo checked first"
+                                     : "torch's thread-locals read in place",
+                 static_cast<unsigned long long>(ab.with_launches),
                  static_cast<unsigned long long>(ab.with_walked), per_launch_us(ab.without_ns, ab.without_launches),
                  static_cast<unsigned long long>(ab.without_launches), static_cast<unsigned long long>(ab.without_walked),
                  ab.raw_us(), ab.stratified_us());

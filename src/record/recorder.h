@@ -152,7 +152,7 @@ class Recorder {
   static constexpr size_t kTallies = 256;
   const uint64_t serial_;  // tells this recorder's per-thread state from another's (tests make several)
   bool memo_key_node_ = true;  // AIFLAME_MEMO_KEY_NODE
-  uint32_t autograd_ab_ = 0;  // AIFLAME_AUTOGRAD_AB: 1, slices without the tracking; 2, without the predicted memo
+  uint32_t autograd_ab_ = 0;  // AIFLAME_AUTOGRAD_AB: 1, slices without the tracking; 2, without the predicted memo; 3, torch called
   bool launch_ab_ = false;    // AIFLAME_LAUNCH_AB
   unsigned capture_probe_ = 0;     // AIFLAME_CAPTURE_PROBE
   std::unique_ptr<LaunchAB> launch_ab_state_;  // with the switch only (its strata take 256 KB)

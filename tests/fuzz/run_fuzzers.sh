@@ -33,6 +33,8 @@ harnesses=(
   "filter||4096|20"
   # The native unwinder's CFI row builder (the injection library's code, not the report side's).
   "cfi_table||65536"
+  # The decoders of torch's thread-local accessors (the injection library's): a function's first bytes.
+  "torch_tls_code||104"
 )
 # The report side's sources, read from src/CMakeLists.txt (aiflame_format and aiflame_core) so that the
 # list never drifts from the build; compiled once with the fuzzing flags into an archive that each
@@ -62,6 +64,10 @@ for h in "${harnesses[@]}"; do
   wanted "$name" || continue
   if [ "$name" = cfi_table ]; then
     $CXX "${flags[@]}" tests/fuzz/cfi_table_fuzz.cpp src/record/unwind/cfi_table.cpp -o $out/cfi_table_fuzz &
+    continue
+  fi
+  if [ "$name" = torch_tls_code ]; then
+    $CXX "${flags[@]}" tests/fuzz/torch_tls_code_fuzz.cpp src/record/autograd/torch_tls_code.cpp -o $out/torch_tls_code_fuzz &
     continue
   fi
   $CXX "${flags[@]}" -Itests/fuzz tests/fuzz/${name}_fuzz.cpp "${libs[@]}" -o $out/${name}_fuzz &

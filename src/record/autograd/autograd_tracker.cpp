@@ -41,6 +41,11 @@ struct alignas(64) AutogradTracker::ThreadState {
   uint16_t last_set = 0;   // engine threads: the set of their last backward launch
   uint16_t next_set = 0;   // and the set the launch after it took last time (prefetched)
   BackwardCounts* counts = nullptr;  // engine threads: their counts (the tracker's)
+  // Where torch's thread-locals are read in place (torch_tls.h): this thread's base, null where the
+  // functions are called; the offsets from it (and the GraphTask's id), copied here from the tracker
+  // so that the launch reads no other line for them.
+  const char* tls = nullptr;
+  int16_t seq_off = 0, task_off = 0, node_off = 0, task_id_off = 0;
 };
 static_assert(sizeof(AutogradTracker::ThreadState) == 64);
 
@@ -100,6 +105,19 @@ void AutogradTracker::poll() {
 void AutogradTracker::start(const TorchApi& api) {
   if (started_.exchange(true)) return;
   api_ = api;
+  if (!read_in_place_) {
+    tls_why_ = "AIFLAME_TORCH_TLS=0";
+  } else if (api_.graph_task_id && api_.peek && api_.current_node) {
+    tls_ = resolve_torch_tls(api_, &tls_why_);
+    if (tls_) {
+      tls_why_.clear();
+      debug("autograd: torch's thread-locals read in place: sequence number at %+d, graph task at %+d (its id at %+d), "
+            "current node at %+d",
+            tls_->seq, tls_->task, tls_->task_id, tls_->node);
+    } else {
+      debug("autograd: torch's functions called at every launch (%s)", tls_why_.c_str());
+    }
+  }
   debug("autograd: %s torch %s; graph_task_id %p current_node %p peek %p thread_id %p; node layout %s",
         api_.library.c_str(), api_.version.c_str(), reinterpret_cast<void*>(api_.graph_task_id),
         reinterpret_cast<void*>(api_.current_node), reinterpret_cast<void*>(api_.peek),
@@ -158,26 +176,29 @@ void AutogradTracker::off(const std::string& note) {
   if (warn_) warn_(note);
 }
 
-AIFLAME_HOT AutogradTracker::Pending AutogradTracker::before_capture() {
+AIFLAME_HOT AutogradTracker::Pending AutogradTracker::before_capture(bool in_place) {
   Pending p;
   if (!hot_.ready.load(std::memory_order_acquire)) return p;
   p.valid = true;
   ThreadState& t = thread_state(hot_.serial);
   p.thread = &t;
+  if (t.kind == ThreadState::Unknown) resolve_thread(t);
+  const char* const tls = in_place ? t.tls : nullptr;
   const bool node_on = hot_.node_on.load(std::memory_order_relaxed);
+  auto graph_task = [&] { return tls ? torch_tls_graph_task(tls, t.task_off, t.task_id_off) : hot_.graph_task_id(); };
   if (hot_.light == 2) {
-    if (t.kind == ThreadState::Unknown) t.kind = hot_.graph_task_id() < 0 ? ThreadState::Forward : ThreadState::Engine;
-    p.graph_task = t.kind == ThreadState::Engine ? (t.graph_task >= 0 ? t.graph_task : hot_.graph_task_id()) : -1;
+    if (t.kind == ThreadState::Unknown) t.kind = graph_task() < 0 ? ThreadState::Forward : ThreadState::Engine;
+    p.graph_task = t.kind == ThreadState::Engine ? (t.graph_task >= 0 ? t.graph_task : graph_task()) : -1;
     return p;
   }
   if (t.kind != ThreadState::Forward) {
-    p.graph_task = hot_.graph_task_id();
+    p.graph_task = graph_task();
     if (t.kind == ThreadState::Unknown) t.kind = p.graph_task < 0 ? ThreadState::Forward : ThreadState::Engine;
   }
   if (p.graph_task < 0) {
     if (!node_on) return p;
     p.forward = true;
-    p.seq = hot_.peek();
+    p.seq = tls ? torch_tls_seq(tls, t.seq_off) : hot_.peek();
     if (p.seq != t.last_seq && t.tid && !hot_.light && !hot_.defer) __builtin_prefetch(&hot_.table[slot_index(p.seq, t.tid)], 1);
     return p;
   }
@@ -186,9 +207,11 @@ AIFLAME_HOT AutogradTracker::Pending AutogradTracker::before_capture() {
     if (t_sets) __builtin_prefetch(&t_sets->sets[t.next_set]);
   }
   if (!node_on) return p;
-  std::shared_ptr<void> node = hot_.current_node();
-  if (!node) return p;
-  const char* n = static_cast<const char*>(node.get());
+  // The node this thread evaluates: alive while it does (current_node's reference is only a copy of
+  // the thread-local's, which torch holds until the node's apply returns, after this launch).
+  std::shared_ptr<void> held;
+  const char* n = tls ? torch_tls_node(tls, t.node_off) : static_cast<const char*>((held = hot_.current_node()).get());
+  if (!n) return p;
   std::memcpy(&p.seq, n + hot_.node_sequence_nr, sizeof p.seq);
   std::memcpy(&p.tid, n + hot_.node_thread_id, sizeof p.tid);
   std::memcpy(&p.node_type, n, sizeof p.node_type);  // the vptr (torch_api.h: at 0)
@@ -197,6 +220,24 @@ AIFLAME_HOT AutogradTracker::Pending AutogradTracker::before_capture() {
   if (p.seq != kAccumulateGrad && !hot_.light && !hot_.defer) __builtin_prefetch(&hot_.table[slot_index(p.seq + 1, p.tid)]);
   return p;
 }
+
+void AutogradTracker::resolve_thread(ThreadState& t) {
+  t.tls = nullptr;
+  if (!tls_) return;
+  const char* base = torch_tls_base_here(*tls_, api_);
+  if (!base) {
+    debug("autograd: a thread's reads of torch's thread-locals differ from its functions: that thread calls them");
+    return;
+  }
+  t.tls = base;
+  t.seq_off = static_cast<int16_t>(tls_->seq);
+  t.task_off = static_cast<int16_t>(tls_->task);
+  t.node_off = static_cast<int16_t>(tls_->node);
+  t.task_id_off = static_cast<int16_t>(tls_->task_id);
+  threads_in_place_.fetch_add(1, std::memory_order_relaxed);
+}
+
+std::string AutogradTracker::in_place_state() const { return tls_why_; }
 
 AIFLAME_HOT AutogradTracker::Launch AutogradTracker::on_launch(uint32_t stack_id, const Pending& p, uint64_t timestamp) {
   if (!p.valid) return {stack_id};
@@ -642,6 +683,7 @@ AutogradSummaryRecord AutogradTracker::summary() {
 void AutogradTracker::finish() {
   if (deferred()) writer_.flush();  // the deferred launches in the thread buffers resolved and counted
   emit_late();
+  if (tls_) debug("autograd: %llu threads read torch's thread-locals in place", static_cast<unsigned long long>(threads_in_place()));
   writer_.add(summary());
 }
 

@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <unordered_map>
@@ -30,6 +31,7 @@
 
 #include "profile/profile_writer.h"
 #include "record/autograd/torch_api.h"
+#include "record/autograd/torch_tls.h"
 #include "record/python_frames.h"
 #include "record/string_table.h"
 
@@ -51,6 +53,13 @@ class AutogradTracker : public ProfileWriter::BackwardResolver {
   // or counts (backward kernels then sit under the caller and "[backward]" without their forward
   // code); 2, not even torch's state (a thread's graph task read once; no node, no sequence number).
   void set_light(uint32_t level) { hot_.light = static_cast<uint8_t>(level); }
+  // Before init: false, torch's functions are called at every launch even where its thread-locals can
+  // be read in place (AIFLAME_TORCH_TLS=0: a measurement, and a way out; torch_tls.h).
+  void set_read_in_place(bool on) { read_in_place_ = on; }
+  // Whether torch's thread-locals are read in place ("" if so, else why not), and by how many threads
+  // so far (each checked against the functions at its first launch).
+  std::string in_place_state() const;
+  uint64_t threads_in_place() const { return threads_in_place_.load(std::memory_order_relaxed); }
   bool deferred() const { return hot_.defer != 0; }
   // Looks for a loaded torch (resolve_torch) and the interpreter. warn prints a note once.
   void init(bool python, Warn warn);
@@ -118,7 +127,9 @@ class AutogradTracker : public ProfileWriter::BackwardResolver {
     uint64_t node_type = 0;
     ThreadState* thread = nullptr;  // this thread's state (one thread-local lookup per launch)
   };
-  Pending before_capture();
+  // in_place = false: torch's functions called even where its thread-locals are read in place
+  // (AIFLAME_AUTOGRAD_AB=3's slices).
+  Pending before_capture(bool in_place = true);
   // After its stack was captured: the stack id the Launch record names (stack_id itself, or a
   // BackwardStack id).
   uint32_t on_launch(uint32_t stack_id, const Pending& p) { return on_launch(stack_id, p, 0).stack_id; }
@@ -166,6 +177,8 @@ class AutogradTracker : public ProfileWriter::BackwardResolver {
   static constexpr int kProbe = 64;           // nodes the layout probe looks at
   static size_t slot_index(uint64_t seq, uint64_t tid) { return (seq + tid * 0x9e3779b97f4a7c15ull) & (kSlots - 1); }
   void start(const TorchApi& api);
+  // A thread's first launch: whether it reads torch's thread-locals in place (ThreadState::tls).
+  void resolve_thread(ThreadState& t);
   void remember_forward(uint32_t stack_id, const Pending& p, uint64_t timestamp);
   Launch defer_forward(uint32_t stack_id, const Pending& p);
   void store_forward(uint64_t seq, uint64_t tid, uint32_t stack_id, uint64_t timestamp);
@@ -224,6 +237,10 @@ class AutogradTracker : public ProfileWriter::BackwardResolver {
   bool python_ = false;
   PythonFrames frames_;
   TorchApi api_;
+  bool read_in_place_ = true;
+  std::optional<TorchTls> tls_;  // set in start() where torch's thread-locals can be read in place
+  std::string tls_why_ = "not started";
+  std::atomic<uint64_t> threads_in_place_{0};
   bool disabled_ = false;
   std::atomic<bool> started_{false};
   std::unique_ptr<Slot[]> table_;

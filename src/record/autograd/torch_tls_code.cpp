@@ -1,0 +1,156 @@
+#include "record/autograd/torch_tls_code.h"
+
+#include <cstring>
+#include <initializer_list>
+
+namespace aiflame {
+namespace {
+
+// A read position in a function's code; every match either consumes its bytes or leaves `i` as it was.
+struct Cursor {
+  std::span<const uint8_t> code;
+  uint64_t at;  // the address of code[0]
+  size_t i = 0;
+
+  bool take(std::initializer_list<uint8_t> bytes) {
+    if (i + bytes.size() > code.size()) return false;
+    size_t k = i;
+    for (uint8_t b : bytes)
+      if (code[k++] != b) return false;
+    i = k;
+    return true;
+  }
+  bool i8(int32_t& v) {
+    if (i + 1 > code.size()) return false;
+    v = static_cast<int8_t>(code[i++]);
+    return true;
+  }
+  bool i32(int32_t& v) {
+    if (i + 4 > code.size()) return false;
+    std::memcpy(&v, &code[i], 4);
+    i += 4;
+    return true;
+  }
+  // A RIP-relative operand that ends its instruction: the address it names.
+  bool rip(uint64_t& target) {
+    int32_t d = 0;
+    if (!i32(d)) return false;
+    target = at + i + static_cast<uint64_t>(static_cast<int64_t>(d));
+    return true;
+  }
+};
+
+// How a function keeps its stack aligned around its call: the epilogue must undo the same.
+enum class Frame { None, SubRsp8, Push };
+
+Frame prologue(Cursor& c) {
+  c.take({0xf3, 0x0f, 0x1e, 0xfa});  // endbr64
+  if (c.take({0x48, 0x83, 0xec, 0x08})) return Frame::SubRsp8;  // sub $8, %rsp
+  if (c.take({0x50})) return Frame::Push;                       // push %rax
+  return Frame::None;
+}
+
+// The epilogue and the ret; rax (the result) untouched.
+bool epilogue(Cursor& c, Frame f) {
+  bool ok = true;
+  if (f == Frame::SubRsp8) ok = c.take({0x48, 0x83, 0xc4, 0x08});  // add $8, %rsp
+  if (f == Frame::Push) ok = c.take({0x5a}) || c.take({0x59}) || c.take({0x5e}) || c.take({0x5f});  // pop rdx/rcx/rsi/rdi
+  return ok && c.take({0xc3});
+}
+
+// mov disp(%rax), %rax (wide) or %eax: disp 0, 8 or 32 bits.
+bool load_from_rax(Cursor& c, bool wide, int32_t& disp) {
+  const size_t s = c.i;
+  if (wide && !c.take({0x48})) return false;
+  if (c.take({0x8b, 0x00})) {
+    disp = 0;
+    return true;
+  }
+  if (c.take({0x8b, 0x40}) && c.i8(disp)) return true;
+  if (c.take({0x8b, 0x80}) && c.i32(disp)) return true;
+  c.i = s;
+  return false;
+}
+
+// call *slot(%rip)
+bool call_through(Cursor& c, uint64_t& slot) {
+  const size_t s = c.i;
+  if (c.take({0xff, 0x15}) && c.rip(slot)) return true;
+  c.i = s;
+  return false;
+}
+
+}  // namespace
+
+std::optional<TlsGetAddrLoad> decode_tls_get_addr_load(std::span<const uint8_t> code, uint64_t at) {
+  Cursor c{code, at};
+  TlsGetAddrLoad out;
+  const Frame f = prologue(c);
+  c.take({0x66});  // general dynamic: data16
+  if (!c.take({0x48, 0x8d, 0x3d}) || !c.rip(out.index)) return std::nullopt;  // lea index(%rip), %rdi
+  const size_t s = c.i;
+  int32_t rel = 0;
+  if ((c.take({0x66, 0x66, 0x48, 0xe8}) || (c.i = s, c.take({0xe8}))) && c.i32(rel)) {  // call __tls_get_addr@plt
+    out.callee = at + c.i + static_cast<uint64_t>(static_cast<int64_t>(rel));
+  } else {
+    c.i = s;
+    c.take({0x66, 0x48});  // -fno-plt, general dynamic: data16 rex.W
+    if (!call_through(c, out.callee)) return std::nullopt;  // call *__tls_get_addr@GOTPCREL(%rip)
+    out.indirect = true;
+  }
+  if (!load_from_rax(c, true, out.disp) || !epilogue(c, f)) return std::nullopt;
+  return out;
+}
+
+std::optional<AccessorLoad> decode_graph_task_id(std::span<const uint8_t> code, uint64_t at) {
+  Cursor c{code, at};
+  AccessorLoad out;
+  const Frame f = prologue(c);
+  uint64_t again = 0;
+  int32_t jump = 0;
+  if (!call_through(c, out.slot) || !c.take({0x48, 0x83, 0x38, 0x00}) ||  // cmpq $0, (%rax)
+      !c.take({0x74}) || !c.i8(jump))                                      // je <none>
+    return std::nullopt;
+  const int64_t none = static_cast<int64_t>(c.i) + jump;
+  if (!call_through(c, again) || again != out.slot || !c.take({0x48, 0x8b, 0x00}) ||  // mov (%rax), %rax
+      !load_from_rax(c, false, out.disp))                                              // mov disp(%rax), %eax
+    return std::nullopt;
+  const size_t tail = c.i;
+  if (!epilogue(c, f)) return std::nullopt;
+  // <none>: mov $-1, %eax, then the same epilogue, inline or by a jump to it.
+  if (none < 0 || static_cast<size_t>(none) >= code.size()) return std::nullopt;
+  Cursor n{code, at, static_cast<size_t>(none)};
+  if (!n.take({0xb8, 0xff, 0xff, 0xff, 0xff})) return std::nullopt;
+  const size_t s = n.i;
+  if (epilogue(n, f)) return out;
+  n.i = s;
+  int32_t back = 0;
+  if ((n.take({0xeb}) && n.i8(back)) || (n.i = s, n.take({0xe9}) && n.i32(back)))
+    if (static_cast<int64_t>(n.i) + back == static_cast<int64_t>(tail)) return out;
+  return std::nullopt;
+}
+
+std::optional<AccessorLoad> decode_current_node(std::span<const uint8_t> code, uint64_t at) {
+  Cursor c{code, at};
+  AccessorLoad out;
+  c.take({0xf3, 0x0f, 0x1e, 0xfa});  // endbr64
+  // push %rbx; mov %rdi, %rbx (the returned shared_ptr's place); call the accessor
+  if (!c.take({0x53}) || !c.take({0x48, 0x89, 0xfb}) || !call_through(c, out.slot)) return std::nullopt;
+  // The 16 bytes at the accessor's address (element pointer, control block) copied to the result.
+  if (!(c.take({0xf3, 0x0f, 0x6f, 0x00}) || c.take({0x66, 0x0f, 0x6f, 0x00}) || c.take({0x0f, 0x10, 0x00})))
+    return std::nullopt;
+  if (!(c.take({0x0f, 0x11, 0x03}) || c.take({0xf3, 0x0f, 0x7f, 0x03}) || c.take({0x66, 0x0f, 0x7f, 0x03})))
+    return std::nullopt;
+  return out;
+}
+
+std::optional<uint64_t> decode_plt_stub(std::span<const uint8_t> code, uint64_t at) {
+  Cursor c{code, at};
+  c.take({0xf3, 0x0f, 0x1e, 0xfa});  // endbr64
+  c.take({0xf2});                    // bnd
+  uint64_t slot = 0;
+  if (!c.take({0xff, 0x25}) || !c.rip(slot)) return std::nullopt;
+  return slot;
+}
+
+}  // namespace aiflame
