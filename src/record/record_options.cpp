@@ -199,6 +199,11 @@ constexpr RecordOptionSpec kSchema[] = {
     {"py_prefetch", "AIFLAME_PY_PREFETCH", nullptr, nullptr, "0 or 1",
      "Prefetch the frames of the thread's last Python walk at a launch's start (default 1; 0: none, a measurement)",
      FLAG_OPTION(measure.py_prefetch)},
+    {"cfi_readahead", "AIFLAME_CFI_READAHEAD", nullptr, nullptr, "0 to 2",
+     "Ask the kernel to read objects' unwind tables ahead: each loaded object's .eh_frame_hdr table, and an object's "
+     ".eh_frame once its rows are queued, so that the walks that read them in place meanwhile do not wait for the "
+     "disk (default 1; 0: not; 2: every object's .eh_frame too; measurements)",
+     UINT_OPTION(measure.cfi_readahead, 0, 2)},
     {"shared_rows", "AIFLAME_SHARED_ROWS", nullptr, nullptr, "0 or 1",
      "Keep the unwind rows that threads look up in one table all threads read (default 1; 0: each thread its own)",
      FLAG_OPTION(measure.shared_rows)},

@@ -66,6 +66,7 @@ bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std
   stacks_.set_memo_evict_lru(opt.measure.memo_evict_lru);
   stacks_.set_python_prefetch(opt.measure.py_prefetch);
   unwind::set_shared_rows(opt.measure.shared_rows);
+  unwind::ObjectTable::instance().set_readahead(static_cast<int>(opt.measure.cfi_readahead));
   started_ = true;
   return true;
 }

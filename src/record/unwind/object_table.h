@@ -27,6 +27,9 @@ struct Object {
   // The loaded segment that holds .eh_frame_hdr (and .eh_frame): where a walk reads an FDE itself while
   // the rows are being built (find_cfi_row). 0: not found.
   uint64_t eh_lo = 0, eh_size = 0;
+  // The builder thread's: the kernel was asked to read ahead its .eh_frame_hdr table (cfi_header_range,
+  // at the first snapshot that has the object) and its CFI (cfi_readahead_range, when queued).
+  bool header_advised = false, advised = false;
   enum State : uint8_t { kNone, kQueued, kBuilt };
   std::atomic<uint8_t> state{kNone};
   // The pid of the process whose thread builds the rows (0: no build begun). A build holds none of the
@@ -39,6 +42,22 @@ struct Object {
   const std::vector<uint32_t>* pages = nullptr;
   CfiStats stats;
 };
+
+// The pages of an object's CFI that the builder asks the kernel to read ahead when the object is queued:
+// from .eh_frame_hdr's page to the end of its segment (.eh_frame and .gcc_except_table follow the
+// header there in GNU ld's and lld's layouts). {0, 0} without a header. Why: until an object's rows
+// are built, a walk through it reads its header's table and FDEs in place, and on a cold page cache
+// each page it touches is a read from disk: an H200 run's first launches took 10 ms each on a fresh
+// machine, against 2 ms on its second run (bench/RESULTS.md, twenty-sixth session).
+struct PageRange {
+  uint64_t lo = 0, hi = 0;
+};
+PageRange cfi_readahead_range(const Object& o);
+// The .eh_frame_hdr's search table, read ahead for every object of a snapshot: a walk through an object
+// whose rows are not built binary-searches it in place (a dozen pages of libtorch_cpu.so's 2.8-MB
+// table per frame), and an object is queued only when a walk first meets it. {0, 0} for encodings
+// other than GNU ld's and lld's (count udata4, table datarel sdata4).
+PageRange cfi_header_range(const Object& o);
 
 struct TextRange {
   uint64_t lo, hi;
@@ -117,6 +136,12 @@ class ObjectTable {
     std::lock_guard<std::mutex> lock(mu_);
     ensure_thread();
   }
+  // false: no readahead of a queued object's CFI (AIFLAME_CFI_READAHEAD=0, a measurement).
+  // 2: every object's whole CFI read ahead at its first snapshot, not only its header (a measurement).
+  void set_readahead(int level) { readahead_.store(level, std::memory_order_relaxed); }
+  // Objects whose CFI the builder asked the kernel to read ahead (madvise MADV_WILLNEED).
+  uint64_t readaheads() const { return readaheads_.load(); }
+  uint64_t header_readaheads() const { return header_readaheads_.load(); }
   // Ends the builder thread and waits for it (a detaching `record --pid` leaves no thread behind); a
   // later request starts it again.
   void stop_builder();
@@ -140,6 +165,9 @@ class ObjectTable {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Object*> queue_;
+  std::atomic<int> readahead_{1};
+  std::atomic<uint64_t> readaheads_{0}, header_readaheads_{0};
+  void advise_headers();  // the builder thread's
   bool refresh_requested_ = false;
   bool thread_started_ = false;
   bool stop_requested_ = false;  // under mu_: the builder ends at its next wake-up

@@ -1375,3 +1375,93 @@ TEST(ObjectTableSnapshot, ALibraryLoadedWhereAnUnloadedOneWasIsAnObjectOfItsOwn)
 
 }  // namespace
 }  // namespace aiflame::unwind
+
+namespace aiflame::unwind {
+namespace {
+
+// A library this process had not loaded (nullptr: it had, or it is missing), and its object in a fresh
+// snapshot.
+Object* fresh_object(const char* soname, const char* symbol, void** handle) {
+  *handle = nullptr;
+  if (void* h = dlopen(soname, RTLD_NOW | RTLD_NOLOAD)) {
+    dlclose(h);
+    return nullptr;
+  }
+  *handle = dlopen(soname, RTLD_NOW);
+  void* fn = *handle ? dlsym(*handle, symbol) : nullptr;
+  if (!fn) return nullptr;
+  const TextRange* r = ObjectTable::instance().refresh_now()->find(reinterpret_cast<uint64_t>(fn));
+  return r ? r->object : nullptr;
+}
+
+bool built_within(const Object* o, std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (o->state.load() != Object::kBuilt && std::chrono::steady_clock::now() < end)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  return o->state.load() == Object::kBuilt;
+}
+
+// The range read ahead holds the .eh_frame_hdr table and every FDE it names (and starts on a page).
+TEST(ObjectTable, TheCfiReadAheadHoldsTheHeaderAndEveryFde) {
+  ObjectTable::instance().start_builder();  // as the recorder's start does
+  void* h = nullptr;
+  Object* o = fresh_object("libmd.so.0", "MD5Init", &h);
+  if (!o) GTEST_SKIP() << "libmd.so.0 is loaded already, or missing";
+  const PageRange r = cfi_readahead_range(*o);
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  ASSERT_GT(r.hi, r.lo);
+  EXPECT_EQ(r.lo % page, 0u);
+  EXPECT_EQ(r.hi, o->eh_lo + o->eh_size);
+  const auto* hdr = reinterpret_cast<const uint8_t*>(o->hdr_addr);
+  // The common encodings (GNU ld's and lld's): eh_frame_ptr pcrel sdata4, count udata4, table datarel sdata4.
+  ASSERT_EQ(hdr[0], 1);
+  ASSERT_EQ(hdr[1], 0x1b);
+  ASSERT_EQ(hdr[2], 0x03);
+  ASSERT_EQ(hdr[3], 0x3b);
+  int32_t eh_frame_rel;
+  uint32_t count;
+  std::memcpy(&eh_frame_rel, hdr + 4, 4);
+  std::memcpy(&count, hdr + 8, 4);
+  ASSERT_GT(count, 10u);
+  auto inside = [&](uint64_t a) { return a >= r.lo && a < r.hi; };
+  EXPECT_TRUE(inside(o->hdr_addr + 4 + static_cast<uint64_t>(static_cast<int64_t>(eh_frame_rel))));
+  EXPECT_TRUE(inside(o->hdr_addr + 12 + 8ull * count - 1));
+  for (uint32_t i = 0; i < count; i++) {
+    int32_t fde_rel;
+    std::memcpy(&fde_rel, hdr + 12 + 8ull * i + 4, 4);
+    ASSERT_TRUE(inside(o->hdr_addr + static_cast<uint64_t>(static_cast<int64_t>(fde_rel)))) << i;
+  }
+  // The header's range: exactly its search table, from its page on.
+  const PageRange table = cfi_header_range(*o);
+  EXPECT_EQ(table.lo, o->hdr_addr & ~(page - 1));
+  EXPECT_EQ(table.hi, o->hdr_addr + 12 + 8ull * count);
+  // The builder asks for its header once it is in a snapshot (within its 100-ms look at the loader);
+  // for the rest once the object is queued; neither with the readahead off.
+  ObjectTable& t = ObjectTable::instance();
+  for (int i = 0; i < 1000 && !o->header_advised; i++) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_TRUE(o->header_advised);
+  const uint64_t headers = t.header_readaheads();
+  const uint64_t before = t.readaheads();
+  t.request_build(o);
+  ASSERT_TRUE(built_within(o, std::chrono::seconds(20)));
+  EXPECT_EQ(t.readaheads(), before + 1);
+  EXPECT_TRUE(o->advised);
+  t.set_readahead(0);
+  Object* off = fresh_object("libbz2.so.1.0", "BZ2_bzlibVersion", &h);
+  if (!off) {
+    t.set_readahead(1);
+    GTEST_SKIP() << "libbz2.so.1.0 is loaded already, or missing";
+  }
+  t.request_build(off);
+  const bool built = built_within(off, std::chrono::seconds(20));
+  std::this_thread::sleep_for(std::chrono::milliseconds(250));  // two looks at the loader
+  t.set_readahead(1);
+  ASSERT_TRUE(built);
+  EXPECT_EQ(t.readaheads(), before + 1);
+  EXPECT_FALSE(off->advised);
+  EXPECT_FALSE(off->header_advised);
+  EXPECT_EQ(t.header_readaheads(), headers);
+}
+
+}  // namespace
+}  // namespace aiflame::unwind
