@@ -62,6 +62,35 @@ constexpr uint8_t kNode[] = {
     0x0f, 0x11, 0x03,                    // movups %xmm0,(%rbx)
     0x48, 0x8b, 0x43, 0x08, 0x48, 0x85, 0xc0, 0x74, 0x0e};
 
+// The same functions as GCC 12 -O2 -fno-omit-frame-pointer compiles them (tests/record/torch_tls_lib.cpp,
+// general-dynamic TLS), as distributions build: the frame pointer popped before the loads.
+constexpr uint8_t kPeekFp[] = {
+    0x55, 0x48, 0x89, 0xe5,                          // push %rbp; mov %rsp,%rbp
+    0x66, 0x48, 0x8d, 0x3d, 0x7c, 0x2c, 0x00, 0x00,  // data16 lea 0x2c7c(%rip),%rdi  # 3f78
+    0x66, 0x66, 0x48, 0xe8, 0x7c, 0xfd, 0xff, 0xff,  // data16 data16 rex.W call 1080 <__tls_get_addr@plt>
+    0x5d,                                            // pop %rbp
+    0x48, 0x8b, 0x00,                                // mov (%rax),%rax
+    0xc3};
+constexpr uint8_t kGraphTaskFp[] = {
+    0x55, 0x48, 0x89, 0xe5,              // push %rbp; mov %rsp,%rbp
+    0xff, 0x15, 0xde, 0x2c, 0x00, 0x00,  // call *0x2cde(%rip)  # 4068
+    0x48, 0x83, 0x38, 0x00,              // cmpq $0x0,(%rax)
+    0x74, 0x11,                          // je 13a1
+    0xff, 0x15, 0xd2, 0x2c, 0x00, 0x00,  // call *0x2cd2(%rip)  # 4068
+    0x5d,                                // pop %rbp
+    0x48, 0x8b, 0x00,                    // mov (%rax),%rax
+    0x8b, 0x80, 0x40, 0x04, 0x00, 0x00,  // mov 0x440(%rax),%eax
+    0xc3,                                // ret
+    0xb8, 0xff, 0xff, 0xff, 0xff,        // 13a1: mov $0xffffffff,%eax
+    0x5d, 0xc3};                         // pop %rbp; ret
+constexpr uint8_t kNodeFp[] = {
+    0x55, 0x48, 0x89, 0xe5,              // push %rbp; mov %rsp,%rbp
+    0x53, 0x48, 0x89, 0xfb,              // push %rbx; mov %rdi,%rbx
+    0x48, 0x83, 0xec, 0x08,              // sub $0x8,%rsp
+    0xff, 0x15, 0x9e, 0x2c, 0x00, 0x00,  // call *0x2c9e(%rip)  # 4060
+    0xf3, 0x0f, 0x6f, 0x00,              // movdqu (%rax),%xmm0
+    0x0f, 0x11, 0x03};                   // movups %xmm0,(%rbx)
+
 template <size_t N>
 std::vector<uint8_t> bytes(const uint8_t (&b)[N]) {
   return {b, b + N};
@@ -84,6 +113,31 @@ TEST(TorchTlsCode, Torch211FunctionsDecodeToWhatObjdumpShows) {
   EXPECT_EQ(node->disp, 0);
   // currentThreadId loads into rdx and branches on it: not a plain load of a thread-local.
   EXPECT_FALSE(decode_tls_get_addr_load(kThreadId, kThreadIdAt));
+}
+
+TEST(TorchTlsCode, FramePointerBuildsDecodeToWhatObjdumpShows) {
+  auto peek = decode_tls_get_addr_load(kPeekFp, 0x12f0);
+  ASSERT_TRUE(peek);
+  EXPECT_EQ(peek->index, 0x3f78u);
+  EXPECT_EQ(peek->callee, 0x1080u);
+  EXPECT_EQ(peek->disp, 0);
+  auto task = decode_graph_task_id(kGraphTaskFp, 0x1380);
+  ASSERT_TRUE(task);
+  EXPECT_EQ(task->slot, 0x4068u);
+  EXPECT_EQ(task->disp, 0x440);
+  auto node = decode_current_node(kNodeFp, 0x13b0);
+  ASSERT_TRUE(node);
+  EXPECT_EQ(node->slot, 0x4060u);
+  // The frame pointer must be popped: a ret with rbp still pushed, or a pop too many, is refused.
+  std::vector<uint8_t> code = bytes(kPeekFp);
+  code[20] = 0x90;  // nop for the pop
+  EXPECT_FALSE(decode_tls_get_addr_load(code, 0x12f0));
+  code = bytes(kGraphTaskFp);
+  code[38] = 0x90;  // the <none> path's pop
+  EXPECT_FALSE(decode_graph_task_id(code, 0x1380));
+  code = bytes(kNodeFp);
+  code.erase(code.begin() + 8, code.begin() + 12);  // no sub $8 after a frame pointer
+  EXPECT_FALSE(decode_current_node(code, 0x13b0));
 }
 
 // Each decoder needs every byte of its sequence: any shorter prefix is refused.

@@ -40,21 +40,28 @@ struct Cursor {
   }
 };
 
-// How a function keeps its stack aligned around its call: the epilogue must undo the same.
-enum class Frame { None, SubRsp8, Push };
+// How a function keeps its stack aligned around its call: the epilogue must undo the same. Rbp: a
+// frame pointer (push %rbp; mov %rsp,%rbp), which GCC pops right after the last call, before the
+// loads that compute the result (-fno-omit-frame-pointer, as distributions build).
+enum class Frame { None, SubRsp8, Push, Rbp };
 
 Frame prologue(Cursor& c) {
   c.take({0xf3, 0x0f, 0x1e, 0xfa});  // endbr64
   if (c.take({0x48, 0x83, 0xec, 0x08})) return Frame::SubRsp8;  // sub $8, %rsp
   if (c.take({0x50})) return Frame::Push;                       // push %rax
+  if (c.take({0x55, 0x48, 0x89, 0xe5})) return Frame::Rbp;      // push %rbp; mov %rsp,%rbp
   return Frame::None;
 }
+
+// After the last call, with a frame pointer: its pop, if there (then the epilogue is the ret alone).
+Frame pop_early(Cursor& c, Frame f) { return f == Frame::Rbp && c.take({0x5d}) ? Frame::None : f; }
 
 // The epilogue and the ret; rax (the result) untouched.
 bool epilogue(Cursor& c, Frame f) {
   bool ok = true;
   if (f == Frame::SubRsp8) ok = c.take({0x48, 0x83, 0xc4, 0x08});  // add $8, %rsp
   if (f == Frame::Push) ok = c.take({0x5a}) || c.take({0x59}) || c.take({0x5e}) || c.take({0x5f});  // pop rdx/rcx/rsi/rdi
+  if (f == Frame::Rbp) ok = c.take({0x5d});                                                          // pop %rbp
   return ok && c.take({0xc3});
 }
 
@@ -98,7 +105,8 @@ std::optional<TlsGetAddrLoad> decode_tls_get_addr_load(std::span<const uint8_t> 
     if (!call_through(c, out.callee)) return std::nullopt;  // call *__tls_get_addr@GOTPCREL(%rip)
     out.indirect = true;
   }
-  if (!load_from_rax(c, true, out.disp) || !epilogue(c, f)) return std::nullopt;
+  const Frame rest = pop_early(c, f);
+  if (!load_from_rax(c, true, out.disp) || !epilogue(c, rest)) return std::nullopt;
   return out;
 }
 
@@ -112,12 +120,15 @@ std::optional<AccessorLoad> decode_graph_task_id(std::span<const uint8_t> code, 
       !c.take({0x74}) || !c.i8(jump))                                      // je <none>
     return std::nullopt;
   const int64_t none = static_cast<int64_t>(c.i) + jump;
-  if (!call_through(c, again) || again != out.slot || !c.take({0x48, 0x8b, 0x00}) ||  // mov (%rax), %rax
-      !load_from_rax(c, false, out.disp))                                              // mov disp(%rax), %eax
+  if (!call_through(c, again) || again != out.slot) return std::nullopt;
+  const Frame rest = pop_early(c, f);
+  if (!c.take({0x48, 0x8b, 0x00}) ||            // mov (%rax), %rax
+      !load_from_rax(c, false, out.disp))       // mov disp(%rax), %eax
     return std::nullopt;
   const size_t tail = c.i;
-  if (!epilogue(c, f)) return std::nullopt;
-  // <none>: mov $-1, %eax, then the same epilogue, inline or by a jump to it.
+  if (!epilogue(c, rest)) return std::nullopt;
+  // <none>: mov $-1, %eax, then the whole epilogue, inline or by a jump to the same one (not where a
+  // frame pointer was popped before the loads: that tail has no pop).
   if (none < 0 || static_cast<size_t>(none) >= code.size()) return std::nullopt;
   Cursor n{code, at, static_cast<size_t>(none)};
   if (!n.take({0xb8, 0xff, 0xff, 0xff, 0xff})) return std::nullopt;
@@ -125,7 +136,7 @@ std::optional<AccessorLoad> decode_graph_task_id(std::span<const uint8_t> code, 
   if (epilogue(n, f)) return out;
   n.i = s;
   int32_t back = 0;
-  if ((n.take({0xeb}) && n.i8(back)) || (n.i = s, n.take({0xe9}) && n.i32(back)))
+  if (rest == f && ((n.take({0xeb}) && n.i8(back)) || (n.i = s, n.take({0xe9}) && n.i32(back))))
     if (static_cast<int64_t>(n.i) + back == static_cast<int64_t>(tail)) return out;
   return std::nullopt;
 }
@@ -134,8 +145,10 @@ std::optional<AccessorLoad> decode_current_node(std::span<const uint8_t> code, u
   Cursor c{code, at};
   AccessorLoad out;
   c.take({0xf3, 0x0f, 0x1e, 0xfa});  // endbr64
-  // push %rbx; mov %rdi, %rbx (the returned shared_ptr's place); call the accessor
-  if (!c.take({0x53}) || !c.take({0x48, 0x89, 0xfb}) || !call_through(c, out.slot)) return std::nullopt;
+  const bool fp = c.take({0x55, 0x48, 0x89, 0xe5});  // push %rbp; mov %rsp,%rbp
+  // push %rbx; mov %rdi, %rbx (the returned shared_ptr's place); with a frame pointer, sub $8, %rsp
+  if (!c.take({0x53}) || !c.take({0x48, 0x89, 0xfb}) || (fp && !c.take({0x48, 0x83, 0xec, 0x08}))) return std::nullopt;
+  if (!call_through(c, out.slot)) return std::nullopt;  // call the accessor
   // The 16 bytes at the accessor's address (element pointer, control block) copied to the result.
   if (!(c.take({0xf3, 0x0f, 0x6f, 0x00}) || c.take({0x66, 0x0f, 0x6f, 0x00}) || c.take({0x0f, 0x10, 0x00})))
     return std::nullopt;
