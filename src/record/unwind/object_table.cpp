@@ -310,8 +310,7 @@ void ObjectTable::advise_headers() {
   if (!s) return;
   uint64_t objects = 0, bytes = 0;
   for (const auto& o : s->objects) {
-    if (o->header_advised) continue;
-    o->header_advised = true;
+    if (o->header_advised.exchange(true, std::memory_order_relaxed)) continue;
     const PageRange r = level == 2 ? cfi_readahead_range(*o) : cfi_header_range(*o);
     if (r.hi > r.lo && madvise(reinterpret_cast<void*>(r.lo), r.hi - r.lo, MADV_WILLNEED) == 0) {
       header_readaheads_++;
@@ -355,8 +354,7 @@ void ObjectTable::builder_loop() {
     // Every queued object's CFI read ahead at once, before the first build (the builds go one at a time,
     // and libtorch_cpu.so's took 195 ms on the H200: its walks read its FDEs in place meanwhile).
     for (Object* a : advise) {
-      if (a->advised) continue;
-      a->advised = true;
+      if (a->advised.exchange(true, std::memory_order_relaxed)) continue;
       const PageRange r = cfi_readahead_range(*a);
       if (r.hi > r.lo && madvise(reinterpret_cast<void*>(r.lo), r.hi - r.lo, MADV_WILLNEED) == 0) {
         readaheads_++;

@@ -27,9 +27,10 @@ struct Object {
   // The loaded segment that holds .eh_frame_hdr (and .eh_frame): where a walk reads an FDE itself while
   // the rows are being built (find_cfi_row). 0: not found.
   uint64_t eh_lo = 0, eh_size = 0;
-  // The builder thread's: the kernel was asked to read ahead its .eh_frame_hdr table (cfi_header_range,
-  // at the first snapshot that has the object) and its CFI (cfi_readahead_range, when queued).
-  bool header_advised = false, advised = false;
+  // Written by the builder thread: the kernel was asked to read ahead its .eh_frame_hdr table
+  // (cfi_header_range, at the first snapshot that has the object) and its CFI (cfi_readahead_range,
+  // when queued). Atomic for the tests that watch them.
+  std::atomic<bool> header_advised{false}, advised{false};
   enum State : uint8_t { kNone, kQueued, kBuilt };
   std::atomic<uint8_t> state{kNone};
   // The pid of the process whose thread builds the rows (0: no build begun). A build holds none of the

@@ -1447,16 +1447,14 @@ TEST(ObjectTable, TheCfiReadAheadHoldsTheHeaderAndEveryFde) {
   EXPECT_EQ(t.readaheads(), before + 1);
   EXPECT_TRUE(o->advised);
   t.set_readahead(0);
+  struct On {
+    ~On() { ObjectTable::instance().set_readahead(1); }  // on again however the test ends
+  } on;
   Object* off = fresh_object("libbz2.so.1.0", "BZ2_bzlibVersion", &h);
-  if (!off) {
-    t.set_readahead(1);
-    GTEST_SKIP() << "libbz2.so.1.0 is loaded already, or missing";
-  }
+  if (!off) GTEST_SKIP() << "libbz2.so.1.0 is loaded already, or missing";
   t.request_build(off);
-  const bool built = built_within(off, std::chrono::seconds(20));
+  ASSERT_TRUE(built_within(off, std::chrono::seconds(20)));
   std::this_thread::sleep_for(std::chrono::milliseconds(250));  // two looks at the loader
-  t.set_readahead(1);
-  ASSERT_TRUE(built);
   EXPECT_EQ(t.readaheads(), before + 1);
   EXPECT_FALSE(off->advised);
   EXPECT_FALSE(off->header_advised);
