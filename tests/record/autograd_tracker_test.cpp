@@ -17,22 +17,13 @@
 #include "record/capture_stats.h"
 #include "record/recorder.h"
 #include "record/unwind/object_table.h"
+#include "fake_torch.h"
 #include "test_util.h"
 
 namespace aiflame {
 namespace {
 
-// torch::autograd::Node as the tracker reads it: sequence_nr_ at 24, thread_id_ at 48.
-struct FakeNode {
-  void* vptr = nullptr;
-  // enable_shared_from_this's weak_ptr: two pointers, as a real one holds.
-  uintptr_t weak[2] = {0x7f1234567890, 0x7f12345678a0};
-  uint64_t sequence_nr = 0;
-  uint64_t topological_nr = 0;
-  bool has_parent = false;
-  uint64_t thread_id = 0;
-};
-static_assert(offsetof(FakeNode, sequence_nr) == 24 && offsetof(FakeNode, thread_id) == 48);
+using test::FakeNode;
 
 namespace fake {
 thread_local uint64_t sequence = 0;  // at::sequence_number: per thread
@@ -59,17 +50,7 @@ FakeNode node() {
 }
 }  // namespace fake
 
-TorchApi fake_api() {
-  TorchApi api;
-  api.peek = fake::peek;
-  api.thread_id = fake::thread_id;
-  api.graph_task_id = fake::graph_task_id;
-  api.current_node = fake::current_node;
-  api.node_layout = true;
-  api.version = "2.11.0";
-  api.library = "fake";
-  return api;
-}
+TorchApi fake_api() { return test::torch_api_of(fake::peek, fake::thread_id, fake::graph_task_id, fake::current_node, "fake"); }
 
 struct Harness {
   std::string path = test::temp_path("autograd.aiflame");

@@ -16,6 +16,7 @@
 #include "profile/profile.h"
 #include "record/autograd/autograd_tracker.h"
 #include "record/autograd/torch_tls_code.h"
+#include "fake_torch.h"
 #include "test_util.h"
 #include "torch_tls_lib.h"
 
@@ -197,15 +198,8 @@ TEST(TorchTlsCode, PltStubsWithAndWithoutEndbrAndBnd) {
 }
 
 TorchApi lib_api() {
-  TorchApi api;
-  api.peek = torch_tls_lib::peek;
-  api.thread_id = torch_tls_lib::thread_id;
-  api.graph_task_id = torch_tls_lib::graph_task_id;
-  api.current_node = torch_tls_lib::current_node;
-  api.node_layout = true;
-  api.version = "2.11.0";
-  api.library = "torch_tls_lib";
-  return api;
+  return test::torch_api_of(torch_tls_lib::peek, torch_tls_lib::thread_id, torch_tls_lib::graph_task_id,
+                            torch_tls_lib::current_node, "torch_tls_lib");
 }
 
 // The reads equal the functions on threads other than the resolving one, as their values change.
@@ -261,15 +255,6 @@ TEST(TorchTls, FunctionsOfOtherShapesAreRefused) {
   EXPECT_NE(why.find("current_node"), std::string::npos) << why;
 }
 
-// torch::autograd::Node as the tracker reads it (torch_api.h): sequence_nr_ at 24, thread_id_ at 48.
-struct LibNode {
-  void* vptr = nullptr;
-  uintptr_t weak[2] = {0, 0};
-  uint64_t sequence_nr = 0, topological_nr = 0;
-  bool has_parent = false;
-  uint64_t thread_id = 0;
-};
-
 // A forward pass on one thread and its backward on another, tracked with torch's thread-locals read in
 // place or its functions called: the BackwardStack parts of each backward launch, by launch.
 std::vector<std::tuple<uint32_t, uint32_t, uint32_t>> backward_parts(bool in_place, uint64_t* threads_in_place) {
@@ -283,7 +268,7 @@ std::vector<std::tuple<uint32_t, uint32_t, uint32_t>> backward_parts(bool in_pla
   tracker.set_read_in_place(in_place);
   tracker.init_with(lib_api(), /*python=*/false, [](const std::string&) {});
   EXPECT_EQ(tracker.in_place_state().empty(), in_place) << tracker.in_place_state();
-  std::vector<LibNode> nodes;
+  std::vector<test::FakeNode> nodes;
   std::vector<uint32_t> ids;
   // The forward thread stays alive while the engine thread runs: a thread started after another
   // ended may reuse its stack, and with it the address of its thread-locals.
@@ -292,7 +277,7 @@ std::vector<std::tuple<uint32_t, uint32_t, uint32_t>> backward_parts(bool in_pla
   bool forward_done = false, engine_done = false;
   std::thread forward([&] {
     auto op = [&](int launches, uint32_t stack) {  // an op: its node, then its kernels
-      LibNode n;
+      test::FakeNode n;
       n.sequence_nr = torch_tls_lib::take();
       n.thread_id = torch_tls_lib::thread_id();
       nodes.push_back(n);
@@ -313,7 +298,7 @@ std::vector<std::tuple<uint32_t, uint32_t, uint32_t>> backward_parts(bool in_pla
     }
     torch_tls_lib::set_graph_task(7);
     for (int k = static_cast<int>(nodes.size()) - 1; k >= 0; k--) {
-      torch_tls_lib::set_current_node(std::make_shared<LibNode>(nodes[static_cast<size_t>(k)]));
+      torch_tls_lib::set_current_node(std::make_shared<test::FakeNode>(nodes[static_cast<size_t>(k)]));
       ids.push_back(tracker.on_launch(100 + static_cast<uint32_t>(k)));
     }
     torch_tls_lib::set_current_node(nullptr);

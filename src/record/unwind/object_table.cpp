@@ -303,6 +303,13 @@ PageRange cfi_header_range(const Object& o) {
   return {o.hdr_addr & ~(page - 1), end};
 }
 
+namespace {
+// Asks the kernel to read the range's file pages ahead (asynchronous for a file mapping): whether it took the request.
+bool read_ahead(const PageRange& r) {
+  return r.hi > r.lo && madvise(reinterpret_cast<void*>(r.lo), r.hi - r.lo, MADV_WILLNEED) == 0;
+}
+}  // namespace
+
 void ObjectTable::advise_headers() {
   const int level = readahead_.load(std::memory_order_relaxed);
   if (!level) return;
@@ -312,7 +319,7 @@ void ObjectTable::advise_headers() {
   for (const auto& o : s->objects) {
     if (o->header_advised.exchange(true, std::memory_order_relaxed)) continue;
     const PageRange r = level == 2 ? cfi_readahead_range(*o) : cfi_header_range(*o);
-    if (r.hi > r.lo && madvise(reinterpret_cast<void*>(r.lo), r.hi - r.lo, MADV_WILLNEED) == 0) {
+    if (read_ahead(r)) {
       header_readaheads_++;
       objects++;
       bytes += r.hi - r.lo;
@@ -356,7 +363,7 @@ void ObjectTable::builder_loop() {
     for (Object* a : advise) {
       if (a->advised.exchange(true, std::memory_order_relaxed)) continue;
       const PageRange r = cfi_readahead_range(*a);
-      if (r.hi > r.lo && madvise(reinterpret_cast<void*>(r.lo), r.hi - r.lo, MADV_WILLNEED) == 0) {
+      if (read_ahead(r)) {
         readaheads_++;
         debug("unwind tables of %s read ahead (%.1f MB)", a->path.empty() ? "(main program)" : a->path.c_str(),
               static_cast<double>(r.hi - r.lo) / 1e6);

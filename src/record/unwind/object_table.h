@@ -137,8 +137,8 @@ class ObjectTable {
     std::lock_guard<std::mutex> lock(mu_);
     ensure_thread();
   }
-  // false: no readahead of a queued object's CFI (AIFLAME_CFI_READAHEAD=0, a measurement).
-  // 2: every object's whole CFI read ahead at its first snapshot, not only its header (a measurement).
+  // AIFLAME_CFI_READAHEAD: 1 (the default), each object's header read ahead at its first snapshot and a
+  // queued object's whole CFI; 0, none; 2, every object's whole CFI at its first snapshot (measurements).
   void set_readahead(int level) { readahead_.store(level, std::memory_order_relaxed); }
   // Objects whose CFI the builder asked the kernel to read ahead (madvise MADV_WILLNEED).
   uint64_t readaheads() const { return readaheads_.load(); }
