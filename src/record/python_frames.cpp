@@ -1,6 +1,8 @@
 #include "record/python_frames.h"
 
 #include <dlfcn.h>
+#include <link.h>
+#include <pthread.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -186,12 +188,80 @@ uint64_t PythonFrames::hash(const RawPyFrame* f, int n) {
   return h.finish(2 * static_cast<size_t>(n));
 }
 
-AIFLAME_HOT int PythonFrames::walk_raw(RawPyFrame* out, int max, uint64_t* check) const {
+AIFLAME_HOT void* PythonFrames::thread_state(bool in_place) const {
+  if (const PyTss* t = tss_.load(std::memory_order_relaxed); t && in_place)
+    return __atomic_load_n(&t->is_initialized, __ATOMIC_RELAXED) ? pthread_getspecific(__atomic_load_n(&t->key, __ATOMIC_RELAXED))
+                                                                 : nullptr;
+  return this_thread_state_();
+}
+
+void PythonFrames::find_state_fields(const void* ts) {
+  if (!state_in_place_) {
+    state_search_.store(2);
+    return;
+  }
+  int idle = 0;
+  if (!ts || !state_search_.compare_exchange_strong(idle, 1)) return;
+  void* runtime = dlsym(RTLD_DEFAULT, "_PyRuntime");
+  Dl_info info{};
+  void* entry = nullptr;  // the symbol's ElfW(Sym)
+  size_t size = 0;
+  if (runtime && dladdr1(runtime, &info, &entry, RTLD_DL_SYMENT) && entry) size = static_cast<const ElfW(Sym)*>(entry)->st_size;
+  const uint64_t lo = reinterpret_cast<uint64_t>(runtime), hi = lo + size;
+  // Py_IsInitialized's flag: an int inside _PyRuntime that reads as the function answers now.
+  constexpr size_t kCode = 24;
+  if (size) {
+    uint8_t code[kCode];
+    const auto fn = reinterpret_cast<uint64_t>(is_initialized_);
+    if (safe_copy(reinterpret_cast<const void*>(fn), code, kCode)) {
+      if (const auto g = decode_int_getter(code, fn)) {
+        uint64_t at = g->addr;
+        if (g->via_slot) {
+          uint64_t base = 0;
+          at = safe_copy(reinterpret_cast<const void*>(g->addr), &base, sizeof base) ? base + static_cast<uint64_t>(static_cast<int64_t>(g->disp)) : 0;
+        }
+        int now = 0;
+        if (at >= lo && at + sizeof(int) <= hi && (at & 3) == 0 &&
+            safe_copy(reinterpret_cast<const void*>(at), &now, sizeof now) && now == is_initialized_() && now == 1)
+          initialized_at_.store(reinterpret_cast<const int*>(at), std::memory_order_relaxed);
+      }
+    }
+  }
+  // The thread-state key: the Py_tss_t in _PyRuntime that PyGILState_GetThisThreadState's code refers
+  // to and whose key holds this thread's state (every such candidate the same one).
+  const PyTss* tss = nullptr;
+  bool agree = true;
+  constexpr size_t kTssCode = 64;
+  uint8_t tcode[kTssCode];
+  const auto tfn = reinterpret_cast<uint64_t>(this_thread_state_);
+  if (size && safe_copy(reinterpret_cast<const void*>(tfn), tcode, kTssCode)) {
+    for (const TssRef& r : tss_refs(tcode, tfn)) {
+      uint64_t at = r.addr;
+      if (r.via_slot) {
+        uint64_t base = 0;
+        if (!safe_copy(reinterpret_cast<const void*>(r.addr), &base, sizeof base) || base != lo) continue;
+        at = base + static_cast<uint64_t>(static_cast<int64_t>(r.disp));
+      }
+      const auto* t = reinterpret_cast<const PyTss*>(at);
+      if (at < lo || at >= hi || !check_tss(t, lo, hi, ts, [](unsigned key) { return pthread_getspecific(key); })) continue;
+      if (tss && tss != t) agree = false;
+      tss = t;
+    }
+  }
+  if (tss && agree) tss_.store(tss, std::memory_order_relaxed);
+  else tss = nullptr;
+  debug("Python's initialized flag %s, its thread-state key %s (_PyRuntime %zu bytes)",
+        initialized_at_.load() ? "read in place" : "through Py_IsInitialized",
+        tss ? "read in place" : "through PyGILState_GetThisThreadState", size);
+  state_search_.store(2);
+}
+
+AIFLAME_HOT int PythonFrames::walk_raw(RawPyFrame* out, int max, uint64_t* check, bool in_place) const {
   auto none = [&] {  // no frames (their hash, too)
     if (check) *check = hash(out, 0);
     return 0;
   };
-  void* ts = this_thread_state_();
+  void* ts = thread_state(in_place);
   if (!plausible(ts)) return none();
   PyWalkRecord* rec = t_pywalk;
   if (!rec) rec = hot_new(t_pywalk);
@@ -240,14 +310,16 @@ int PythonFrames::walk_api(RawPyFrame* out, int max) const {
   return n;
 }
 
-AIFLAME_HOT int PythonFrames::capture(RawPyFrame* out, int max, uint64_t* check) {
+AIFLAME_HOT int PythonFrames::capture(RawPyFrame* out, int max, uint64_t* check, bool in_place) {
   int n = 0;
-  if (api_ok_ && is_initialized_()) {
+  if (api_ok_ && initialized(in_place)) {
     if (layout_ok_ && !validated_ && !validation_failed_) {
       if (gil_check_() == 1) validate();
       else validate_by_type();
     }
-    if (layout_ok_ && validated_) return walk_raw(out, max, check);
+    if (state_search_.load(std::memory_order_relaxed) != 2) [[unlikely]]
+      find_state_fields(this_thread_state_());
+    if (layout_ok_ && validated_) return walk_raw(out, max, check, in_place);
     // Unverified layout: only the C API, and only with the GIL.
     if (gil_check_() == 1) n = walk_api(out, max);
   }

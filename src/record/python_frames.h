@@ -11,6 +11,8 @@
 #include <cstdint>
 #include <string>
 
+#include "record/py_runtime_fields.h"
+
 namespace aiflame {
 
 // What tells a code object from another made later at its address (PyNameCache): its file and name
@@ -37,7 +39,14 @@ class PythonFrames {
   // Fills up to max frames, leaf first. Returns 0 when the thread runs no Python.
   // check: if not null, set to hash(out, n), computed by the in-place walk as it reads the frames (a
   // second pass over them was ~13 instructions a frame of a launch's ~140 per Python frame, issue 22).
-  int capture(RawPyFrame* out, int max, uint64_t* check = nullptr);
+  // in_place = false: the interpreter asked whether it is initialized and for the thread's state
+  // through its functions even where they are read in place (AIFLAME_AUTOGRAD_AB=4, a measurement).
+  int capture(RawPyFrame* out, int max, uint64_t* check = nullptr, bool in_place = true);
+  // false: the interpreter's `initialized` flag and thread-state key never read in place (AIFLAME_PY_STATE=0).
+  void set_state_in_place(bool on) { state_in_place_ = on; }
+  // Whether they are read in place now (found and checked on a thread with a thread state).
+  bool initialized_in_place() const { return initialized_at_.load(std::memory_order_relaxed) != nullptr; }
+  bool thread_state_in_place() const { return tss_.load(std::memory_order_relaxed) != nullptr; }
   // The hash of frames' words (each frame's code and lasti, in order): a walk memo's check of its
   // Python frames (record/stack_capture.cpp).
   static uint64_t hash(const RawPyFrame* f, int n);
@@ -95,7 +104,17 @@ class PythonFrames {
   // The bytes of a frame that a walk of another thread copies: every field it reads sits in a frame's
   // first 80 bytes in 3.10-3.13.
   size_t frame_span() const { return std::max({L_.frame_code, L_.frame_previous, L_.frame_instr, L_.frame_owner}) + 8; }
-  int walk_raw(RawPyFrame* out, int max, uint64_t* check = nullptr) const;
+  int walk_raw(RawPyFrame* out, int max, uint64_t* check = nullptr, bool in_place = true) const;
+  // Py_IsInitialized() and PyGILState_GetThisThreadState(), from _PyRuntime's fields where they were
+  // found (record/py_runtime_fields.h), else through the functions.
+  bool initialized(bool in_place) const {
+    if (const int* at = initialized_at_.load(std::memory_order_relaxed); at && in_place)
+      return __atomic_load_n(at, __ATOMIC_RELAXED) != 0;
+    return is_initialized_();
+  }
+  void* thread_state(bool in_place) const;
+  // Finds those fields, once, on a thread that has a thread state (`ts`, the function's answer).
+  void find_state_fields(const void* ts);
   int walk_api(RawPyFrame* out, int max) const;
   bool validate();
   bool validate_by_type();
@@ -121,6 +140,10 @@ class PythonFrames {
   void* (*main_interp_)() = nullptr;
   void* (*thread_head_)(void*) = nullptr;
   void* (*thread_next_)(void*) = nullptr;
+  bool state_in_place_ = true;
+  std::atomic<int> state_search_{0};  // 0: not yet; 1: being searched; 2: done (found or not)
+  std::atomic<const int*> initialized_at_{nullptr};
+  std::atomic<const PyTss*> tss_{nullptr};
 };
 
 }  // namespace aiflame

@@ -166,11 +166,12 @@ constexpr RecordOptionSpec kSchema[] = {
      "its first run; 3, count each launch's time in the launch path into a histogram (2 does as well); print the "
      "figures at the end (quantiles, and the share of the time in launches of 2 us or more)",
      UINT_OPTION(measure.capture_probe, 0, 3)},
-    {"autograd_ab", "AIFLAME_AUTOGRAD_AB", nullptr, nullptr, "0 to 3",
-     "The autograd tracking (1), the capture's check of the predicted memo alone before its key's others (2), or the "
-     "reads of torch's thread-locals in place (3: its functions called instead) skipped in every other 40-70 ms "
+    {"autograd_ab", "AIFLAME_AUTOGRAD_AB", nullptr, nullptr, "0 to 4",
+     "The autograd tracking (1), the capture's check of the predicted memo alone before its key's others (2), the "
+     "reads of torch's thread-locals in place (3: its functions called instead), or the reads of Python's "
+     "initialized flag and thread state in place (4: its functions called instead) skipped in every other 40-70 ms "
      "slice; print each kind's capture cost per launch at the end",
-     UINT_OPTION(measure.autograd_ab, 0, 3)},
+     UINT_OPTION(measure.autograd_ab, 0, 4)},
     {"autograd_defer", "AIFLAME_AUTOGRAD_DEFER", nullptr, nullptr, "0 or 1",
      "The forward table and the backward launches' stacks filled by the collector, off the launch path (default 1; "
      "0: at each launch)",
@@ -196,6 +197,11 @@ constexpr RecordOptionSpec kSchema[] = {
     {"memo_evict_lru", "AIFLAME_MEMO_EVICT_LRU", nullptr, nullptr, "0 or 1",
      "When none of a key's walk memos holds, replace the least recently used (default 1; 0: the last checked)",
      FLAG_OPTION(measure.memo_evict_lru)},
+    {"py_state", "AIFLAME_PY_STATE", nullptr, nullptr, "0 or 1",
+     "Read Python's initialized flag and the thread's state from the interpreter's runtime where they were found and "
+     "checked against its functions (default 1; 0: call Py_IsInitialized and PyGILState_GetThisThreadState at every "
+     "launch)",
+     FLAG_OPTION(measure.py_state)},
     {"py_prefetch", "AIFLAME_PY_PREFETCH", nullptr, nullptr, "0 or 1",
      "Prefetch the frames of the thread's last Python walk at a launch's start (default 1; 0: none, a measurement)",
      FLAG_OPTION(measure.py_prefetch)},

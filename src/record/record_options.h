@@ -112,6 +112,9 @@ struct MeasurementSwitches {
   // AIFLAME_PY_PREFETCH: at a capture's start, prefetch the frames the thread's last Python walk
   // visited (~200 of a launch's ~2,600 instructions on the capture benchmark, 20 Python frames).
   bool py_prefetch = true;
+  // AIFLAME_PY_STATE: Python's initialized flag and thread-state key read in place (record/py_runtime_fields.h;
+  // 0: its functions called at every launch).
+  bool py_state = true;
   // AIFLAME_SHARED_ROWS: a thread's walk finds the rows other threads looked up (unwind/shared_rows.h).
   bool shared_rows = true;
   bool verify_memos = false;  // AIFLAME_VERIFY_MEMOS: a memo's stack against a full walk, at every launch
@@ -126,7 +129,8 @@ struct MeasurementSwitches {
   uint32_t capture_probe = 0;
   // AIFLAME_AUTOGRAD_AB: 1, the autograd tracking on and off in alternate slices (Recorder::autograd_ab); 2, the
   // capture's predicted memo instead (StackCapture::capture's `predict`); 3, torch's thread-locals read in place
-  // (AutogradTracker::before_capture's `in_place`)
+  // (AutogradTracker::before_capture's `in_place`); 4, Python's initialized flag and thread state read in place
+  // (PythonFrames::capture's `in_place`)
   uint32_t autograd_ab = 0;
   // AIFLAME_AUTOGRAD_DEFER (default on; 0 resolves at the launch): the forward table and the backward
   // launches' interning run in the collector's flush (AutogradTracker::set_deferred). H200, 2026-11-27:

@@ -65,6 +65,7 @@ bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std
   stacks_.set_memos_per_key(static_cast<int>(opt.measure.memos_per_key));
   stacks_.set_memo_evict_lru(opt.measure.memo_evict_lru);
   stacks_.set_python_prefetch(opt.measure.py_prefetch);
+  stacks_.set_python_state_in_place(opt.measure.py_state);
   unwind::set_shared_rows(opt.measure.shared_rows);
   unwind::ObjectTable::instance().set_readahead(static_cast<int>(opt.measure.cfi_readahead));
   started_ = true;
@@ -249,7 +250,8 @@ AIFLAME_HOT void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint
   LaunchHistogram::Thread* const hists = hist_.get();
   const uint64_t stacks_before = hists ? stacks_.stacks() : 0, fallbacks_before = hists ? stacks_.fallbacks() : 0;
   StackCapture::Result st =
-      stacks_.capture(site ^ (static_cast<uint64_t>(api) << 48), !(ab_slice && autograd_ab_ == 2), key_salt);
+      stacks_.capture(site ^ (static_cast<uint64_t>(api) << 48), !(ab_slice && autograd_ab_ == 2), key_salt,
+                      !(ab_slice && autograd_ab_ == 4));
   const uint64_t p2 = phases ? clock_.now() : 0;
   uint64_t c1 = stats ? CaptureStats::now() : 0;
   LaunchRecord rec;
@@ -496,11 +498,15 @@ void Recorder::finish(uint64_t end_timestamp) {
     std::fprintf(stderr,
                  "aiflame: %s A/B: stack capture %.3f us per launch with %s (%llu launches, %llu walked), "
                  "%.3f without (%llu, %llu walked): %+.3f us; walked and memo launches compared apart: %+.3f us\n",
-                 autograd_ab_ == 1 ? "autograd" : autograd_ab_ == 2 ? "predicted-memo" : "torch-tls",
+                 autograd_ab_ == 1   ? "autograd"
+                 : autograd_ab_ == 2 ? "predicted-memo"
+                 : autograd_ab_ == 3 ? "torch-tls"
+                                     : "python-state",
                  per_launch_us(ab.with_ns, ab.with_launches),
                  autograd_ab_ == 1   ? "the tracking"
                  : autograd_ab_ == 2 ? "the predicted memo checked first"
-                                     : "torch's thread-locals read in place",
+                 : autograd_ab_ == 3 ? "torch's thread-locals read in place"
+                                     : "Python's initialized flag and thread state read in place",
                  static_cast<unsigned long long>(ab.with_launches),
                  static_cast<unsigned long long>(ab.with_walked), per_launch_us(ab.without_ns, ab.without_launches),
                  static_cast<unsigned long long>(ab.without_launches), static_cast<unsigned long long>(ab.without_walked),

@@ -491,7 +491,7 @@ void StackCapture::probe_python() {
   asm volatile("" ::"r"(n), "r"(&frames) : "memory");
 }
 
-AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predict, uint64_t key_salt) {
+AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predict, uint64_t key_salt, bool py_in_place) {
   if (probe_lines_) probe_lines();
   // Left uninitialised: clearing 256 frames (4 KB) was a quarter of the cost of a cached launch.
   union Frames {
@@ -511,7 +511,7 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
   uint64_t py_hash = 0;
   if (use_python_) {
     PhaseScope phase(Phase::PythonWalk);
-    np = python_.capture(py, kMaxPython, &py_hash);
+    np = python_.capture(py, kMaxPython, &py_hash, py_in_place);
   } else {
     py_hash = PythonFrames::hash(py, 0);
   }

@@ -60,6 +60,9 @@ class StackCapture {
   void set_memo_evict_lru(bool on) { memo_evict_lru_ = on; }
   // false: no prefetch of the thread's last Python walk's frames at a capture's start (AIFLAME_PY_PREFETCH=0, A/B).
   void set_python_prefetch(bool on) { python_prefetch_ = on; }
+  // false: the interpreter's initialized flag and thread-state key always asked through its functions
+  // (AIFLAME_PY_STATE=0; PythonFrames::set_state_in_place).
+  void set_python_state_in_place(bool on) { python_.set_state_in_place(on); }
   // Tests: every walk takes the fallback, as while an object's rows are built, through `bt` in place
   // of backtrace() (a backtrace() interposed by a wrapper, as sanitizers' interceptors are, adds the
   // wrapper's frames at the leaf).
@@ -94,7 +97,8 @@ class StackCapture {
   // predict = false: the memo that likely follows the previous launch's is not checked alone first
   // (AIFLAME_AUTOGRAD_AB=2, a measurement): the key's set is searched, as before the eighteenth session.
   // key_salt: mixed into the walk memo's key whatever the switches (the launch's autograd node class).
-  Result capture(uint64_t site, bool predict = true, uint64_t key_salt = 0);
+  // py_in_place = false: the interpreter's state asked through its functions (AIFLAME_AUTOGRAD_AB=4).
+  Result capture(uint64_t site, bool predict = true, uint64_t key_salt = 0, bool py_in_place = true);
 
   uint64_t stacks() const { return next_stack_id_.load() - 1; }
   // Launches whose native stack came from backtrace() because the fast walk was not ready.

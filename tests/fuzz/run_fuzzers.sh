@@ -35,6 +35,8 @@ harnesses=(
   "cfi_table||65536"
   # The decoders of torch's thread-local accessors (the injection library's): a function's first bytes.
   "torch_tls_code||104"
+  # The readers of CPython's Py_IsInitialized and PyGILState_GetThisThreadState (the injection library's).
+  "py_runtime_fields||104"
 )
 # The report side's sources, read from src/CMakeLists.txt (aiflame_format and aiflame_core) so that the
 # list never drifts from the build; compiled once with the fuzzing flags into an archive that each
@@ -64,6 +66,10 @@ for h in "${harnesses[@]}"; do
   wanted "$name" || continue
   if [ "$name" = cfi_table ]; then
     $CXX "${flags[@]}" tests/fuzz/cfi_table_fuzz.cpp src/record/unwind/cfi_table.cpp -o $out/cfi_table_fuzz &
+    continue
+  fi
+  if [ "$name" = py_runtime_fields ]; then
+    $CXX "${flags[@]}" tests/fuzz/py_runtime_fields_fuzz.cpp src/record/py_runtime_fields.cpp -o $out/py_runtime_fields_fuzz &
     continue
   fi
   if [ "$name" = torch_tls_code ]; then

@@ -2,6 +2,8 @@
 // that PythonFrames reads at the call, as "function file:line" lines, leaf first.
 #include <unistd.h>
 
+#include <algorithm>
+
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -30,6 +32,20 @@ extern "C" int aiflame_probe_reset_and_init() {
 }
 
 extern "C" int aiflame_probe_raw_enabled() { return g_frames.raw_walk_enabled() ? 1 : 0; }
+
+// 1: Py_IsInitialized's flag read in place; 2: the thread state's key too (PythonFrames, after a capture).
+extern "C" int aiflame_probe_state_in_place() {
+  return (g_frames.initialized_in_place() ? 1 : 0) | (g_frames.thread_state_in_place() ? 2 : 0);
+}
+
+// Captures with the interpreter's functions asked (in_place = false) and from its fields: 1 if both
+// give the same frames, 0 if not, -1 for no frames.
+extern "C" int aiflame_probe_same_both_ways() {
+  aiflame::RawPyFrame a[64], b[64];
+  const int n = g_frames.capture(a, 64, nullptr, true), m = g_frames.capture(b, 64, nullptr, false);
+  if (n <= 0) return -1;
+  return n == m && std::equal(a, a + n, b) ? 1 : 0;
+}
 
 extern "C" int aiflame_probe_capture(char* buf, int size) {
   aiflame::RawPyFrame frames[64];

@@ -64,6 +64,29 @@ first = Model().forward(without_gil)
 check("frames without ever holding the GIL", first[:3] == expected, first)
 check("layout validated by type", without_gil.aiflame_probe_raw_enabled() == 1)
 
+# The interpreter's initialized flag and this thread's state, read from _PyRuntime once found and
+# checked (record/py_runtime_fields.h): found here, and the walk gives the same frames as through the
+# functions, on this thread and on another (each thread's own state under the one key).
+check("initialized flag and thread state read in place", without_gil.aiflame_probe_state_in_place() == 3,
+      without_gil.aiflame_probe_state_in_place())
+check("the same frames through the fields and the functions", without_gil.aiflame_probe_same_both_ways() == 1)
+on_thread = []
+import threading as _threading
+
+
+def other_thread_frames():
+    on_thread.append(Model().forward(without_gil))
+    on_thread.append(without_gil.aiflame_probe_same_both_ways())
+
+
+t = _threading.Thread(target=other_thread_frames)
+t.start()
+t.join()
+check("another thread's own frames through the fields", on_thread[0][:3] == expected and
+      on_thread[0][3].startswith("other_thread_frames python_frames_test.py:") and
+      " threading.py:" in on_thread[0][-1], on_thread)
+check("another thread: the same frames both ways", on_thread[1] == 1, on_thread)
+
 # The walk's hash of the frames (a launch's walk memo checks its Python frames by it): the hash of the
 # frames it returned, the same for the same frames, another for a frame at another line.
 def hash_here(dll):

@@ -63,6 +63,19 @@ TEST(RecordOptions, ThePythonPrefetchIsOnUnlessSwitchedOff) {
   unsetenv("AIFLAME_PY_PREFETCH");
 }
 
+// Python's state read in place (record/py_runtime_fields.h), and the A/B mode that alternates it.
+TEST(RecordOptions, PythonsStateInPlaceIsOnUnlessSwitchedOffAndHasItsAbMode) {
+  EXPECT_TRUE(record_options_from_env().measure.py_state);
+  setenv("AIFLAME_PY_STATE", "0", 1);
+  EXPECT_FALSE(record_options_from_env().measure.py_state);
+  unsetenv("AIFLAME_PY_STATE");
+  setenv("AIFLAME_AUTOGRAD_AB", "4", 1);
+  EXPECT_EQ(record_options_from_env().measure.autograd_ab, 4u);
+  setenv("AIFLAME_AUTOGRAD_AB", "5", 1);
+  EXPECT_EQ(record_options_from_env().measure.autograd_ab, 0u);  // out of range: the default, with a warning
+  unsetenv("AIFLAME_AUTOGRAD_AB");
+}
+
 TEST(RecordOptions, EveryOptionFromItsVariable) {
   std::vector<std::string> warnings;
   RecordOptions o = parse({{"AIFLAME_OUTPUT", "/tmp/x"},

@@ -11,6 +11,7 @@
 
 #include "record/unwind/object_table.h"
 #include "record/unwind/shared_rows.h"
+#include "record/unwind/thread_stack.h"
 #include "util/hot_pages.h"
 #include "util/loaded_objects.h"
 #include "util/hot_path.h"
@@ -283,24 +284,8 @@ bool stale_object(const Snapshot& snap, uint64_t pc) {
 }  // namespace
 
 namespace {
-struct StackBounds {
-  uint64_t lo = 0, hi = 0;
-};
 StackBounds thread_stack() {
-  thread_local StackBounds bounds = [] {
-    StackBounds b;
-    pthread_attr_t attr;
-    if (pthread_getattr_np(pthread_self(), &attr) == 0) {
-      void* addr = nullptr;
-      size_t size = 0;
-      if (pthread_attr_getstack(&attr, &addr, &size) == 0) {
-        b.lo = reinterpret_cast<uint64_t>(addr);
-        b.hi = b.lo + size;
-      }
-      pthread_attr_destroy(&attr);
-    }
-    return b;
-  }();
+  thread_local StackBounds bounds = find_thread_stack();
   return bounds;
 }
 }  // namespace
