@@ -2,6 +2,8 @@
 
 #include <limits.h>
 
+#include "record/code_cursor.h"
+
 #include <cstring>
 
 namespace aiflame {
@@ -15,37 +17,17 @@ int32_t disp32(const uint8_t* p) {
 }  // namespace
 
 std::optional<IntGetter> decode_int_getter(std::span<const uint8_t> code, uint64_t at) {
-  size_t i = 0;
-  auto has = [&](std::initializer_list<uint8_t> bytes) {
-    if (code.size() < i + bytes.size()) return false;
-    size_t k = i;
-    for (uint8_t b : bytes)
-      if (code[k++] != b) return false;
-    return true;
-  };
-  if (has({0xf3, 0x0f, 0x1e, 0xfa})) i += 4;  // endbr64
-  // mov disp32(%rip),%eax; ret
-  if (has({0x8b, 0x05}) && code.size() >= i + 7 && code[i + 6] == 0xc3) {
-    IntGetter g;
-    g.addr = at + i + 6 + static_cast<uint64_t>(static_cast<int64_t>(disp32(&code[i + 2])));
-    return g;
-  }
-  // mov disp32(%rip),%rax; then mov (%rax),%eax / mov disp8(%rax),%eax / mov disp32(%rax),%eax; ret
-  if (!has({0x48, 0x8b, 0x05}) || code.size() < i + 7) return std::nullopt;
+  Cursor c{code, at};
+  c.take({0xf3, 0x0f, 0x1e, 0xfa});  // endbr64
+  const size_t start = c.i;
   IntGetter g;
+  // mov disp32(%rip),%eax; ret
+  if (c.take({0x8b, 0x05}) && c.rip(g.addr) && c.take({0xc3})) return g;
+  c.i = start;
+  // mov slot(%rip),%rax; mov disp(%rax),%eax; ret
   g.via_slot = true;
-  g.addr = at + i + 7 + static_cast<uint64_t>(static_cast<int64_t>(disp32(&code[i + 3])));
-  i += 7;
-  if (has({0x8b, 0x00, 0xc3})) {
-    g.disp = 0;
-  } else if (has({0x8b, 0x40}) && code.size() >= i + 4 && code[i + 3] == 0xc3) {
-    g.disp = static_cast<int8_t>(code[i + 2]);
-  } else if (has({0x8b, 0x80}) && code.size() >= i + 7 && code[i + 6] == 0xc3) {
-    g.disp = disp32(&code[i + 2]);
-  } else {
-    return std::nullopt;
-  }
-  return g;
+  if (c.take({0x48, 0x8b, 0x05}) && c.rip(g.addr) && load_from_rax(c, false, g.disp) && c.take({0xc3})) return g;
+  return std::nullopt;
 }
 
 std::vector<TssRef> tss_refs(std::span<const uint8_t> code, uint64_t at) {

@@ -208,6 +208,14 @@ void PythonFrames::find_state_fields(const void* ts) {
   size_t size = 0;
   if (runtime && dladdr1(runtime, &info, &entry, RTLD_DL_SYMENT) && entry) size = static_cast<const ElfW(Sym)*>(entry)->st_size;
   const uint64_t lo = reinterpret_cast<uint64_t>(runtime), hi = lo + size;
+  // The address an operand names: `addr` itself, or `disp` past what the GOT slot at `addr` holds, which
+  // must be _PyRuntime (0 if not, or unreadable).
+  auto target = [lo](uint64_t addr, bool via_slot, int32_t disp) -> uint64_t {
+    if (!via_slot) return addr;
+    uint64_t base = 0;
+    if (!safe_copy(reinterpret_cast<const void*>(addr), &base, sizeof base) || base != lo) return 0;
+    return base + static_cast<uint64_t>(static_cast<int64_t>(disp));
+  };
   // Py_IsInitialized's flag: an int inside _PyRuntime that reads as the function answers now.
   constexpr size_t kCode = 24;
   if (size) {
@@ -215,11 +223,7 @@ void PythonFrames::find_state_fields(const void* ts) {
     const auto fn = reinterpret_cast<uint64_t>(is_initialized_);
     if (safe_copy(reinterpret_cast<const void*>(fn), code, kCode)) {
       if (const auto g = decode_int_getter(code, fn)) {
-        uint64_t at = g->addr;
-        if (g->via_slot) {
-          uint64_t base = 0;
-          at = safe_copy(reinterpret_cast<const void*>(g->addr), &base, sizeof base) ? base + static_cast<uint64_t>(static_cast<int64_t>(g->disp)) : 0;
-        }
+        const uint64_t at = target(g->addr, g->via_slot, g->disp);
         int now = 0;
         if (at >= lo && at + sizeof(int) <= hi && (at & 3) == 0 &&
             safe_copy(reinterpret_cast<const void*>(at), &now, sizeof now) && now == is_initialized_() && now == 1)
@@ -236,14 +240,9 @@ void PythonFrames::find_state_fields(const void* ts) {
   const auto tfn = reinterpret_cast<uint64_t>(this_thread_state_);
   if (size && safe_copy(reinterpret_cast<const void*>(tfn), tcode, kTssCode)) {
     for (const TssRef& r : tss_refs(tcode, tfn)) {
-      uint64_t at = r.addr;
-      if (r.via_slot) {
-        uint64_t base = 0;
-        if (!safe_copy(reinterpret_cast<const void*>(r.addr), &base, sizeof base) || base != lo) continue;
-        at = base + static_cast<uint64_t>(static_cast<int64_t>(r.disp));
-      }
-      const auto* t = reinterpret_cast<const PyTss*>(at);
-      if (at < lo || at >= hi || !check_tss(t, lo, hi, ts, [](unsigned key) { return pthread_getspecific(key); })) continue;
+      // check_tss reads only inside [lo, hi).
+      const auto* t = reinterpret_cast<const PyTss*>(target(r.addr, r.via_slot, r.disp));
+      if (!check_tss(t, lo, hi, ts, [](unsigned key) { return pthread_getspecific(key); })) continue;
       if (tss && tss != t) agree = false;
       tss = t;
     }
