@@ -166,12 +166,13 @@ constexpr RecordOptionSpec kSchema[] = {
      "its first run; 3, count each launch's time in the launch path into a histogram (2 does as well); print the "
      "figures at the end (quantiles, and the share of the time in launches of 2 us or more)",
      UINT_OPTION(measure.capture_probe, 0, 3)},
-    {"autograd_ab", "AIFLAME_AUTOGRAD_AB", nullptr, nullptr, "0 to 4",
+    {"autograd_ab", "AIFLAME_AUTOGRAD_AB", nullptr, nullptr, "0 to 5",
      "The autograd tracking (1), the capture's check of the predicted memo alone before its key's others (2), the "
-     "reads of torch's thread-locals in place (3: its functions called instead), or the reads of Python's "
-     "initialized flag and thread state in place (4: its functions called instead) skipped in every other 40-70 ms "
-     "slice; print each kind's capture cost per launch at the end",
-     UINT_OPTION(measure.autograd_ab, 0, 4)},
+     "reads of torch's thread-locals in place (3: its functions called instead), the reads of Python's "
+     "initialized flag and thread state in place (4: its functions called instead), or the launch path without "
+     "the measurements' branches (5: the measured path instead, with the capture's predicted memo checked inside "
+     "its walk) skipped in every other 40-70 ms slice; print each kind's capture cost per launch at the end",
+     UINT_OPTION(measure.autograd_ab, 0, 5)},
     {"autograd_defer", "AIFLAME_AUTOGRAD_DEFER", nullptr, nullptr, "0 or 1",
      "The forward table and the backward launches' stacks filled by the collector, off the launch path (default 1; "
      "0: at each launch)",

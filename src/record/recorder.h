@@ -147,6 +147,13 @@ class Recorder {
   LaunchAB::Result launch_ab() const { return launch_ab_state_ ? launch_ab_state_->result(clock_.ns_per_tick()) : LaunchAB::Result{}; }
 
  private:
+  struct LeanLaunch {
+    LaunchTally* tally;
+    uint64_t t0, dt;
+    bool walked;
+  };
+  LeanLaunch launch_lean(uint32_t api, uint32_t correlation_id, uint64_t site, uint64_t timestamp, uint32_t device);
+  void on_launch_measured(uint32_t api, uint32_t correlation_id, uint64_t site, uint64_t timestamp, uint32_t device);
   bool launch_ab_slow(uint64_t site);
   LaunchTally& tally();  // this thread's (the shared overflow tally past kTallies threads)
   static constexpr size_t kTallies = 256;
@@ -155,6 +162,7 @@ class Recorder {
   uint32_t autograd_ab_ = 0;  // AIFLAME_AUTOGRAD_AB: 1, slices without the tracking; 2, without the predicted memo; 3, torch called
   bool launch_ab_ = false;    // AIFLAME_LAUNCH_AB
   unsigned capture_probe_ = 0;     // AIFLAME_CAPTURE_PROBE
+  bool measured_ = false;  // a switch above on: launches go through on_launch_measured
   std::unique_ptr<LaunchAB> launch_ab_state_;  // with the switch only (its strata take 256 KB)
   std::unique_ptr<LaunchTally[]> tallies_;  // [kTallies] is the overflow tally, updated atomically
   // AIFLAME_CAPTURE_PROBE=2 or 3: per tally (the overflow one's counts may lose a launch to a race).

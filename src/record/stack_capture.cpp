@@ -194,6 +194,10 @@ void follow(MemoTable& t, MemoEntry* cur) {
   t.last = cur;
 }
 
+// A memo's key: the Python frames' hash, the site and salt (StackCapture::capture's key_salt), and
+// the depth of the capture on its stack.
+inline uint64_t memo_key(uint64_t py_hash, uint64_t site_salt, uint64_t depth) { return mix(mix(py_hash, site_salt), depth) | 1; }
+
 // A walk's memo before it replaces another path's (StackCapture::capture).
 unwind::WalkMemo& t_scratch_memo() {
   thread_local unwind::WalkMemo* m = nullptr;
@@ -260,6 +264,7 @@ StackCapture::StackCapture(ProfileWriter& w, StringTable& strings)
 void StackCapture::init(UnwindPolicy policy, bool python, uint32_t) {
   policy_ = policy;
   use_python_ = python;
+  update_fast();
   if (python) python_.init();
   // The first snapshot of the loaded objects now, not at the first launch.
   if (policy != UnwindPolicy::Off) {
@@ -279,14 +284,16 @@ void StackCapture::init(UnwindPolicy policy, bool python, uint32_t) {
 static_assert(static_cast<int>(unwind::MemoMiss::kCount) == std::size(CaptureStats{}.memo_miss),
               "a count per MemoMiss");
 
-AIFLAME_HOT int StackCapture::unwind(uint64_t* out, int max, const unwind::WalkMemo* const* checks, int n_checks,
-                         unwind::WalkMemo* memo, bool full, bool check_only) {
+int StackCapture::unwind(const unwind::Regs& start, uint64_t ra, uint64_t* out, int max,
+                         const unwind::WalkMemo* const* checks, int n_checks, unwind::WalkMemo* memo, bool full,
+                         bool check_only) {
   PhaseScope phase(Phase::Unwind);
   uint64_t frames[kMaxNative];
   unwind::WalkStatus status;
   status.explain_memo = CaptureStats::on();
-  int n = unwind::unwind_here(frames, std::min(max, kMaxNative), &status, incremental_ && !full, checks, n_checks,
-                              memo, check_only);
+  int n = unwind::unwind_from(start, frames, std::min(max, kMaxNative), &status, incremental_ && !full, checks,
+                              n_checks, memo, check_only);
+  int first = 0;  // a walk's frames start at capture()'s return address (the walk starts inside capture())
   if (CaptureStats::on()) {
     CaptureStats& cs = CaptureStats::instance();
     for (int i = 0; i < status.explained; i++)  // also those of a check_only call that none held
@@ -320,27 +327,26 @@ AIFLAME_HOT int StackCapture::unwind(uint64_t* out, int max, const unwind::WalkM
     n = backtrace_ ? backtrace_(bt, std::min(max, kMaxNative)) : backtrace(bt, std::min(max, kMaxNative));
     for (int i = 0; i < n; i++) frames[i] = reinterpret_cast<uint64_t>(bt[i]);
     unwind::ObjectTable::instance().request_builds_for(frames, n);
+    // From capture()'s return address, as a walk's: what lies before it is this function's frame,
+    // capture_walk's and capture()'s, and one or more of backtrace()'s. Not simply a fixed count: a
+    // backtrace() interposed by a wrapper (ASan's and TSan's interceptors) adds its frame, and under
+    // TSan each fallback stack had one frame more than the walks' of its path
+    // (StackCapture.EveryLaunchIsUnwoundAndGetsItsOwnPathsStack failed 2 runs in 10). (backtrace()
+    // stops at code without CFI, where the walk goes on by frame pointers: stacks through such code
+    // still differ while rows are being built.)
+    first = 1;
+    for (int i = 0; i < n && i < kMaxLeafWrappers + 4; i++)
+      if (frames[i] == ra) {
+        first = i;
+        break;
+      }
     if (CaptureStats::on()) {
       CaptureStats& cs = CaptureStats::instance();
       cs.add(CaptureStats::UnwindFallback, b0, CaptureStats::now());
       cs.fallbacks.fetch_add(1, std::memory_order_relaxed);
     }
   }
-  // The stack starts at this function's return address (into capture()): what lies before it is this
-  // function's own frame, one from the walk, one or more from backtrace(), so that a fallback and a
-  // walk give the same stack. Not simply frames[1]: a backtrace() interposed by a wrapper (ASan's and
-  // TSan's interceptors) adds its frame, and under TSan each fallback stack had one frame more than
-  // the walks' of its path (StackCapture.EveryLaunchIsUnwoundAndGetsItsOwnPathsStack failed 2 runs in
-  // 10). (backtrace() stops at code without CFI, where the walk goes on by frame pointers: stacks
-  // through such code still differ while rows are being built.) Then drop the leaf frames of
-  // aiflame, CUPTI and the driver: the launch is the first one after them.
-  const uint64_t caller = reinterpret_cast<uint64_t>(__builtin_return_address(0));
-  int first = 1;
-  for (int i = 0; i < n && i < kMaxLeafWrappers; i++)
-    if (frames[i] == caller) {
-      first = i;
-      break;
-    }
+  // Then drop the leaf frames of aiflame, CUPTI and the driver: the launch is the first one after them.
   while (first < n) {
     uint64_t a = frames[first];
     bool skip = false;
@@ -491,17 +497,22 @@ void StackCapture::probe_python() {
   asm volatile("" ::"r"(n), "r"(&frames) : "memory");
 }
 
-AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predict, uint64_t key_salt, bool py_in_place) {
-  if (probe_lines_) probe_lines();
+AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predict, uint64_t key_salt, bool py_in_place,
+                                                   bool fast) {
+  // Every memo check and walk of this launch starts from this instruction's state (unwind::unwind_from;
+  // its CFI row describes it exactly, as unwind_here's), whichever function below this frame checks or
+  // walks: the launch from its predicted memo is checked here, and anything else goes on in
+  // capture_walk, another frame, whose walks write memos that this check reads.
+  unwind::Regs start;
+  asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(start.pc), "=r"(start.sp), "=r"(start.fp));
+  const uint64_t ra = reinterpret_cast<uint64_t>(__builtin_return_address(0));
+  if (probe_lines_) [[unlikely]]
+    probe_lines();
   // Left uninitialised: clearing 256 frames (4 KB) was a quarter of the cost of a cached launch.
   union Frames {
     RawPyFrame at[kMaxPython];
     Frames() {}
   } frames;
-  union Content {
-    uint64_t words[kMaxContent];
-    Content() {}
-  } content;
   RawPyFrame* py = frames.at;
   int np = 0;
   const bool tables = prefetch();  // a walk's tables fetched (the thread's last launch walked)
@@ -515,7 +526,73 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
   } else {
     py_hash = PythonFrames::hash(py, 0);
   }
-  uint64_t t1 = stats ? CaptureStats::now() : 0;
+  const uint64_t t1 = stats ? CaptureStats::now() : 0;
+  // The launch from the memo that likely follows the thread's previous launch's (MemoTable::last):
+  // nearly every launch of a training loop (1.03-1.07 memos checked per launch from a memo on the
+  // H100, seventeenth session). Here in as few instructions as it takes, since a launch runs them with
+  // the caches and the branch predictors cold (the program ran between two launches); everything else
+  // (the key's sets searched, walks, the measurements) in capture_walk.
+  int checked = -1;  // the predicted entry, checked here and failed
+  if (fast_ && fast && !stats && predict && np <= kMemoPython) {
+    MemoTable* const table = t_memo;
+    MemoEntry* const last = table ? table->last : nullptr;
+    if (last && table->owner == serial_) {
+      const uint64_t key = memo_key(py_hash, (memo_key_site_ ? site : 0) ^ key_salt, start.sp);
+      // An entry is this key's if its way holds the key (a key's entries lie only in its two sets).
+      auto is_key_of = [&](const MemoEntry* e) {
+        const auto i = static_cast<size_t>(e - table->e);
+        return table->sets[i / kMemoWays].key[i % kMemoWays] == key && e->np == np && e->py_check == py_hash;
+      };
+      const MemoEntry* e = last->next;
+      if (!e || !is_key_of(e)) e = is_key_of(last) ? last : nullptr;
+      if (e) {
+        const int i = static_cast<int>(e - table->e);
+        if (unwind::memo_holds_here(e->walk, start, kMaxNative)) {
+          MemoSet& set = table->sets[static_cast<size_t>(i) / kMemoWays];
+          set.last_held = static_cast<uint8_t>(i % kMemoWays);
+          set.used[i % kMemoWays] = ++table->clock;
+          table->walked = false;
+          follow(*table, &table->e[i]);
+          if (verify_memos_) [[unlikely]]
+            verify_memo(start, ra, py, np, e->id);
+          return {e->id, true};
+        }
+        checked = i;
+      }
+    }
+  }
+  const Result r = capture_walk(start, ra, py, np, py_hash, tables, t0, t1, site, predict, key_salt, checked);
+  // Not a tail call: capture_walk's walks read this frame, from start.sp up.
+  asm volatile("" ::"r"(&frames) : "memory");
+  return r;
+}
+
+// AIFLAME_VERIFY_MEMOS: the launch that took stack `held` from its memo walked again in full, every
+// frame, and the two stacks compared.
+void StackCapture::verify_memo(const unwind::Regs& start, uint64_t ra, const RawPyFrame* py, int np, uint32_t held) {
+  union Content {
+    uint64_t words[kMaxContent];
+    Content() {}
+  } content;
+  uint64_t* w = content.words;
+  const int nn = unwind(start, ra, w + 1, kMaxNative, nullptr, 0, nullptr, /*full=*/true);
+  bool thread_new = false;
+  const uint32_t id = nn < 0 ? 0 : stack_id_of(w, nn, py, np, &thread_new, nullptr);
+  memo_checked_.fetch_add(1, std::memory_order_relaxed);
+  if (id != held && memo_differed_.fetch_add(1, std::memory_order_relaxed) < 8)
+    debug("memo check: a launch took stack %u from its memo, a full walk gives stack %u", held, id);
+}
+
+// The rest of a capture (StackCapture::capture): the memo predicted checked unless `checked` is it,
+// the key's other memos, a walk into a slot of the key's sets when none holds, and the measurements.
+StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint64_t ra, const RawPyFrame* py, int np,
+                                                uint64_t py_hash, bool tables, uint64_t t0, uint64_t t1,
+                                                uint64_t site, bool predict, uint64_t key_salt, int checked) {
+  const bool stats = CaptureStats::on();
+  union Content {
+    uint64_t words[kMaxContent];
+    Content() {}
+  } content;
   // The memos of this call path, if the thread has any (up to kMemosPerKey: several native paths may
   // share a key, as one kernel launched from one Python line at one depth through several C++ paths;
   // each checked inside the walk's frame, the one that held last in its set first), and the entry
@@ -540,10 +617,10 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
   if (memos) {
     table = &memo_table(serial_);
     k[0] = (memo_key_site_ ? site : 0) ^ key_salt;
-    k[1] = reinterpret_cast<uint64_t>(__builtin_frame_address(0));  // the launch's depth on its stack
+    k[1] = start.sp;  // the launch's depth on its stack
     // One pass over the Python frames: the entry's check, and the key from it, the site and the depth.
     py_check = py_hash;
-    key = mix(mix(py_check, k[0]), k[1]) | 1;
+    key = memo_key(py_check, k[0], k[1]);
     cand[0] = key >> (64 - kMemoSetBits);
     cand[1] = (key >> (64 - 2 * kMemoSetBits)) & ((size_t{1} << kMemoSetBits) - 1);
     if (cand[1] == cand[0]) cand[1] ^= 1;
@@ -559,7 +636,9 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
                  ? i
                  : -1;
     };
-    if (const MemoEntry* last = table->last; last && predict) {
+    if (checked >= 0) {
+      predicted = checked;  // checked by capture(): not again
+    } else if (const MemoEntry* last = table->last; last && predict) {
       if (last->next) predicted = is_key_of(last->next);
       if (predicted < 0) predicted = is_key_of(last);
     }
@@ -644,7 +723,7 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
     const unwind::WalkMemo* checks[kMemosPerKey];
     const unwind::WalkMemo* const* check_list = checks;
     int n_checks = 0;
-    bool full = false, check_only = false;
+    bool check_only = false;
     auto arm = [&] {  // the key's memos, then a walk into the record
       for (int i = 0; i < n_found; i++) found_id[i] = found_memo[i]->id;
       if (slot_direct) *slot_key = 0;  // until the slot holds this launch's walk
@@ -652,7 +731,11 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
       n_checks = n_found - (predicted_failed ? 1 : 0);
       check_only = false;
     };
-    if (predicted >= 0) {
+    if (predicted >= 0 && checked >= 0) {  // the predicted memo failed in capture()
+      checks_made = 1;
+      choose();
+      arm();
+    } else if (predicted >= 0) {
       checks[0] = &table->e[predicted].walk;
       n_checks = 1;
       check_only = true;
@@ -660,12 +743,7 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
       arm();
     }
     for (;;) {
-      // One call instruction for every launch and for every check and walk of a launch: the same
-      // return address into this function, so the same frames and memos that hold. The empty asm hides
-      // the arguments' values from the compiler, which otherwise made a call per case (three, in GCC 12).
-      asm volatile("" : "+r"(check_list), "+r"(n_checks), "+r"(record), "+r"(full), "+r"(check_only));
-      nn = unwind(w + 1, kMaxNative, check_list, n_checks, record, full, check_only);
-      if (full) break;
+      nn = unwind(start, ra, w + 1, kMaxNative, check_list, n_checks, record, false, check_only);
       if (check_only) {  // the predicted memo alone
         checks_made = 1;
         if (nn == unwind::kMemoHeld) {
@@ -685,21 +763,13 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
         set.last_held = static_cast<uint8_t>(held_i % kMemoWays);
         set.used[held_i % kMemoWays] = ++table->clock;
       }
-      if (!held || !verify_memos_) break;
-      checking = held->id;
-      n_checks = 0;
-      record = nullptr;
-      full = true;
-      check_only = false;
+      if (held && verify_memos_) checking = held->id;
+      break;
     }
   }
   if (held && slot_is_found) *slot_key = key;  // not walked: the slot keeps its memo
   if (checking) {
-    bool thread_new = false;
-    uint32_t id = nn < 0 ? 0 : stack_id_of(w, nn, py, np, &thread_new, nullptr);
-    memo_checked_.fetch_add(1, std::memory_order_relaxed);
-    if (id != checking && memo_differed_.fetch_add(1, std::memory_order_relaxed) < 8)
-      debug("memo check: a launch took stack %u from its memo, a full walk gives stack %u", checking, id);
+    verify_memo(start, ra, py, np, checking);
     if (stats) {  // counted as the launch from its memo that it is (the check's walk included in its time)
       CaptureStats& cs = CaptureStats::instance();
       add_walk_stats(cs, t0, t1, CaptureStats::now(), held->nn, np);

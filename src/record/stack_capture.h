@@ -47,10 +47,16 @@ class StackCapture {
   // Call before the first capture.
   void add_skip_range(uint64_t lo, uint64_t hi) { skip_.push_back({lo, hi}); }
   // false: every native frame walked at every launch (AIFLAME_FULL_UNWIND=1, for A/B measurements).
-  void set_incremental_unwind(bool on) { incremental_ = on; }
+  void set_incremental_unwind(bool on) {
+    incremental_ = on;
+    update_fast();
+  }
   // true: each launch that takes its memo is walked again in full, every frame (no memo, no frame
   // reused), and the two stacks compared (AIFLAME_VERIFY_MEMOS=1, a check on real programs; slow).
-  void set_verify_memos(bool on) { verify_memos_ = on; }
+  void set_verify_memos(bool on) {
+    verify_memos_ = on;
+    update_fast();
+  }
   // true: a memo's key includes the launch's site (kernel and API) (AIFLAME_MEMO_KEY_KERNEL=1, A/B).
   void set_memo_key_site(bool on) { memo_key_site_ = on; }
   // Walk memos one key keeps, 1 to 4 (AIFLAME_MEMOS_PER_KEY, A/B).
@@ -74,7 +80,10 @@ class StackCapture {
   // true: before each capture whose likely next memo is known, every stack line its check would read
   // is loaded and timed, then loaded and timed again (AIFLAME_CAPTURE_PROBE=1: what reading the stack
   // alone costs a launch on the host; slow).
-  void set_probe_lines(bool on) { probe_lines_ = on; }
+  void set_probe_lines(bool on) {
+    probe_lines_ = on;
+    update_fast();
+  }
   // The Python frames walked as a capture walks them, nothing kept (AIFLAME_CAPTURE_PROBE=2).
   void probe_python();
   struct LineProbe {
@@ -98,7 +107,8 @@ class StackCapture {
   // (AIFLAME_AUTOGRAD_AB=2, a measurement): the key's set is searched, as before the eighteenth session.
   // key_salt: mixed into the walk memo's key whatever the switches (the launch's autograd node class).
   // py_in_place = false: the interpreter's state asked through its functions (AIFLAME_AUTOGRAD_AB=4).
-  Result capture(uint64_t site, bool predict = true, uint64_t key_salt = 0, bool py_in_place = true);
+  // fast = false: the predicted memo checked inside the walk's loop, as any other (AIFLAME_AUTOGRAD_AB=5).
+  Result capture(uint64_t site, bool predict = true, uint64_t key_salt = 0, bool py_in_place = true, bool fast = true);
 
   uint64_t stacks() const { return next_stack_id_.load() - 1; }
   // Launches whose native stack came from backtrace() because the fast walk was not ready.
@@ -109,8 +119,19 @@ class StackCapture {
   // holds: returns unwind::kMemoHeld - i); memo: filled with this walk's, if not null.
   // full: every frame walked (no frame reused from the thread's previous walk); check_only: no walk
   // when none holds (unwind::kNoMemoHeld).
-  int unwind(uint64_t* out, int max, const unwind::WalkMemo* const* checks = nullptr, int n_checks = 0,
-             unwind::WalkMemo* memo = nullptr, bool full = false, bool check_only = false);
+  // start: the state every check and walk of the capture starts from (capture() takes it); ra:
+  // capture()'s return address, where the stack begins.
+  int unwind(const unwind::Regs& start, uint64_t ra, uint64_t* out, int max,
+             const unwind::WalkMemo* const* checks = nullptr, int n_checks = 0, unwind::WalkMemo* memo = nullptr,
+             bool full = false, bool check_only = false);
+  // capture() past its predicted memo (checked: that entry's index if capture() checked it, else -1).
+  Result capture_walk(const unwind::Regs& start, uint64_t ra, const RawPyFrame* py, int np, uint64_t py_hash,
+                      bool tables, uint64_t t0, uint64_t t1, uint64_t site, bool predict, uint64_t key_salt,
+                      int checked);
+  // capture() checks the predicted memo itself unless a measurement or switch needs capture_walk.
+  void update_fast() { fast_ = policy_ != UnwindPolicy::Off && incremental_ && !probe_lines_; }
+  void verify_memo(const unwind::Regs& start, uint64_t ra, const RawPyFrame* py, int np, uint32_t held);
+  bool fast_ = true;  // update_fast() with the defaults
   // t_looked_up: set to the TSC after this thread's table was looked up (the breakdown), if not null.
   uint32_t stack_id_of(uint64_t* content, int nn, const RawPyFrame* py, int np, bool* thread_new, uint64_t* t_looked_up);
   uint32_t intern_shared(const uint64_t* content, size_t len, uint64_t hash, int nn, const RawPyFrame* py, int np);

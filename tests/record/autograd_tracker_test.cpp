@@ -394,6 +394,9 @@ MemoRun backward_memos(bool key_node) {
   rec.stacks().set_verify_memos(true);
   rec.autograd().init_with(fake_api(), /*python=*/false, [](const std::string&) {});
   FakeNode nodes[8];
+  // The stats on from the first launch (counted from the ninth): a launch with them goes through
+  // Recorder::on_launch_measured, another frame than on_launch's, so another depth and memo key.
+  CaptureStats::enable();
   std::thread([&] {  // the forward pass: each node made, then its op's launch (the layout probe finds them)
     for (int k = 0; k < 8; k++) {
       nodes[k] = fake::node();
@@ -408,10 +411,7 @@ MemoRun backward_memos(bool key_node) {
   for (uint32_t i = 0; i < 400; i++) {
     state = state * 6364136223846793005ULL + 1442695040888963407ULL;
     const int k = i < 8 ? static_cast<int>(i) : static_cast<int>(state >> 61);  // each path once, then at random
-    if (i == 8) {
-      CaptureStats::enable();
-      cs.reset();
-    }
+    if (i == 8) cs.reset();
     on_engine(&nodes[k], [&] { launch_via(kLaunchFrom[k], rec, i + 1); });
   }
   run.launches = cs.launches.load();

@@ -71,7 +71,9 @@ TEST(RecordOptions, PythonsStateInPlaceIsOnUnlessSwitchedOffAndHasItsAbMode) {
   unsetenv("AIFLAME_PY_STATE");
   setenv("AIFLAME_AUTOGRAD_AB", "4", 1);
   EXPECT_EQ(record_options_from_env().measure.autograd_ab, 4u);
-  setenv("AIFLAME_AUTOGRAD_AB", "5", 1);
+  setenv("AIFLAME_AUTOGRAD_AB", "5", 1);  // the launch path without the measurements' branches
+  EXPECT_EQ(record_options_from_env().measure.autograd_ab, 5u);
+  setenv("AIFLAME_AUTOGRAD_AB", "6", 1);
   EXPECT_EQ(record_options_from_env().measure.autograd_ab, 0u);  // out of range: the default, with a warning
   unsetenv("AIFLAME_AUTOGRAD_AB");
 }

@@ -245,6 +245,25 @@ TEST(Recorder, TheAutogradABTwoSwitchesThePredictedMemo) {
   EXPECT_LE(slow, ab.without_launches + 1) << "the slices with take the predicted memo";
 }
 
+// AIFLAME_AUTOGRAD_AB=5: the slices with take the product's launch path (Recorder::launch_lean and the
+// capture's own check of its predicted memo), the slices without the measured path (the predicted memo
+// checked inside the walk's loop). One call path launching again and again takes its memo on both
+// (each path's first launch walks: its frames differ), and every launch is counted once.
+TEST(Recorder, TheAutogradABFiveAlternatesTheLeanAndTheMeasuredPaths) {
+  unwind::ObjectTable::instance().build_all_now();
+  Recording r(/*autograd_ab=*/5, /*capture_probe=*/0, UnwindPolicy::Always);
+  const uint32_t n = launch_for_many_slices(r);
+  const Recorder::AutogradAB ab = r.rec.autograd_ab();
+  EndRecord end = r.finish();
+  EXPECT_EQ(end.launches, uint64_t{n});
+  EXPECT_EQ(ab.with_launches + ab.without_launches, uint64_t{n});
+  EXPECT_GT(ab.with_launches, n / 5u) << "slices without: " << ab.without_launches;
+  EXPECT_GT(ab.without_launches, n / 5u) << "slices with: " << ab.with_launches;
+  EXPECT_GE(ab.with_walked, 1u);
+  EXPECT_GE(ab.without_walked, 1u);
+  EXPECT_LE(ab.with_walked + ab.without_walked, 4u) << "both paths take their memos";
+}
+
 TEST(Recorder, WithoutTheAutogradABEveryLaunchHasTheTracking) {
   Recording r;
   for (int i = 0; i < 2000; i++) r.rec.on_launch(211, i + 1, 0x1000, 1);

@@ -627,12 +627,11 @@ void forget_walk() {
   if (PcCache* c = t_cache) c->rec_n = 0;
 }
 
-AIFLAME_HOT __attribute__((noinline)) int unwind_here(uint64_t* out, int max, WalkStatus* status, bool incremental,
-                                         const WalkMemo* const* checks, int n_checks, WalkMemo* memo,
-                                         bool check_only) {
-  Regs r;
-  // pc, sp and fp of one instruction of this function: its CFI row describes exactly this state.
-  asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(r.pc), "=r"(r.sp), "=r"(r.fp));
+// unwind_here and unwind_from: inlined into both (unwind_here's state must stay live while it walks,
+// so it is not a call from unwind_here that the compiler could make a tail call).
+__attribute__((always_inline)) inline int unwind_impl(const Regs& r, uint64_t* out, int max, WalkStatus* status,
+                                                      bool incremental, const WalkMemo* const* checks, int n_checks,
+                                                      WalkMemo* memo, bool check_only) {
   // Reads are bounded to [sp, top of the thread's stack): only if sp is on that stack is all of it
   // mapped. On another stack (a signal's alternate stack, a coroutine's) or without known bounds,
   // the caller takes the slow path.
@@ -660,6 +659,25 @@ AIFLAME_HOT __attribute__((noinline)) int unwind_here(uint64_t* out, int max, Wa
   status->explained = static_cast<uint8_t>(explained);
   std::copy(why, why + explained, status->memo_miss);
   return n;
+}
+
+AIFLAME_HOT __attribute__((noinline)) int unwind_here(uint64_t* out, int max, WalkStatus* status, bool incremental,
+                                         const WalkMemo* const* checks, int n_checks, WalkMemo* memo,
+                                         bool check_only) {
+  Regs r;
+  // pc, sp and fp of one instruction of this function: its CFI row describes exactly this state.
+  asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(r.pc), "=r"(r.sp), "=r"(r.fp));
+  return unwind_impl(r, out, max, status, incremental, checks, n_checks, memo, check_only);
+}
+
+AIFLAME_HOT bool memo_holds_here(const WalkMemo& m, const Regs& start, int max) {
+  const StackBounds b = thread_stack();
+  return b.hi && start.sp >= b.lo && start.sp < b.hi && memo_holds(m, start, b.hi, max);
+}
+
+AIFLAME_HOT int unwind_from(const Regs& r, uint64_t* out, int max, WalkStatus* status, bool incremental,
+                            const WalkMemo* const* checks, int n_checks, WalkMemo* memo, bool check_only) {
+  return unwind_impl(r, out, max, status, incremental, checks, n_checks, memo, check_only);
 }
 
 }  // namespace aiflame::unwind

@@ -112,6 +112,16 @@ constexpr int kMemoHeld = -1, kNoMemoHeld = -16;
 int unwind_here(uint64_t* out, int max, WalkStatus* status, bool incremental = true,
                 const WalkMemo* const* checks = nullptr, int n_checks = 0, WalkMemo* memo = nullptr,
                 bool check_only = false);
+// The same from `start`, a state of the calling thread that stays live until this returns (pc: an
+// instruction of a caller, with sp and rbp as they were there; StackCapture::capture takes it at its
+// start, so that its own calls below that frame, whichever they are, see the same memos). out[0] is the
+// return address of start's function.
+int unwind_from(const Regs& start, uint64_t* out, int max, WalkStatus* status, bool incremental = true,
+                const WalkMemo* const* checks = nullptr, int n_checks = 0, WalkMemo* memo = nullptr,
+                bool check_only = false);
+// memo_holds for `start` on this thread's stack, with the stack's bounds (false off the stack): the
+// launch path's check of its predicted memo, without the walk's arguments (StackCapture::capture).
+bool memo_holds_here(const WalkMemo& memo, const Regs& start, int max);
 
 // Prefetches for a capture with cold caches (issue 22). prefetch_for_check: the snapshot generation
 // that every memo check compares; call at the start of a capture. prefetch_for_walk: what the previous
