@@ -15,6 +15,11 @@
 // previous walk from its record, after re-reading their stack words (incremental unwinding,
 // src/record/unwind/unwinder.cpp).
 //
+// Every check and walk of a capture starts from the state capture() takes at its start
+// (unwind::unwind_from), so capture() checks the memo predicted for the launch itself, in few
+// instructions, and capture_walk (another frame) does everything else: the key's other memos, a walk,
+// the measurements.
+//
 // While an object's rows are being built (the first walks through it, on a background thread), a walk
 // steps that object's frames by their FDEs read in place (unwind::find_cfi_row); just after a dlopen
 // (the snapshot not yet refreshed), or for an object without a usable .eh_frame_hdr table, a launch
