@@ -1050,6 +1050,48 @@ TEST_F(Unwinder, AWalksMemoHoldsFromTheSamePlaceAndNotFromAnotherCallerAtTheSame
   EXPECT_TRUE(std::equal(a, a + na, a_other));
 }
 
+// unwind_from: a walk from a state taken in a frame, made by any function called below it, is that
+// frame's stack (what unwind_here called there gives, past its own return address), and a memo made by
+// one such function holds when another checks it (StackCapture::capture checks in its own frame what
+// capture_walk's walks made in theirs). Two callees with different frames, so that only the start
+// makes the two agree.
+__attribute__((noinline)) int walk_from_below(const Regs& start, uint64_t* out, WalkMemo* memo) {
+  WalkStatus st;
+  volatile char pad[64];  // another frame size than check_from_below's
+  pad[0] = 0;
+  const int n = unwind_from(start, out, 256, &st, true, nullptr, 0, memo);
+  asm volatile("" ::"r"(pad) : "memory");
+  return n;
+}
+__attribute__((noinline)) bool check_from_below(const Regs& start, const WalkMemo& memo) {
+  volatile char pad[640];
+  pad[0] = 0;
+  const bool held = memo_holds_here(memo, start, 256);
+  asm volatile("" ::"r"(pad) : "memory");
+  return held;
+}
+
+TEST_F(Unwinder, AWalkFromAStateTakenAboveIsThatFramesStackAndItsMemoHoldsFromAnyCallee) {
+  Regs start;
+  asm volatile("lea 0(%%rip), %0\n\tmov %%rsp, %1\n\tmov %%rbp, %2" : "=r"(start.pc), "=r"(start.sp), "=r"(start.fp));
+  uint64_t here[256], from[256];
+  WalkStatus st;
+  const int n = unwind_here(here, 256, &st);  // here[0]: unwind_here's return address into this frame
+  auto memo = std::make_unique<WalkMemo>();
+  const int m = walk_from_below(start, from, memo.get());
+  ASSERT_GT(n, 3);
+  ASSERT_EQ(m, n - 1) << "ours:" << show({from, from + std::max(m, 0)}) << " here:" << show({here, here + n});
+  EXPECT_TRUE(std::equal(from, from + m, here + 1));
+  ASSERT_GT(memo->words, 0) << "a walk to the outermost frame is a memo";
+  EXPECT_TRUE(check_from_below(start, *memo));
+  Regs deeper = start;  // the same pc at another depth: not this memo's start
+  deeper.sp -= 16;
+  EXPECT_FALSE(check_from_below(deeper, *memo));
+  Regs off_stack = start;  // not on this thread's stack: false, nothing read
+  off_stack.sp = reinterpret_cast<uint64_t>(memo.get()) & ~uint64_t{15};
+  EXPECT_FALSE(check_from_below(off_stack, *memo));
+}
+
 // Property: whenever a memo holds for a walk's start on a stack changed since the memo was made
 // (return addresses, saved rbps, other words, the start, the limit), the walk of every frame returns
 // the memo's frames and end. Hand-made frame pointer chains as in the incremental walk's property,
