@@ -108,6 +108,44 @@ struct LaunchThread {
 };
 static_assert(sizeof(LaunchThread) <= 64, "one line, and the TLS block inside glibc's static surplus");
 thread_local LaunchThread t_launch;
+
+// A launch's record and its thread's state, after the autograd tracking named its stack (`ag`): the
+// product's launch path and the measured one (Recorder::launch_lean, on_launch_measured).
+__attribute__((always_inline)) inline void write_launch(ProfileWriter& writer, LaunchThread& thread,
+                                                        const AutogradTracker::Launch& ag, uint32_t api,
+                                                        uint32_t correlation_id, uint64_t timestamp, uint32_t device,
+                                                        bool unwound) {
+  thread.in_launch = true;
+  thread.launch_stack = ag.stack_id;
+  thread.deferred = ag.deferred && !ag.note.forward;
+  if (thread.deferred) {
+    thread.timestamp = timestamp;
+    thread.keep(ag.note);
+  }
+  LaunchRecord rec;
+  rec.correlation_id = correlation_id;
+  rec.tid = thread.tid;
+  rec.timestamp = timestamp;
+  rec.stack_id = ag.stack_id;
+  rec.api = api;
+  rec.native_unwound = unwound;
+  rec.device = device;
+  // No lock: a buffer of this thread, taken by the collector's flush (which resolves a deferred
+  // backward launch's stack id: AutogradTracker::resolve).
+  if (ag.deferred)
+    writer.add_buffered(rec, ag.note);
+  else
+    writer.add_buffered(rec);
+}
+
+// A tally's counter: plain stores on this thread's own tally (no other thread writes it), atomic adds
+// on the shared overflow tally.
+__attribute__((always_inline)) inline void tally_add(bool shared, std::atomic<uint64_t>& a, uint64_t v) {
+  if (shared)
+    a.fetch_add(v, std::memory_order_relaxed);
+  else
+    a.store(a.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
+}
 }  // namespace
 
 AIFLAME_HOT void Recorder::on_launch_exit() { t_launch.in_launch = false; }
@@ -251,36 +289,13 @@ AIFLAME_HOT __attribute__((always_inline)) inline Recorder::LeanLaunch Recorder:
   if (!thread.tid) [[unlikely]]
     thread.tid = static_cast<uint32_t>(gettid());
   const AutogradTracker::Launch ag = autograd_.on_launch(st.stack_id, pending, timestamp);
-  thread.in_launch = true;
-  thread.launch_stack = ag.stack_id;
-  thread.deferred = ag.deferred && !ag.note.forward;
-  if (thread.deferred) {
-    thread.timestamp = timestamp;
-    thread.keep(ag.note);
-  }
-  LaunchRecord rec;
-  rec.correlation_id = correlation_id;
-  rec.tid = thread.tid;
-  rec.timestamp = timestamp;
-  rec.stack_id = ag.stack_id;
-  rec.api = api;
-  rec.native_unwound = st.unwound;
-  rec.device = device;
-  if (ag.deferred)
-    writer_.add_buffered(rec, ag.note);
-  else
-    writer_.add_buffered(rec);
+  write_launch(writer_, thread, ag, api, correlation_id, timestamp, device, st.unwound);
   LaunchTally& tally = thread.recorder == serial_ ? *thread.tally : this->tally();
   const uint64_t dt = clock_.now() - t0;
-  if (&tally == &tallies_[kTallies]) [[unlikely]] {  // the shared overflow tally
-    tally.launches.fetch_add(1, std::memory_order_relaxed);
-    if (st.unwound) tally.unwound.fetch_add(1, std::memory_order_relaxed);
-    tally.ticks.fetch_add(dt, std::memory_order_relaxed);
-  } else {  // this thread's tally alone: plain stores
-    tally.launches.store(tally.launches.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    tally.unwound.store(tally.unwound.load(std::memory_order_relaxed) + (st.unwound ? 1 : 0), std::memory_order_relaxed);
-    tally.ticks.store(tally.ticks.load(std::memory_order_relaxed) + dt, std::memory_order_relaxed);
-  }
+  const bool shared = &tally == &tallies_[kTallies];
+  tally_add(shared, tally.launches, 1);
+  if (st.unwound) tally_add(shared, tally.unwound, 1);
+  tally_add(shared, tally.ticks, dt);
   return {&tally, t0, dt, st.walked};
 }
 
@@ -294,14 +309,8 @@ void Recorder::on_launch_measured(uint32_t api, uint32_t correlation_id, uint64_
     const LeanLaunch l = launch_lean(api, correlation_id, site, timestamp, device);
     if (l.walked) {
       const bool shared = l.tally == &tallies_[kTallies];
-      auto add = [shared](std::atomic<uint64_t>& a, uint64_t v) {
-        if (shared)
-          a.fetch_add(v, std::memory_order_relaxed);
-        else
-          a.store(a.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
-      };
-      add(l.tally->walked, 1);
-      add(l.tally->walked_ticks, l.dt);
+      tally_add(shared, l.tally->walked, 1);
+      tally_add(shared, l.tally->walked_ticks, l.dt);
     }
     return;
   }
@@ -330,32 +339,12 @@ void Recorder::on_launch_measured(uint32_t api, uint32_t correlation_id, uint64_
                       !(ab_slice && autograd_ab_ == 4), !(ab_slice && autograd_ab_ == 5));
   const uint64_t p2 = phases ? clock_.now() : 0;
   uint64_t c1 = stats ? CaptureStats::now() : 0;
-  LaunchRecord rec;
-  rec.correlation_id = correlation_id;
   LaunchThread& thread = t_launch;
   if (!thread.tid) thread.tid = static_cast<uint32_t>(gettid());
-  rec.tid = thread.tid;
-  rec.timestamp = timestamp;
   const AutogradTracker::Launch ag =
       ab_off ? AutogradTracker::Launch{st.stack_id} : autograd_.on_launch(st.stack_id, pending, timestamp);
-  rec.stack_id = ag.stack_id;
   uint64_t c2 = stats ? CaptureStats::now() : 0;
-  thread.in_launch = true;
-  thread.launch_stack = rec.stack_id;
-  thread.deferred = ag.deferred && !ag.note.forward;
-  if (thread.deferred) {
-    thread.timestamp = timestamp;
-    thread.keep(ag.note);
-  }
-  rec.api = api;
-  rec.native_unwound = st.unwound;
-  rec.device = device;
-  // No lock: a buffer of this thread, taken by the collector's flush (which resolves a deferred
-  // backward launch's stack id: AutogradTracker::resolve).
-  if (ag.deferred)
-    writer_.add_buffered(rec, ag.note);
-  else
-    writer_.add_buffered(rec);
+  write_launch(writer_, thread, ag, api, correlation_id, timestamp, device, st.unwound);
   if (stats) {
     CaptureStats& cs = CaptureStats::instance();
     uint64_t c3 = CaptureStats::now();
@@ -374,14 +363,8 @@ void Recorder::on_launch_measured(uint32_t api, uint32_t correlation_id, uint64_
   }
   LaunchTally& tally = thread.recorder == serial_ ? *thread.tally : this->tally();
   const uint64_t dt = clock_.now() - t0;
-  // This thread's tally alone: plain stores; the shared overflow tally: atomic adds.
   const bool shared = &tally == &tallies_[kTallies];
-  auto add = [shared](std::atomic<uint64_t>& a, uint64_t v) {
-    if (shared)
-      a.fetch_add(v, std::memory_order_relaxed);
-    else
-      a.store(a.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
-  };
+  auto add = [shared](std::atomic<uint64_t>& a, uint64_t v) { tally_add(shared, a, v); };
   add(tally.launches, 1);
   if (st.unwound) add(tally.unwound, 1);
   add(tally.ticks, dt);

@@ -194,6 +194,32 @@ void follow(MemoTable& t, MemoEntry* cur) {
   t.last = cur;
 }
 
+// The entry that followed the thread's previous launch's last time (MemoTable::last), else the previous
+// launch's own, if it is one of this key's: its index, else -1. The previous launch's own: a path that
+// launches several kernels in a row (an op's kernels, one Python line and one native path) follows
+// itself, which `next` does not keep (the previous entry learns its successor only when it is
+// another): on the H200, 24% of hf_gpt2.py's launches from a memo had to search their set without it.
+// An entry is a key's if its way holds the key (a key's entries lie only in the key's two sets, where
+// its walks write them).
+int predicted_entry(const MemoTable& t, uint64_t key, int np, uint64_t py_check) {
+  auto of_key = [&](const MemoEntry* e) {
+    if (!e) return false;
+    const auto i = static_cast<size_t>(e - t.e);
+    return t.sets[i / kMemoWays].key[i % kMemoWays] == key && e->np == np && e->py_check == py_check;
+  };
+  const MemoEntry* last = t.last;
+  if (!last) return -1;
+  if (of_key(last->next)) return static_cast<int>(last->next - t.e);
+  return of_key(last) ? static_cast<int>(last - t.e) : -1;
+}
+
+// Entry i held: checked first in its set next time, and its use stamped (MemoSet::used).
+void mark_held(MemoTable& t, int i) {
+  MemoSet& set = t.sets[static_cast<size_t>(i) / kMemoWays];
+  set.last_held = static_cast<uint8_t>(i % kMemoWays);
+  set.used[i % kMemoWays] = ++t.clock;
+}
+
 // A memo's key: the Python frames' hash, the site and salt (StackCapture::capture's key_salt), and
 // the depth of the capture on its stack.
 inline uint64_t memo_key(uint64_t py_hash, uint64_t site_salt, uint64_t depth) { return mix(mix(py_hash, site_salt), depth) | 1; }
@@ -534,23 +560,12 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
   // (the key's sets searched, walks, the measurements) in capture_walk.
   int checked = -1;  // the predicted entry, checked here and failed
   if (fast_ && fast && !stats && predict && np <= kMemoPython) {
-    MemoTable* const table = t_memo;
-    MemoEntry* const last = table ? table->last : nullptr;
-    if (last && table->owner == serial_) {
+    if (MemoTable* const table = t_memo; table && table->owner == serial_) {
       const uint64_t key = memo_key(py_hash, (memo_key_site_ ? site : 0) ^ key_salt, start.sp);
-      // An entry is this key's if its way holds the key (a key's entries lie only in its two sets).
-      auto is_key_of = [&](const MemoEntry* e) {
-        const auto i = static_cast<size_t>(e - table->e);
-        return table->sets[i / kMemoWays].key[i % kMemoWays] == key && e->np == np && e->py_check == py_hash;
-      };
-      const MemoEntry* e = last->next;
-      if (!e || !is_key_of(e)) e = is_key_of(last) ? last : nullptr;
-      if (e) {
-        const int i = static_cast<int>(e - table->e);
+      if (const int i = predicted_entry(*table, key, np, py_hash); i >= 0) {
+        const MemoEntry* e = &table->e[i];
         if (unwind::memo_holds_here(e->walk, start, kMaxNative)) {
-          MemoSet& set = table->sets[static_cast<size_t>(i) / kMemoWays];
-          set.last_held = static_cast<uint8_t>(i % kMemoWays);
-          set.used[i % kMemoWays] = ++table->clock;
+          mark_held(*table, i);
           table->walked = false;
           follow(*table, &table->e[i]);
           if (verify_memos_) [[unlikely]]
@@ -624,24 +639,10 @@ StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint6
     cand[0] = key >> (64 - kMemoSetBits);
     cand[1] = (key >> (64 - 2 * kMemoSetBits)) & ((size_t{1} << kMemoSetBits) - 1);
     if (cand[1] == cand[0]) cand[1] ^= 1;
-    // Else the previous launch's own entry: a path that launches several kernels in a row (an op's
-    // kernels, one Python line and one native path) follows itself, which `next` does not keep (the
-    // previous entry learns its successor only when it is another): on the H200, 24% of hf_gpt2.py's
-    // launches from a memo had to search their set without this.
-    auto is_key_of = [&](const MemoEntry* e) {
-      const auto i = static_cast<int>(e - table->e);
-      const size_t si = static_cast<size_t>(i) / kMemoWays;
-      return (si == cand[0] || si == cand[1]) && table->sets[si].key[i % kMemoWays] == key && e->np == np &&
-                     e->py_check == py_check
-                 ? i
-                 : -1;
-    };
-    if (checked >= 0) {
+    if (checked >= 0)
       predicted = checked;  // checked by capture(): not again
-    } else if (const MemoEntry* last = table->last; last && predict) {
-      if (last->next) predicted = is_key_of(last->next);
-      if (predicted < 0) predicted = is_key_of(last);
-    }
+    else if (predict)
+      predicted = predicted_entry(*table, key, np, py_check);
   }
   // The memos of this call path (up to kMemosPerKey: several native paths may share a key, as one
   // kernel launched from one Python line at one depth through several C++ paths; each checked inside
@@ -759,9 +760,7 @@ StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint6
       }
       if (held_i >= 0) {
         held = &table->e[held_i];
-        MemoSet& set = table->sets[static_cast<size_t>(held_i) / kMemoWays];
-        set.last_held = static_cast<uint8_t>(held_i % kMemoWays);
-        set.used[held_i % kMemoWays] = ++table->clock;
+        mark_held(*table, held_i);
       }
       if (held && verify_memos_) checking = held->id;
       break;

@@ -6,6 +6,7 @@ namespace aiflame::unwind {
 
 struct StackBounds {
   uint64_t lo = 0, hi = 0;  // [lo, hi); hi = 0: unknown
+  bool holds(uint64_t sp) const { return hi && sp >= lo && sp < hi; }
 };
 
 // The calling thread's stack, found once per thread (the walk keeps it in a thread-local). A thread

@@ -636,7 +636,7 @@ __attribute__((always_inline)) inline int unwind_impl(const Regs& r, uint64_t* o
   // mapped. On another stack (a signal's alternate stack, a coroutine's) or without known bounds,
   // the caller takes the slow path.
   StackBounds b = thread_stack();
-  if (!b.hi || r.sp < b.lo || r.sp >= b.hi) {
+  if (!b.holds(r.sp)) {
     status->end = WalkEnd::OffStack;
     return 0;
   }
@@ -672,7 +672,7 @@ AIFLAME_HOT __attribute__((noinline)) int unwind_here(uint64_t* out, int max, Wa
 
 AIFLAME_HOT bool memo_holds_here(const WalkMemo& m, const Regs& start, int max) {
   const StackBounds b = thread_stack();
-  return b.hi && start.sp >= b.lo && start.sp < b.hi && memo_holds(m, start, b.hi, max);
+  return b.holds(start.sp) && memo_holds(m, start, b.hi, max);
 }
 
 AIFLAME_HOT int unwind_from(const Regs& r, uint64_t* out, int max, WalkStatus* status, bool incremental,
