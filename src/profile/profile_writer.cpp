@@ -122,7 +122,7 @@ AIFLAME_HOT void ProfileWriter::prefetch_buffered() {
   if (!accepting_.load(std::memory_order_relaxed)) return;
   // From this thread's copy of the head: loading the buffer's own head line here (cold in a training
   // loop) was a miss on the launch path's critical path, before any walk.
-  const Last& l = t_last;
+  const Last& l = *tls_address(t_last);
   ThreadBuffer* b = l.serial == serial_ ? static_cast<ThreadBuffer*>(l.buffer) : thread_buffer();
   const uint64_t head = l.serial == serial_ ? l.head : b->head.load(std::memory_order_relaxed);
   __builtin_prefetch(&b->head, 1);
@@ -154,7 +154,8 @@ AIFLAME_HOT ProfileWriter::ThreadBuffer* ProfileWriter::thread_buffer() {
 }
 
 inline __attribute__((always_inline)) void ProfileWriter::add_framed(const char* frame, size_t n) {
-  ThreadBuffer& b = *thread_buffer();
+  Last* const last = tls_address(t_last);  // one TLS descriptor call here, not one in thread_buffer() too
+  ThreadBuffer& b = last->serial == serial_ ? *static_cast<ThreadBuffer*>(last->buffer) : *thread_buffer();
   const uint64_t head = b.head.load(std::memory_order_relaxed);
   if (ThreadBuffer::kBytes - (head - b.tail.load(std::memory_order_acquire)) < n) {
     hand_over(b, frame, n);
@@ -169,7 +170,7 @@ inline __attribute__((always_inline)) void ProfileWriter::add_framed(const char*
     std::memcpy(b.data, frame + first, n - first);
   }
   b.head.store(head + n, std::memory_order_release);
-  t_last.head = head + n;  // thread_buffer() above made t_last this writer's
+  last->head = head + n;  // t_last is this writer's (thread_buffer() makes it so)
 }
 AIFLAME_HOT void ProfileWriter::add_launch_frame(const char* frame) { add_framed(frame, 2 + sizeof(RingLaunch)); }
 AIFLAME_HOT void ProfileWriter::add_deferred_frame(const char* frame) {

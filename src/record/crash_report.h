@@ -4,6 +4,7 @@
 // rare crash under recording must leave its cause (2026-11-27: one hf_gpt2.py run in ~35 killed by
 // SIGSEGV with nothing to go on, since the report was only on with AIFLAME_DEBUG=1).
 #pragma once
+#include "util/hot_path.h"
 
 namespace aiflame {
 
@@ -15,10 +16,12 @@ extern thread_local constinit int t_phase;
 inline void set_phase(Phase p) { t_phase = static_cast<int>(p); }
 inline Phase current_phase() { return static_cast<Phase>(t_phase); }
 
+// The thread-local's address taken once for the scope's read and two writes (util/hot_path.h).
 struct PhaseScope {
-  Phase saved;
-  explicit PhaseScope(Phase p) : saved(current_phase()) { set_phase(p); }
-  ~PhaseScope() { set_phase(saved); }
+  int* at;
+  int saved;
+  explicit PhaseScope(Phase p) : at(tls_address(t_phase)), saved(*at) { *at = static_cast<int>(p); }
+  ~PhaseScope() { *at = saved; }
 };
 
 // What the calling thread works on, named in a crash report (the unwind-table builder's object); null

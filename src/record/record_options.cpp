@@ -159,13 +159,14 @@ constexpr RecordOptionSpec kSchema[] = {
      "launches have no stack, no kernel record or no sample); +8 keeps the launch callbacks off throughout (12: "
      "sampling's cost with nothing else per launch)",
      UINT_OPTION(measure.callback_ab, 0, 15)},
-    {"capture_probe", "AIFLAME_CAPTURE_PROBE", nullptr, nullptr, "0 to 3",
+    {"capture_probe", "AIFLAME_CAPTURE_PROBE", nullptr, nullptr, "0 to 4",
      "A measurement of the launch path with its caches cold and warm: 1, before each launch load the stack lines its "
      "likely memo's check reads, twice, timing each round (it warms those lines for the capture); 2, after each "
      "launch run the autograd tracking's reads, the Python walk and the capture again at once, timing each against "
-     "its first run; 3, count each launch's time in the launch path into a histogram (2 does as well); print the "
-     "figures at the end (quantiles, and the share of the time in launches of 2 us or more)",
-     UINT_OPTION(measure.capture_probe, 0, 3)},
+     "its first run; 3, count each launch's time in the launch path into a histogram (2 does as well); 4, before "
+     "each launch time eight thread-local accesses and eight global ones, each twice; print the figures at the end "
+     "(quantiles, and the share of the time in launches of 2 us or more)",
+     UINT_OPTION(measure.capture_probe, 0, 4)},
     {"autograd_ab", "AIFLAME_AUTOGRAD_AB", nullptr, nullptr, "0 to 5",
      "The autograd tracking (1), the capture's check of the predicted memo alone before its key's others (2), the "
      "reads of torch's thread-locals in place (3: its functions called instead), the reads of Python's "

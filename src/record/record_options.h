@@ -126,11 +126,12 @@ struct MeasurementSwitches {
   uint32_t callback_ab = 0;
   // AIFLAME_CAPTURE_PROBE: 1, the stack lines of each launch's likely memo timed (StackCapture::set_probe_lines);
   // 2, the launch path's parts run again at once after each launch and timed (Recorder::PhaseProbe)
+  // 4, thread-local and global accesses timed before each launch (record/tls_probe.h)
   uint32_t capture_probe = 0;
   // AIFLAME_AUTOGRAD_AB: 1, the autograd tracking on and off in alternate slices (Recorder::autograd_ab); 2, the
   // capture's predicted memo instead (StackCapture::capture's `predict`); 3, torch's thread-locals read in place
   // (AutogradTracker::before_capture's `in_place`); 4, Python's initialized flag and thread state read in place
-  // (PythonFrames::capture's `in_place`)
+  // (PythonFrames::capture's `in_place`); 5, the lean launch path (Recorder::launch_lean)
   uint32_t autograd_ab = 0;
   // AIFLAME_AUTOGRAD_DEFER (default on; 0 resolves at the launch): the forward table and the backward
   // launches' interning run in the collector's flush (AutogradTracker::set_deferred). H200, 2026-11-27:

@@ -48,11 +48,12 @@ bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std
   if (opt.measure.launch_ab && !launch_ab_state_) launch_ab_state_ = std::make_unique<LaunchAB>();
   launch_ab_ = opt.measure.launch_ab;
   capture_probe_ = opt.measure.capture_probe;
-  if (capture_probe_ >= 2 && !hist_) {
+  if ((capture_probe_ == 2 || capture_probe_ == 3) && !hist_) {
     hist_ = std::make_unique<LaunchHistogram::Thread[]>(kTallies + 1);
     outliers_ = std::make_unique<LaunchOutliers>();
   }
   start_ticks_ = clock_.now();
+  if (capture_probe_ == 4) tls_probe_ = std::make_unique<TlsProbe>();
   measured_ = autograd_ab_ || capture_probe_ || hist_;
   if (opt.measure.capture_stats) {
     CaptureStats::enable();
@@ -285,7 +286,7 @@ AIFLAME_HOT __attribute__((always_inline)) inline Recorder::LeanLaunch Recorder:
   const AutogradTracker::Pending pending = autograd_.before_capture();  // prefetches what it will write
   const StackCapture::Result st =
       stacks_.capture(site ^ (static_cast<uint64_t>(api) << 48), true, memo_key_node_ ? pending.node_type : 0);
-  LaunchThread& thread = t_launch;
+  LaunchThread& thread = *tls_address(t_launch);
   if (!thread.tid) [[unlikely]]
     thread.tid = static_cast<uint32_t>(gettid());
   const AutogradTracker::Launch ag = autograd_.on_launch(st.stack_id, pending, timestamp);
@@ -303,6 +304,7 @@ AIFLAME_HOT __attribute__((always_inline)) inline Recorder::LeanLaunch Recorder:
 // settings).
 void Recorder::on_launch_measured(uint32_t api, uint32_t correlation_id, uint64_t site, uint64_t timestamp,
                                   uint32_t device) {
+  if (tls_probe_) tls_probe_->run();  // before the launch's own timer
   if (autograd_ab_ == 5 && !CaptureStats::on() && !hist_ && !((clock_.now() >> 27) & 1)) {
     // AIFLAME_AUTOGRAD_AB=5, a slice with the product's launch path: its figures counted as the other
     // kinds' "with" side below.
@@ -605,6 +607,13 @@ void Recorder::finish(uint64_t end_timestamp) {
                  "again at once %.3f us\n",
                  static_cast<unsigned long long>(p.launches), static_cast<double>(p.lines) / n, static_cast<double>(p.pages) / n,
                  static_cast<double>(p.cold_ticks) * ns / 1e3 / n, static_cast<double>(p.hot_ticks) * ns / 1e3 / n);
+  }
+  if (tls_probe_) {
+    const TlsProbe::Figures f = tls_probe_->figures(clock_.ns_per_tick());
+    std::fprintf(stderr,
+                 "aiflame: TLS probe: %llu launches; a thread-local through its TLS descriptor %.1f ns first, %.1f "
+                 "again at once; a global %.1f ns first, %.1f again (each in a function of its own, 8 of each)\n",
+                 static_cast<unsigned long long>(f.rounds), f.tls_ns[0], f.tls_ns[1], f.global_ns[0], f.global_ns[1]);
   }
   if (launch_ab_) {
     const LaunchAB::Result ab = launch_ab();

@@ -19,6 +19,7 @@
 #include "record/stack_capture.h"
 #include "record/string_table.h"
 #include "record/launch_histogram.h"
+#include "record/tls_probe.h"
 #include "util/tsc_clock.h"
 
 namespace aiflame {
@@ -124,6 +125,8 @@ class Recorder {
     double stratified_us() const;  // the same per kind (walked or not), weighted; raw_us() if a kind lacks one side
   };
   AutogradAB autograd_ab() const;
+  // AIFLAME_CAPTURE_PROBE=4's figures (rounds 0 without it).
+  TlsProbe::Figures tls_probe() const { return tls_probe_ ? tls_probe_->figures(clock_.ns_per_tick()) : TlsProbe::Figures{}; }
   // AIFLAME_CAPTURE_PROBE=2 (issue 22): after each launch that took its memo, the autograd tracking's
   // reads, the Python walk and the capture run again at once (their code and data now warm) and are
   // timed against their first runs: what the launch path costs the host with its caches warm, and so
@@ -162,6 +165,7 @@ class Recorder {
   uint32_t autograd_ab_ = 0;  // AIFLAME_AUTOGRAD_AB: 1, slices without the tracking; 2, without the predicted memo; 3, torch called
   bool launch_ab_ = false;    // AIFLAME_LAUNCH_AB
   unsigned capture_probe_ = 0;     // AIFLAME_CAPTURE_PROBE
+  std::unique_ptr<TlsProbe> tls_probe_;  // AIFLAME_CAPTURE_PROBE=4
   bool measured_ = false;  // a switch above on: launches go through on_launch_measured
   std::unique_ptr<LaunchAB> launch_ab_state_;  // with the switch only (its strata take 256 KB)
   std::unique_ptr<LaunchTally[]> tallies_;  // [kTallies] is the overflow tally, updated atomically

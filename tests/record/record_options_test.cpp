@@ -78,6 +78,16 @@ TEST(RecordOptions, PythonsStateInPlaceIsOnUnlessSwitchedOffAndHasItsAbMode) {
   unsetenv("AIFLAME_AUTOGRAD_AB");
 }
 
+// The capture probes: 4 (thread-local accesses timed, record/tls_probe.h) is the last.
+TEST(RecordOptions, TheCaptureProbeTakesOneToFour) {
+  EXPECT_EQ(record_options_from_env().measure.capture_probe, 0u);
+  setenv("AIFLAME_CAPTURE_PROBE", "4", 1);
+  EXPECT_EQ(record_options_from_env().measure.capture_probe, 4u);
+  setenv("AIFLAME_CAPTURE_PROBE", "5", 1);
+  EXPECT_EQ(record_options_from_env().measure.capture_probe, 0u);  // out of range: the default, with a warning
+  unsetenv("AIFLAME_CAPTURE_PROBE");
+}
+
 TEST(RecordOptions, EveryOptionFromItsVariable) {
   std::vector<std::string> warnings;
   RecordOptions o = parse({{"AIFLAME_OUTPUT", "/tmp/x"},

@@ -183,6 +183,30 @@ TEST(Recorder, ThePhaseProbeRunsTheLaunchPathAgainAfterEachMemoLaunch) {
   plain.finish();
 }
 
+// AIFLAME_CAPTURE_PROBE=4: a round of thread-local and global accesses timed before every launch, on
+// every thread, and nothing else of the probes.
+TEST(Recorder, TheTlsProbeTimesARoundBeforeEveryLaunch) {
+  Recording r(/*autograd_ab=*/0, /*capture_probe=*/4, UnwindPolicy::Always);
+  for (int i = 0; i < 300; i++) r.rec.on_launch(211, i + 1, 0x1000, 1);
+  std::thread([&] {
+    for (int i = 0; i < 100; i++) r.rec.on_launch(211, 5000 + i, 0x1000, 1);
+  }).join();
+  const TlsProbe::Figures f = r.rec.tls_probe();
+  EXPECT_EQ(f.rounds, 400u);
+  for (int i = 0; i < 2; i++) {
+    EXPECT_GT(f.tls_ns[i], 0.0);
+    EXPECT_GT(f.global_ns[i], 0.0);
+    EXPECT_LT(f.tls_ns[i], 1e4);  // per access: a sum divided by rounds and accesses, not a total
+  }
+  EXPECT_EQ(r.rec.launch_histogram(LaunchHistogram::Memo).n, 0u);
+  EXPECT_EQ(r.rec.phase_probe().launches, 0u);
+  Recording plain(/*autograd_ab=*/0, /*capture_probe=*/0, UnwindPolicy::Always);
+  for (int i = 0; i < 10; i++) plain.rec.on_launch(211, i + 1, 0x1000, 1);
+  EXPECT_EQ(plain.rec.tls_probe().rounds, 0u);
+  r.finish();
+  plain.finish();
+}
+
 // AIFLAME_CAPTURE_PROBE=3: each launch's time in the launch path counted by kind, nothing run again.
 TEST(Recorder, TheHistogramProbeCountsEveryLaunchByKind) {
   unwind::ObjectTable::instance().build_all_now();

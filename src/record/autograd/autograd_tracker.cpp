@@ -55,7 +55,8 @@ namespace {
 thread_local AutogradTracker::BackwardCache* t_sets = nullptr;
 
 AutogradTracker::ThreadState& thread_state(uint64_t owner) {
-  thread_local AutogradTracker::ThreadState t;
+  static thread_local AutogradTracker::ThreadState state;
+  AutogradTracker::ThreadState& t = *tls_address(state);  // (util/hot_path.h)
   if (t.owner != owner) {
     t = AutogradTracker::ThreadState();
     t.owner = owner;

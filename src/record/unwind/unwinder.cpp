@@ -284,9 +284,20 @@ bool stale_object(const Snapshot& snap, uint64_t pc) {
 }  // namespace
 
 namespace {
+// Found at the thread's first walk. One constant-initialised thread-local (a function's thread_local
+// initialised by a call also has a guard: two TLS descriptor calls a launch, util/hot_path.h).
+struct ThreadStack {
+  StackBounds bounds;
+  bool found = false;
+};
+thread_local constinit ThreadStack t_stack;
 StackBounds thread_stack() {
-  thread_local StackBounds bounds = find_thread_stack();
-  return bounds;
+  ThreadStack& t = *tls_address(t_stack);
+  if (!t.found) [[unlikely]] {
+    t.bounds = find_thread_stack();
+    t.found = true;
+  }
+  return t.bounds;
 }
 }  // namespace
 
