@@ -1,5 +1,6 @@
 #include "profile/profile_writer.h"
 #include "util/hot_path.h"
+#include "util/tls_offsets.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -115,14 +116,15 @@ struct Last {
   void* buffer = nullptr;
   uint64_t head = 0;  // the buffer's head as this thread (its only writer) last wrote it
 };
-thread_local Last t_last;  // trivially destructible: still usable during the process's exit
+thread_local constinit Last t_last;  // trivially destructible: still usable during the process's exit
+AIFLAME_TLS_ENROLL(tls::kWriterLast, t_last);
 }  // namespace
 
 AIFLAME_HOT void ProfileWriter::prefetch_buffered() {
   if (!accepting_.load(std::memory_order_relaxed)) return;
   // From this thread's copy of the head: loading the buffer's own head line here (cold in a training
   // loop) was a miss on the launch path's critical path, before any walk.
-  const Last& l = *tls_address(t_last);
+  const Last& l = *AIFLAME_TLS(tls::kWriterLast, t_last);
   ThreadBuffer* b = l.serial == serial_ ? static_cast<ThreadBuffer*>(l.buffer) : thread_buffer();
   const uint64_t head = l.serial == serial_ ? l.head : b->head.load(std::memory_order_relaxed);
   __builtin_prefetch(&b->head, 1);
@@ -132,7 +134,7 @@ AIFLAME_HOT void ProfileWriter::prefetch_buffered() {
 
 AIFLAME_HOT ProfileWriter::ThreadBuffer* ProfileWriter::thread_buffer() {
   // One writer per thread in the recorder; a second one (tests) takes the lock when it alternates.
-  Last& last = t_last;
+  Last& last = *AIFLAME_TLS(tls::kWriterLast, t_last);
   if (last.serial == serial_) return static_cast<ThreadBuffer*>(last.buffer);
   thread_local std::vector<Last>* mine = keep(new std::vector<Last>);  // this thread's buffer per writer
   for (const Last& l : *mine)
@@ -154,7 +156,7 @@ AIFLAME_HOT ProfileWriter::ThreadBuffer* ProfileWriter::thread_buffer() {
 }
 
 inline __attribute__((always_inline)) void ProfileWriter::add_framed(const char* frame, size_t n) {
-  Last* const last = tls_address(t_last);  // one TLS descriptor call here, not one in thread_buffer() too
+  Last* const last = AIFLAME_TLS(tls::kWriterLast, t_last);  // one address here, not one in thread_buffer() too
   ThreadBuffer& b = last->serial == serial_ ? *static_cast<ThreadBuffer*>(last->buffer) : *thread_buffer();
   const uint64_t head = b.head.load(std::memory_order_relaxed);
   if (ThreadBuffer::kBytes - (head - b.tail.load(std::memory_order_acquire)) < n) {

@@ -4,6 +4,7 @@
 
 #include "util/hot_pages.h"
 #include "util/static_tls.h"
+#include "util/tls_offsets.h"
 #include "util/tsc_clock.h"
 
 namespace aiflame {
@@ -52,7 +53,7 @@ std::string CaptureStats::line() const {
       "capture stats: {} launches; us per launch: total {:.3f} = python walk {:.3f} + native unwind {:.3f} + hash and "
       "local lookup {:.3f} + shared intern {:.3f} (lock wait {:.3f}, Python names {:.3f}, stack record write {:.3f}) + autograd {:.3f} (backward launches {:.1f}%, {:.3f} each; {:.3f} per backward launch in {} caller scans, on the caller scanner's thread unless AIFLAME_AUTOGRAD_DEFER=0, of {:.1f} us each, {:.1f} us of it reading {:.1f} thread stacks, {} scans the last caller's stack read again in one; forward {:.3f} each) + launch record write {:.3f}; per launch: {:.1f} "
       "native frames ({:.1f} by frame pointer, {:.1f} reused from the thread's previous walk), {:.1f}% of launches from their path's memo ({:.2f} memos checked each, {:.1f}% of them not the predicted one; {:.1f}% had none, {:.1f}% had one that did not hold, {:.1f}% of these walking to its stack; memos checked failed on: {}; {:.3f} us per walked launch's unwind ({} of these launches backward), {} walks at {:.1f} us each ({:.1f} of it in {:.1f} lookups of addresses not cached, {:.1f} of them found in the rows other threads looked up; {} walks with the thread's cache emptied by an object unloaded; {} frames through objects whose rows were being built, by their FDEs read in place), {} from backtrace() at {:.1f} us each), {:.1f} Python frames, {:.2f} unwind cache misses, {:.4f} stacks new to "
-      "the thread ({:.4f} new to the process); walk ends: outermost {} limit {} bad {} not-ready {} stale {} off-stack {}; forward lookups {} ({:.2f} slots read each, {:.1f}% found); thread-locals in static TLS: {}; hot-page regions on a huge page: {} of {}",
+      "the thread ({:.4f} new to the process); walk ends: outermost {} limit {} bad {} not-ready {} stale {} off-stack {}; forward lookups {} ({:.2f} slots read each, {:.1f}% found); thread-locals in static TLS: {} (reached by offset: {}); hot-page regions on a huge page: {} of {}",
       n, us(Total), us(Python), us(Unwind), us(Hash), us(Intern), us(InternLock), us(InternNames), us(InternWrite), us(Autograd),
       100.0 * per(backward_launches), bw ? tick_us(AutogradBackward) / static_cast<double>(bw) : 0.0,
       bw ? tick_us(CallerScan) / static_cast<double>(bw) : 0.0, caller_scans.load(),
@@ -76,7 +77,7 @@ std::string CaptureStats::line() const {
       ends[2].load(), ends[3].load(), ends[4].load(), ends[5].load(), forward_lookups.load(),
       forward_lookups.load() ? static_cast<double>(forward_slots.load()) / static_cast<double>(forward_lookups.load()) : 0.0,
       forward_lookups.load() ? 100.0 * static_cast<double>(forward_found.load()) / static_cast<double>(forward_lookups.load()) : 0.0,
-      thread_locals_static() ? "yes" : "no", regions.huge,
+      thread_locals_static() ? "yes" : "no", tls::learn() ? "yes" : "no", regions.huge,
       regions.regions);
 }
 

@@ -18,6 +18,7 @@
 namespace aiflame {
 
 thread_local constinit int t_phase = 0;
+AIFLAME_TLS_ENROLL(tls::kPhase, t_phase);
 
 namespace {
 

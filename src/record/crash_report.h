@@ -5,6 +5,7 @@
 // SIGSEGV with nothing to go on, since the report was only on with AIFLAME_DEBUG=1).
 #pragma once
 #include "util/hot_path.h"
+#include "util/tls_offsets.h"
 
 namespace aiflame {
 
@@ -16,11 +17,12 @@ extern thread_local constinit int t_phase;
 inline void set_phase(Phase p) { t_phase = static_cast<int>(p); }
 inline Phase current_phase() { return static_cast<Phase>(t_phase); }
 
-// The thread-local's address taken once for the scope's read and two writes (util/hot_path.h).
+// The thread-local's address taken once for the scope's read and two writes (util/hot_path.h), as
+// the thread pointer plus its offset (util/tls_offsets.h).
 struct PhaseScope {
   int* at;
   int saved;
-  explicit PhaseScope(Phase p) : at(tls_address(t_phase)), saved(*at) { *at = static_cast<int>(p); }
+  explicit PhaseScope(Phase p) : at(AIFLAME_TLS(tls::kPhase, t_phase)), saved(*at) { *at = static_cast<int>(p); }
   ~PhaseScope() { *at = saved; }
 };
 

@@ -20,6 +20,7 @@
 #include "record/crash_report.h"
 #include "record/debug_log.h"
 #include "util/static_tls.h"
+#include "util/tls_offsets.h"
 #include "record/gpu_backend.h"
 #include "record/module_map.h"
 #include "record/recorder.h"
@@ -150,8 +151,9 @@ int initialize() {
   }
   rec->start_collector([] { if (g_backend_started) g_backend->drain(); });
   std::atexit(at_exit);
-  debug("started: %s backend (API %u), writing %s.%d; thread-locals in static TLS: %s", g_backend->name(),
-        g_backend->version(), opt.output.c_str(), (int)getpid(), thread_locals_static() ? "yes" : "no");
+  debug("started: %s backend (API %u), writing %s.%d; thread-locals in static TLS: %s (reached by offset: %s)",
+        g_backend->name(), g_backend->version(), opt.output.c_str(), (int)getpid(), thread_locals_static() ? "yes" : "no",
+        tls::learn() ? "yes" : "no");
   return 1;
 }
 

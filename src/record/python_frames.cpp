@@ -14,6 +14,7 @@
 #include "util/hot_pages.h"
 #include "util/safe_memory.h"
 #include "util/hot_path.h"
+#include "util/tls_offsets.h"
 #include "util/word_hash.h"
 
 namespace aiflame {
@@ -41,7 +42,9 @@ struct PyWalkRecord {
   int n = 0;
   const void* frame[kFrames];
 };
-thread_local PyWalkRecord* t_pywalk = nullptr;  // in the thread's hot pages (util/hot_pages.h)
+thread_local constinit PyWalkRecord* t_pywalk = nullptr;  // in the thread's hot pages (util/hot_pages.h)
+AIFLAME_TLS_ENROLL(tls::kPyWalk, t_pywalk);
+static_assert(PythonFrames::kFingerprintFrames <= PyWalkRecord::kFrames, "fingerprint() keeps every frame it visits");
 
 template <class T>
 bool safe_at(const void* base, size_t off, T* v) {
@@ -172,7 +175,7 @@ bool PythonFrames::validate_by_type() {
 }
 
 AIFLAME_HOT void PythonFrames::prefetch() const {
-  const PyWalkRecord* r = t_pywalk;
+  const PyWalkRecord* r = *AIFLAME_TLS(tls::kPyWalk, t_pywalk);
   if (!r) return;
   // The fields the walk reads span a frame's first 72 bytes: one or two lines.
   for (int i = 0; i < r->n; i++) {
@@ -180,6 +183,43 @@ AIFLAME_HOT void PythonFrames::prefetch() const {
     __builtin_prefetch(f);
     __builtin_prefetch(f + 71);
   }
+}
+
+AIFLAME_HOT bool PythonFrames::fingerprint(uint64_t* out) const {
+  // capture()'s conditions for walk_raw with the state read in place, else false (the caller walks).
+  const int* const initialized = initialized_at_.load(std::memory_order_relaxed);
+  const PyTss* const tss = tss_.load(std::memory_order_relaxed);
+  if (!initialized || !tss || !validated_.load(std::memory_order_relaxed) || L_.kind == Layout::FrameObject ||
+      !api_ok_ || !layout_ok_ || state_search_.load(std::memory_order_relaxed) != 2 || !state_in_place_) [[unlikely]]
+    return false;
+  if (!__atomic_load_n(initialized, __ATOMIC_RELAXED)) return false;
+  PyWalkRecord* const rec = *AIFLAME_TLS(tls::kPyWalk, t_pywalk);
+  if (!rec) return false;
+  LaneHash h;
+  int v = 0;  // frames visited
+  // thread_state(true), then walk_raw's reads: a state that is not plausible, or a null cframe, is no frames.
+  const void* ts = __atomic_load_n(&tss->is_initialized, __ATOMIC_RELAXED)
+                       ? pthread_getspecific(__atomic_load_n(&tss->key, __ATOMIC_RELAXED))
+                       : nullptr;
+  if (plausible(ts)) {
+    const void* frame = read_at<const void*>(ts, L_.ts_cframe);
+    if (L_.kind == Layout::CFrame) frame = plausible(frame) ? read_at<const void*>(frame, L_.cframe_current) : nullptr;
+    const size_t owner_at = L_.frame_owner, code_at = L_.frame_code, instr_at = L_.frame_instr,
+                 previous_at = L_.frame_previous;
+    const void** kept = rec->frame;
+    for (; plausible(frame); v++) {
+      if (v == kFingerprintFrames) [[unlikely]]
+        return false;
+      kept[v] = frame;
+      // An instruction pointer is a user-space address (below 2^47): the owner byte above it.
+      const auto owner = static_cast<uint64_t>(read_at<unsigned char>(frame, owner_at));
+      h.pair(read_at<uint64_t>(frame, code_at), read_at<uint64_t>(frame, instr_at) ^ (owner << 56));
+      frame = read_at<const void*>(frame, previous_at);
+    }
+  }
+  rec->n = v;
+  *out = h.finish(static_cast<size_t>(v)) | 1;  // never 0 (a memo entry's "none")
+  return true;
 }
 
 uint64_t PythonFrames::hash(const RawPyFrame* f, int n) {
@@ -262,7 +302,7 @@ AIFLAME_HOT int PythonFrames::walk_raw(RawPyFrame* out, int max, uint64_t* check
   };
   void* ts = thread_state(in_place);
   if (!plausible(ts)) return none();
-  PyWalkRecord* rec = t_pywalk;
+  PyWalkRecord* rec = *AIFLAME_TLS(tls::kPyWalk, t_pywalk);
   if (!rec) rec = hot_new(t_pywalk);
   if (!rec) return none();
   const void* frame = read_at<const void*>(ts, L_.ts_cframe);

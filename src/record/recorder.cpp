@@ -18,6 +18,8 @@
 #include "record/unwind/shared_rows.h"
 #include "util/hot_pages.h"
 #include "util/hot_path.h"
+#include "util/tls_offsets.h"
+#include <type_traits>
 
 namespace aiflame {
 
@@ -108,7 +110,9 @@ struct LaunchThread {
   }
 };
 static_assert(sizeof(LaunchThread) <= 64, "one line, and the TLS block inside glibc's static surplus");
-thread_local LaunchThread t_launch;
+thread_local constinit LaunchThread t_launch;
+AIFLAME_TLS_ENROLL(tls::kLaunch, t_launch);
+static_assert(std::is_trivially_destructible_v<LaunchThread>, "reached by offset (util/tls_offsets.h)");
 
 // A launch's record and its thread's state, after the autograd tracking named its stack (`ag`): the
 // product's launch path and the measured one (Recorder::launch_lean, on_launch_measured).
@@ -149,7 +153,7 @@ __attribute__((always_inline)) inline void tally_add(bool shared, std::atomic<ui
 }
 }  // namespace
 
-AIFLAME_HOT void Recorder::on_launch_exit() { t_launch.in_launch = false; }
+AIFLAME_HOT void Recorder::on_launch_exit() { AIFLAME_TLS(tls::kLaunch, t_launch)->in_launch = false; }
 
 bool Recorder::launch_ab_slow(uint64_t site) {
   LaunchTally& t = tally();
@@ -286,7 +290,7 @@ AIFLAME_HOT __attribute__((always_inline)) inline Recorder::LeanLaunch Recorder:
   const AutogradTracker::Pending pending = autograd_.before_capture();  // prefetches what it will write
   const StackCapture::Result st =
       stacks_.capture(site ^ (static_cast<uint64_t>(api) << 48), true, memo_key_node_ ? pending.node_type : 0);
-  LaunchThread& thread = *tls_address(t_launch);
+  LaunchThread& thread = *AIFLAME_TLS(tls::kLaunch, t_launch);
   if (!thread.tid) [[unlikely]]
     thread.tid = static_cast<uint32_t>(gettid());
   const AutogradTracker::Launch ag = autograd_.on_launch(st.stack_id, pending, timestamp);
@@ -341,7 +345,7 @@ void Recorder::on_launch_measured(uint32_t api, uint32_t correlation_id, uint64_
                       !(ab_slice && autograd_ab_ == 4), !(ab_slice && autograd_ab_ == 5));
   const uint64_t p2 = phases ? clock_.now() : 0;
   uint64_t c1 = stats ? CaptureStats::now() : 0;
-  LaunchThread& thread = t_launch;
+  LaunchThread& thread = *AIFLAME_TLS(tls::kLaunch, t_launch);
   if (!thread.tid) thread.tid = static_cast<uint32_t>(gettid());
   const AutogradTracker::Launch ag =
       ab_off ? AutogradTracker::Launch{st.stack_id} : autograd_.on_launch(st.stack_id, pending, timestamp);
@@ -636,8 +640,11 @@ void Recorder::finish(uint64_t end_timestamp) {
                  static_cast<unsigned long long>(writer_.full_handovers()));
   if (opt_.measure.verify_memos) {
     const StackCapture::MemoCheck c = stacks_.memo_check();
-    std::fprintf(stderr, "aiflame: memo check: %llu launches took their memo, each walked again in full: %llu got another stack\n",
-                 static_cast<unsigned long long>(c.checked), static_cast<unsigned long long>(c.differed));
+    std::fprintf(stderr,
+                 "aiflame: memo check: %llu launches took their memo (%llu by the Python fingerprint), each walked again in "
+                 "full: %llu got another stack\n",
+                 static_cast<unsigned long long>(c.checked), static_cast<unsigned long long>(c.by_fingerprint),
+                 static_cast<unsigned long long>(c.differed));
   }
   if (!writer_.close()) std::fprintf(stderr, "aiflame: writing the profile failed: %s\n", writer_.error().c_str());
   started_ = false;

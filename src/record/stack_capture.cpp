@@ -8,6 +8,7 @@
 #include "util/hot_pages.h"
 #include "util/word_hash.h"
 #include "util/hot_path.h"
+#include "util/tls_offsets.h"
 
 #include <execinfo.h>
 #include <x86intrin.h>
@@ -130,6 +131,11 @@ constexpr int kMemosPerKey = std::min(kMemoWays, unwind::kMaxChecks);
 // capture cost). Two Python stacks that share the key and this hash: about 2^-64 per pair.
 struct MemoEntry {
   uint64_t py_check;  // PythonFrames::hash() of the Python frames
+  // The launch path's check of its predicted entry (StackCapture::capture): PythonFrames::fingerprint()
+  // of the last launch that took or wrote this entry, mixed with its key's site and salt (0: none). Equal
+  // fingerprints mean equal Python frames (and so equal py_check and key, but for the depth, which the
+  // walk memo checks), without the walk that materialises them.
+  uint64_t py_fast;
   // The entry the thread's next launch took last time, and its lines (MemoTable::last says why).
   MemoEntry* next;
   uint32_t next_lines;
@@ -156,6 +162,7 @@ struct MemoTable {
   uint64_t owner = 0;
   bool walked = true;  // the thread's last capture walked (took no memo): prefetch a walk's tables early
   uint32_t clock = 0;  // ticked when a memo holds or is written (MemoSet::used)
+  uint64_t fast_holds = 0;  // launches that took their predicted memo by the Python fingerprint (tests)
   // The entry of the thread's last launch (null: it had none). A training step launches from its call
   // paths in the same order every step, so the entry the launch after this one took last time is
   // likely the next launch's: its lines and its set's are prefetched at the capture's start, and load
@@ -175,7 +182,10 @@ struct MemoTable {
 // With the unwinder's cache and record (~80 KB) and the Python walk's record it fits the thread's 2-MB
 // hot-pages region (util/hot_pages.cpp); past it, hot_alloc would take it from the heap, in 4-KiB pages.
 static_assert(sizeof(MemoTable) <= (size_t{3} << 19), "the memo table must leave room in the 2-MB hot-pages region");
-thread_local MemoTable* t_memo = nullptr;  // in the thread's hot pages, never freed (util/hot_pages.h)
+thread_local constinit MemoTable* t_memo = nullptr;  // in the thread's hot pages, never freed (util/hot_pages.h)
+AIFLAME_TLS_ENROLL(tls::kMemo, t_memo);
+// The thread's table, reached by offset (util/tls_offsets.h).
+inline MemoTable* thread_memo() { return *AIFLAME_TLS(tls::kMemo, t_memo); }
 
 // The distinct stack lines that `m`'s check reads, in address order: line i at (m.sp & ~63) + 64 * out[i].
 int memo_lines(const unwind::WalkMemo& m, uint16_t (&out)[unwind::WalkMemo::kMaxWords]) {
@@ -232,7 +242,7 @@ unwind::WalkMemo& t_scratch_memo() {
 }
 
 MemoTable& memo_table(uint64_t owner) {
-  MemoTable* t = t_memo;
+  MemoTable* t = thread_memo();
   if (!t) t = hot_new(t_memo);  // owner 0: cleared below (serials start at 1)
   if (t->owner != owner) {
     if (t->owner)  // a fresh table's sets are hot_alloc's zeros already: not written (their pages untouched)
@@ -288,6 +298,9 @@ StackCapture::StackCapture(ProfileWriter& w, StringTable& strings)
     : writer_(w), strings_(strings), serial_(g_serial.fetch_add(1)) {}
 
 void StackCapture::init(UnwindPolicy policy, bool python, uint32_t) {
+  // The launch path's thread-locals by offset from now on, if they are in static TLS (one short-lived
+  // thread, once per process; util/tls_offsets.h).
+  tls::learn();
   policy_ = policy;
   use_python_ = python;
   update_fast();
@@ -462,7 +475,7 @@ AIFLAME_HOT bool StackCapture::prefetch() {
   if (use_python_ && python_prefetch_) python_.prefetch();
   if (policy_ == UnwindPolicy::Off) return false;
   unwind::prefetch_for_check();
-  const MemoTable* mt = t_memo;
+  const MemoTable* mt = thread_memo();
   const bool walk = !mt || mt->walked;
   if (walk) unwind::prefetch_for_walk();
   if (!mt || mt->owner != serial_ || !mt->last) return walk;
@@ -480,7 +493,7 @@ AIFLAME_HOT bool StackCapture::prefetch() {
 // this thread's table, read by a walk on it), which stays mapped while the thread lives. The first
 // round meets them as the capture would, the second just after they were loaded.
 __attribute__((no_sanitize("address"))) void StackCapture::probe_lines() {
-  const MemoTable* mt = t_memo;
+  const MemoTable* mt = thread_memo();
   if (!mt || mt->owner != serial_ || !mt->last || !mt->last->next) return;
   const unwind::WalkMemo& m = mt->last->next->walk;
   uint16_t lines[unwind::WalkMemo::kMaxWords];
@@ -543,6 +556,37 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
   int np = 0;
   const bool tables = prefetch();  // a walk's tables fetched (the thread's last launch walked)
   const bool stats = CaptureStats::on();
+  // The Python frames' fingerprint (PythonFrames::fingerprint; 0: none), and with it the memo that
+  // likely follows the thread's previous launch's (MemoTable::last), or that launch's own, checked
+  // before any walk: nearly every launch of a training loop takes one of the two (1.03-1.07 memos
+  // checked per launch from a memo on the H100, seventeenth session). Here in as few instructions as
+  // it takes, since a launch runs them with the caches and the branch predictors cold (the program ran
+  // between two launches); everything else (the Python walk, the key's sets searched, walks, the
+  // measurements) after it, and in capture_walk.
+  uint64_t py_fast = 0;
+  if (policy_ != UnwindPolicy::Off && py_in_place) {
+    uint64_t f = 1;  // no Python frames read: one fingerprint for every launch
+    if (!use_python_ || python_.fingerprint(&f)) py_fast = mix(f, (memo_key_site_ ? site : 0) ^ key_salt) | 1;
+  }
+  if (py_fast && fast_ && fast && !stats && predict) {
+    if (MemoTable* const table = thread_memo(); table && table->owner == serial_ && table->last) {
+      MemoEntry* const last = table->last;
+      MemoEntry* e = last->next;
+      for (int k = 0; k < 2; k++, e = last) {
+        if (!e || e->py_fast != py_fast || !unwind::memo_holds_here(e->walk, start, kMaxNative)) continue;
+        const int i = static_cast<int>(e - table->e);
+        mark_held(*table, i);
+        table->walked = false;
+        table->fast_holds++;
+        follow(*table, e);
+        if (verify_memos_) [[unlikely]] {
+          if (use_python_) np = python_.capture(py, kMaxPython);
+          verify_memo(start, ra, py, np, e->id, true);
+        }
+        return {e->id, true};
+      }
+    }
+  }
   uint64_t t0 = stats ? CaptureStats::now() : 0;
   // The Python frames' hash (the memo entry's check), computed by the walk as it reads them.
   uint64_t py_hash = 0;
@@ -553,14 +597,11 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
     py_hash = PythonFrames::hash(py, 0);
   }
   const uint64_t t1 = stats ? CaptureStats::now() : 0;
-  // The launch from the memo that likely follows the thread's previous launch's (MemoTable::last):
-  // nearly every launch of a training loop (1.03-1.07 memos checked per launch from a memo on the
-  // H100, seventeenth session). Here in as few instructions as it takes, since a launch runs them with
-  // the caches and the branch predictors cold (the program ran between two launches); everything else
-  // (the key's sets searched, walks, the measurements) in capture_walk.
+  // Without a fingerprint (the Python state not read in place yet, a stack deeper than the fingerprint
+  // reads), the predicted memo by its key, as before the thirtieth session.
   int checked = -1;  // the predicted entry, checked here and failed
-  if (fast_ && fast && !stats && predict && np <= kMemoPython) {
-    if (MemoTable* const table = t_memo; table && table->owner == serial_) {
+  if (!py_fast && fast_ && fast && !stats && predict && np <= kMemoPython) {
+    if (MemoTable* const table = thread_memo(); table && table->owner == serial_) {
       const uint64_t key = memo_key(py_hash, (memo_key_site_ ? site : 0) ^ key_salt, start.sp);
       if (const int i = predicted_entry(*table, key, np, py_hash); i >= 0) {
         const MemoEntry* e = &table->e[i];
@@ -576,15 +617,22 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
       }
     }
   }
-  const Result r = capture_walk(start, ra, py, np, py_hash, tables, t0, t1, site, predict, key_salt, checked);
+  const Result r = capture_walk(start, ra, py, np, py_hash, py_fast, tables, t0, t1, site, predict, key_salt, checked);
   // Not a tail call: capture_walk's walks read this frame, from start.sp up.
   asm volatile("" ::"r"(&frames) : "memory");
   return r;
 }
 
+uint64_t StackCapture::thread_fast_holds() const {
+  const MemoTable* t = thread_memo();
+  return t && t->owner == serial_ ? t->fast_holds : 0;
+}
+
 // AIFLAME_VERIFY_MEMOS: the launch that took stack `held` from its memo walked again in full, every
 // frame, and the two stacks compared.
-void StackCapture::verify_memo(const unwind::Regs& start, uint64_t ra, const RawPyFrame* py, int np, uint32_t held) {
+void StackCapture::verify_memo(const unwind::Regs& start, uint64_t ra, const RawPyFrame* py, int np, uint32_t held,
+                               bool by_fingerprint) {
+  if (by_fingerprint) memo_fast_.fetch_add(1, std::memory_order_relaxed);
   union Content {
     uint64_t words[kMaxContent];
     Content() {}
@@ -601,7 +649,7 @@ void StackCapture::verify_memo(const unwind::Regs& start, uint64_t ra, const Raw
 // The rest of a capture (StackCapture::capture): the memo predicted checked unless `checked` is it,
 // the key's other memos, a walk into a slot of the key's sets when none holds, and the measurements.
 StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint64_t ra, const RawPyFrame* py, int np,
-                                                uint64_t py_hash, bool tables, uint64_t t0, uint64_t t1,
+                                                uint64_t py_hash, uint64_t py_fast, bool tables, uint64_t t0, uint64_t t1,
                                                 uint64_t site, bool predict, uint64_t key_salt, int checked) {
   const bool stats = CaptureStats::on();
   union Content {
@@ -760,6 +808,7 @@ StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint6
       }
       if (held_i >= 0) {
         held = &table->e[held_i];
+        held->py_fast = py_fast;  // this launch's frames: the same code at the same instructions, if not the same shim frames
         mark_held(*table, held_i);
       }
       if (held && verify_memos_) checking = held->id;
@@ -767,6 +816,12 @@ StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint6
     }
   }
   if (held && slot_is_found) *slot_key = key;  // not walked: the slot keeps its memo
+  if (table) {
+    // Before the verification's return below: with AIFLAME_VERIFY_MEMOS the table learns the order of
+    // the paths as without it (it returned first, so a launch after one verified here was never predicted).
+    table->walked = !held;
+    if (held) follow(*table, held);
+  }
   if (checking) {
     verify_memo(start, ra, py, np, checking);
     if (stats) {  // counted as the launch from its memo that it is (the check's walk included in its time)
@@ -775,10 +830,6 @@ StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint6
       cs.memo_held.fetch_add(1, std::memory_order_relaxed);
     }
     return {checking, true};
-  }
-  if (table) {
-    table->walked = !held;
-    if (held) follow(*table, held);
   }
   if (held) {
     if (stats) {
@@ -803,6 +854,7 @@ StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint6
     slot->nn = nn;
     slot->np = np;
     slot->py_check = py_check;
+    slot->py_fast = py_fast;
     slot->next = nullptr;
     *slot_key = key;
     MemoSet& set = table->sets[static_cast<size_t>(slot_i) / kMemoWays];

@@ -99,8 +99,12 @@ class StackCapture {
   }
   struct MemoCheck {
     uint64_t checked = 0, differed = 0;
+    uint64_t by_fingerprint = 0;  // of the checked: launches that took their memo by the Python fingerprint
   };
-  MemoCheck memo_check() const { return {memo_checked_.load(), memo_differed_.load()}; }
+  MemoCheck memo_check() const { return {memo_checked_.load(), memo_differed_.load(), memo_fast_.load()}; }
+  // The calling thread's launches that took their predicted memo by the Python frames' fingerprint
+  // (capture()'s fast path), for tests.
+  uint64_t thread_fast_holds() const;
 
   struct Result {
     uint32_t stack_id = 0;
@@ -130,12 +134,15 @@ class StackCapture {
              const unwind::WalkMemo* const* checks = nullptr, int n_checks = 0, unwind::WalkMemo* memo = nullptr,
              bool full = false, bool check_only = false);
   // capture() past its predicted memo (checked: that entry's index if capture() checked it, else -1).
+  // py_fast: the launch's Python fingerprint and key (0: none), kept on the entry it takes or writes.
   Result capture_walk(const unwind::Regs& start, uint64_t ra, const RawPyFrame* py, int np, uint64_t py_hash,
-                      bool tables, uint64_t t0, uint64_t t1, uint64_t site, bool predict, uint64_t key_salt,
+                      uint64_t py_fast, bool tables, uint64_t t0, uint64_t t1, uint64_t site, bool predict, uint64_t key_salt,
                       int checked);
   // capture() checks the predicted memo itself unless a measurement or switch needs capture_walk.
   void update_fast() { fast_ = policy_ != UnwindPolicy::Off && incremental_ && !probe_lines_; }
-  void verify_memo(const unwind::Regs& start, uint64_t ra, const RawPyFrame* py, int np, uint32_t held);
+  // by_fingerprint: the memo was taken by the Python fingerprint (capture()'s fast path).
+  void verify_memo(const unwind::Regs& start, uint64_t ra, const RawPyFrame* py, int np, uint32_t held,
+                   bool by_fingerprint = false);
   bool fast_ = true;  // update_fast() with the defaults
   // t_looked_up: set to the TSC after this thread's table was looked up (the breakdown), if not null.
   uint32_t stack_id_of(uint64_t* content, int nn, const RawPyFrame* py, int np, bool* thread_new, uint64_t* t_looked_up);
@@ -162,7 +169,7 @@ class StackCapture {
   bool python_prefetch_ = true;
   bool fallback_always_ = false;    // set_fallback_for_test
   BacktraceFn backtrace_ = nullptr;  // set_fallback_for_test; null: glibc's backtrace()
-  std::atomic<uint64_t> memo_checked_{0}, memo_differed_{0};
+  std::atomic<uint64_t> memo_checked_{0}, memo_differed_{0}, memo_fast_{0};
   UnwindPolicy policy_ = UnwindPolicy::Always;
   std::vector<std::pair<uint64_t, uint64_t>> skip_;
   const uint64_t serial_;  // tells this capture's per-thread tables from another's (tests make several)

@@ -16,17 +16,3 @@
 #define AIFLAME_HOT __attribute__((hot))
 #define AIFLAME_COLD __attribute__((cold, noinline))
 
-// The address of a thread-local, taken once. The injection library reaches its thread-locals through
-// TLS descriptors (-mtls-dialect=gnu2): each address is an indirect call into ld.so, and GCC takes the
-// address again after any call or branch instead of keeping it, so the launch path made 22 such calls
-// a launch, several of them for one variable (callgrind on BM_OnLaunchCold). On the H200, before each
-// launch of a training loop, such an access cost 10.8-12.0 ns against 7.0-7.3 for a global's
-// (AIFLAME_CAPTURE_PROBE=4, twenty-ninth session). The empty asm hides where the pointer came from, so
-// that the compiler keeps it in a register or on the stack.
-template <class T>
-__attribute__((always_inline)) inline T* tls_address(T& thread_local_variable) {
-  T* p = &thread_local_variable;
-  asm("" : "+r"(p));
-  return p;
-}
-

@@ -11,8 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "profile/profile_writer.h"
 #include "record/py_name_cache.h"
 #include "record/python_frames.h"
+#include "record/stack_capture.h"
+#include "record/string_table.h"
 
 namespace {
 aiflame::PythonFrames g_frames;
@@ -71,6 +74,45 @@ extern "C" int aiflame_probe_hash(uint64_t* check) {
   *check = h;
   if (n <= 0) return -1;
   return h == aiflame::PythonFrames::hash(frames, n) ? 1 : 0;
+}
+
+// PythonFrames::fingerprint here: 1 and *out if it is available, else 0.
+extern "C" int aiflame_probe_fingerprint(uint64_t* out) {
+  *out = 0;
+  return g_frames.fingerprint(out) ? 1 : 0;
+}
+
+// A StackCapture with Python frames (the launch path's capture) writing to `path`, every launch that
+// takes its memo walked again in full and compared (AIFLAME_VERIFY_MEMOS).
+namespace {
+struct Stacks {
+  aiflame::ProfileWriter writer;
+  aiflame::StringTable strings{writer};
+  aiflame::StackCapture capture{writer, strings};
+};
+Stacks* g_stacks = nullptr;
+}  // namespace
+extern "C" int aiflame_probe_stacks_open(const char* path) {
+  g_stacks = new Stacks;
+  std::string err;
+  if (!g_stacks->writer.open(path, false, &err)) return 0;
+  g_stacks->capture.init(aiflame::UnwindPolicy::Always, /*python=*/true);
+  g_stacks->capture.set_verify_memos(true);
+  return 1;
+}
+// The stack id of a launch from here (one native call site for every Python caller).
+extern "C" __attribute__((noinline)) unsigned aiflame_probe_stack_id() {
+  const unsigned id = g_stacks->capture.capture(0x1000).stack_id;
+  asm volatile("");
+  return id;
+}
+// Launches from their memo walked again and compared, those whose full walk gave another stack, and
+// this thread's launches from their predicted memo by the Python fingerprint.
+extern "C" void aiflame_probe_stacks_counts(uint64_t* checked, uint64_t* differed, uint64_t* fast) {
+  const auto m = g_stacks->capture.memo_check();
+  *checked = m.checked;
+  *differed = m.differed;
+  *fast = g_stacks->capture.thread_fast_holds();
 }
 
 // The same through PyNameCache, as a stack new to the process names its frames (StackCapture::

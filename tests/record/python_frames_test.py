@@ -106,6 +106,91 @@ for name, dll in (("with the GIL", with_gil), ("without the GIL", without_gil)):
     check("walk hash the same for the same frames " + name, twice[0][1] == twice[1][1], twice)
     check("walk hash differs for another line " + name, twice[0][1] != other[1], (twice, other))
 
+# The launch path's fingerprint of the frames (StackCapture::capture checks its predicted memo by it):
+# the same for the same frames, another for another line, another caller or one frame more; none for
+# 3.10's frame objects (capture walks them) or a stack deeper than it reads (64 frames).
+def fingerprint_here():
+    h = ctypes.c_uint64()
+    return without_gil.aiflame_probe_fingerprint(ctypes.byref(h)), h.value  # LINE_FP_A
+
+
+def fingerprint_other_line():
+    h = ctypes.c_uint64()
+    return without_gil.aiflame_probe_fingerprint(ctypes.byref(h)), h.value  # LINE_FP_B
+
+
+def fingerprint_via_caller():
+    return fingerprint_here()
+
+
+def fingerprint_two_lines():
+    first = fingerprint_here()
+    return first, fingerprint_here()  # one function, the same callee, another instruction
+
+
+def fingerprint_deeper(k):
+    return fingerprint_deeper(k - 1) if k else fingerprint_here()
+
+
+same = [fingerprint_here() for _ in range(2)]
+if sys.version_info < (3, 11):
+    check("no fingerprint for 3.10's frame objects", same[0][0] == 0, same)
+else:
+    other, caller, one_more, deep70 = fingerprint_other_line(), fingerprint_via_caller(), fingerprint_deeper(1), fingerprint_deeper(70)
+    check("fingerprint available", same[0][0] == 1 and same[1][0] == 1 and other[0] == 1 and caller[0] == 1, same)
+    check("fingerprint the same for the same frames", same[0][1] == same[1][1] != 0, same)
+    check("fingerprint differs for another line", other[1] != same[0][1], (same, other))
+    two = fingerprint_two_lines()
+    check("fingerprint differs for a call from another line of a function", two[0][1] != two[1][1], two)
+    check("fingerprint differs for another caller", caller[1] != same[0][1], (same, caller))
+    check("fingerprint differs for one frame more", one_more[1] not in (same[0][1], caller[1]), (same, one_more))
+    check("no fingerprint past 64 frames", deep70[0] == 0, deep70)
+
+# The capture's memos in a real interpreter: two Python lines launching through one native path
+# (ctypes from one function, so the native stacks are alike) take their own stacks, every launch from
+# its memo gives the stack a full walk gives (AIFLAME_VERIFY_MEMOS), and on 3.11+ nearly every launch
+# takes its memo by the Python fingerprint, without a Python walk.
+import os
+import tempfile
+
+
+def launch_a():
+    return without_gil.aiflame_probe_stack_id()  # LINE_LAUNCH_A
+
+
+def launch_b():
+    return without_gil.aiflame_probe_stack_id()  # LINE_LAUNCH_B
+
+
+def launch_from(f):
+    return f()
+
+
+stacks_dir = tempfile.mkdtemp(prefix="aiflame_pyprobe_")
+check("stack capture opened", without_gil.aiflame_probe_stacks_open(os.path.join(stacks_dir, "s.aiflame").encode()) == 1)
+ids = {"a": set(), "b": set(), "a via": set()}
+# The first rounds apart: 3.13 specialises the calls, and a specialised call is another native path.
+for i in range(10):
+    launch_a(), launch_b(), launch_from(launch_a)
+before = [ctypes.c_uint64() for _ in range(3)]
+without_gil.aiflame_probe_stacks_counts(*[ctypes.byref(c) for c in before])
+for i in range(300):
+    ids["a"].add(launch_a())
+    ids["b"].add(launch_b())
+    ids["a via"].add(launch_from(launch_a))
+after = [ctypes.c_uint64() for _ in range(3)]
+without_gil.aiflame_probe_stacks_counts(*[ctypes.byref(c) for c in after])
+checked, differed, fast = [a.value - b.value for a, b in zip(after, before)]
+check("one stack per Python path", all(len(v) == 1 for v in ids.values()), ids)
+check("each Python path its own stack", len(set().union(*ids.values())) == 3, ids)
+# 897: the loop's first round walks its three paths (another line of this module than the rounds above).
+check("launches from their memo as the full walk gives them", checked == 897 and after[1].value == 0,
+      (checked, after[1].value))
+if sys.version_info >= (3, 11):
+    check("launches from their memo by the fingerprint", fast >= 890, fast)
+import shutil
+shutil.rmtree(stacks_dir, ignore_errors=True)
+
 # Another thread's frames, read while it sits in C with the GIL released (as the thread that called
 # backward() does while autograd's engine threads launch): names and lines of this file, leaf first.
 import os

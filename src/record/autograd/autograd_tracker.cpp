@@ -9,6 +9,9 @@
 #include "record/debug_log.h"
 #include "util/hot_pages.h"
 #include "util/hot_path.h"
+#include "util/tls_offsets.h"
+
+#include <type_traits>
 
 namespace aiflame {
 namespace {
@@ -52,11 +55,14 @@ static_assert(sizeof(AutogradTracker::ThreadState) == 64);
 namespace {
 // The thread's backward sets: in its hot pages, kept across trackers (cleared for a new one), null
 // again once the thread's region is released (a CUPTI callback during the exit maps a new one).
-thread_local AutogradTracker::BackwardCache* t_sets = nullptr;
+thread_local constinit AutogradTracker::BackwardCache* t_sets = nullptr;
+AIFLAME_TLS_ENROLL(tls::kAutogradSets, t_sets);
+thread_local constinit AutogradTracker::ThreadState t_autograd;
+AIFLAME_TLS_ENROLL(tls::kAutograd, t_autograd);
+static_assert(std::is_trivially_destructible_v<AutogradTracker::ThreadState>, "reached by offset (util/tls_offsets.h)");
 
 AutogradTracker::ThreadState& thread_state(uint64_t owner) {
-  static thread_local AutogradTracker::ThreadState state;
-  AutogradTracker::ThreadState& t = *tls_address(state);  // (util/hot_path.h)
+  AutogradTracker::ThreadState& t = *AIFLAME_TLS(tls::kAutograd, t_autograd);  // (util/tls_offsets.h)
   if (t.owner != owner) {
     t = AutogradTracker::ThreadState();
     t.owner = owner;
@@ -205,7 +211,8 @@ AIFLAME_HOT AutogradTracker::Pending AutogradTracker::before_capture(bool in_pla
   }
   if (t.counts && !hot_.light && !hot_.defer) {
     __builtin_prefetch(t.counts, 1);
-    if (t_sets) __builtin_prefetch(&t_sets->sets[t.next_set]);
+    if (AutogradTracker::BackwardCache* const sets = *AIFLAME_TLS(tls::kAutogradSets, t_sets))
+      __builtin_prefetch(&sets->sets[t.next_set]);
   }
   if (!node_on) return p;
   // The node this thread evaluates: alive while it does (current_node's reference is only a copy of

@@ -15,6 +15,7 @@
 #include "record/crash_report.h"
 #include "record/debug_log.h"
 #include "util/hot_path.h"
+#include "util/tls_offsets.h"
 
 namespace aiflame {
 namespace {
@@ -23,7 +24,8 @@ constexpr size_t kPcBufferEntries = 10000;
 
 // Set while prime_sampling() runs its own kernel on this thread: the backend's callbacks ignore that
 // module and launch.
-thread_local bool t_priming = false;
+thread_local constinit bool t_priming = false;
+AIFLAME_TLS_ENROLL(tls::kPriming, t_priming);
 
 // aiflame's own kernel for prime_sampling(), as PTX that the driver compiles for the GPU at hand (PC
 // sampling needs sm_70 or newer). It spins a few thousand iterations; the store behind a pointer
@@ -71,7 +73,7 @@ __attribute__((format(printf, 1, 2))) void win_trace_line(const char* fmt, ...) 
     if (measure_.win_trace) win_trace_line(__VA_ARGS__); \
   } while (0)
 
-bool priming_on_this_thread() { return t_priming; }
+bool priming_on_this_thread() { return *AIFLAME_TLS(tls::kPriming, t_priming); }  // at each launch callback
 
 // Kernel-serialized sampling starts once per context, at the first launch inside a window, and that
 // start cost 0.3-0.6 s on the H100 (bench/probes/window_toggle.cu: every Enable pays it again, so

@@ -15,6 +15,7 @@
 #include "util/hot_pages.h"
 #include "util/loaded_objects.h"
 #include "util/hot_path.h"
+#include "util/tls_offsets.h"
 
 namespace aiflame::unwind {
 namespace {
@@ -291,8 +292,9 @@ struct ThreadStack {
   bool found = false;
 };
 thread_local constinit ThreadStack t_stack;
+AIFLAME_TLS_ENROLL(tls::kStack, t_stack);
 StackBounds thread_stack() {
-  ThreadStack& t = *tls_address(t_stack);
+  ThreadStack& t = *AIFLAME_TLS(tls::kStack, t_stack);
   if (!t.found) [[unlikely]] {
     t.bounds = find_thread_stack();
     t.found = true;
