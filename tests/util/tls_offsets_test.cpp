@@ -1,5 +1,6 @@
 #include "util/tls_offsets.h"
 
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -79,6 +80,54 @@ TEST(TlsOffsets, AVariableOutsideStaticTlsLeavesEveryAccessOrdinary) {
   // The same probe at the variable's own place is learned (the checks above are the probes').
   EXPECT_TRUE(tls::learn_for_tests(tls::kTestB, []() -> void* { return &t_b; }));
   EXPECT_EQ(b_by_offset(), &t_b);
+}
+
+
+// The same code in a dlopen'ed library, as the injection library is loaded: with a small TLS block
+// glibc puts it in its static surplus and the variables are reached by offset on every thread; past
+// the surplus its block is dynamic, nothing is learned, and every access is the ordinary one.
+struct Module {
+  void* h;
+  int (*is_static)();
+  int (*learn)();
+  intptr_t (*offset)();
+  int (*access_ok)(uint64_t);
+  explicit Module(const char* path) : h(dlopen(path, RTLD_NOW | RTLD_LOCAL)) {
+    if (!h) return;
+    is_static = reinterpret_cast<int (*)()>(dlsym(h, "aiflame_tlsmod_static"));
+    learn = reinterpret_cast<int (*)()>(dlsym(h, "aiflame_tlsmod_learn"));
+    offset = reinterpret_cast<intptr_t (*)()>(dlsym(h, "aiflame_tlsmod_offset"));
+    access_ok = reinterpret_cast<int (*)(uint64_t)>(dlsym(h, "aiflame_tlsmod_access_ok"));
+  }
+  bool on_other_thread(uint64_t v) {
+    bool ok = false;
+    std::thread t([&] { ok = access_ok(v) == 1; });
+    t.join();
+    return ok;
+  }
+};
+
+TEST(TlsOffsets, ALoadedLibraryInStaticTlsReachesItsVariablesByOffset) {
+  Module m(AIFLAME_TEST_TLS_OFFSETS_SMALL);
+  ASSERT_NE(m.h, nullptr) << dlerror();
+  if (!m.is_static()) GTEST_SKIP() << "glibc's static TLS surplus is used up in this process";
+  std::thread born_before([] {});
+  EXPECT_EQ(m.learn(), 1);
+  EXPECT_LT(m.offset(), 0);
+  EXPECT_EQ(m.access_ok(11), 1);
+  EXPECT_TRUE(m.on_other_thread(12));
+  born_before.join();
+  EXPECT_EQ(m.access_ok(13), 1);
+}
+
+TEST(TlsOffsets, ALoadedLibraryInADynamicTlsBlockKeepsTheOrdinaryAccess) {
+  Module m(AIFLAME_TEST_TLS_OFFSETS_BIG);
+  ASSERT_NE(m.h, nullptr) << dlerror();
+  EXPECT_EQ(m.is_static(), 0);  // 16 KiB: past the surplus
+  EXPECT_EQ(m.learn(), 0);
+  EXPECT_EQ(m.offset(), 0);
+  EXPECT_EQ(m.access_ok(21), 1);
+  EXPECT_TRUE(m.on_other_thread(22));
 }
 
 }  // namespace
