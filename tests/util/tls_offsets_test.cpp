@@ -107,13 +107,20 @@ struct Module {
   }
 };
 
-TEST(TlsOffsets, ALoadedLibraryInStaticTlsReachesItsVariablesByOffset) {
+TEST(TlsOffsets, ALoadedLibraryReachesItsVariablesByOffsetWhereItsBlockIsStatic) {
   Module m(AIFLAME_TEST_TLS_OFFSETS_SMALL);
   ASSERT_NE(m.h, nullptr) << dlerror();
-  if (!m.is_static()) GTEST_SKIP() << "glibc's static TLS surplus is used up in this process";
+#if AIFLAME_TEST_TLSDESC
+  // With TLS descriptors, as the injection library is built, glibc puts a small block in its static
+  // surplus. (The sanitizer builds keep the default dialect, whose dlopen'ed blocks are dynamic.)
+  ASSERT_EQ(m.is_static(), 1);
+#endif
   std::thread born_before([] {});
-  EXPECT_EQ(m.learn(), 1);
-  EXPECT_LT(m.offset(), 0);
+  EXPECT_EQ(m.learn(), m.is_static());
+  if (m.is_static())
+    EXPECT_LT(m.offset(), 0);
+  else
+    EXPECT_EQ(m.offset(), 0);
   EXPECT_EQ(m.access_ok(11), 1);
   EXPECT_TRUE(m.on_other_thread(12));
   born_before.join();
