@@ -186,21 +186,19 @@ AIFLAME_HOT void PythonFrames::prefetch() const {
 }
 
 AIFLAME_HOT bool PythonFrames::fingerprint(uint64_t* out) const {
-  // capture()'s conditions for walk_raw with the state read in place, else false (the caller walks).
-  const int* const initialized = initialized_at_.load(std::memory_order_relaxed);
-  const PyTss* const tss = tss_.load(std::memory_order_relaxed);
-  if (!initialized || !tss || !validated_.load(std::memory_order_relaxed) || L_.kind == Layout::FrameObject ||
-      !api_ok_ || !layout_ok_ || state_search_.load(std::memory_order_relaxed) != 2 || !state_in_place_) [[unlikely]]
+  // capture()'s conditions for walk_raw with the state read in place (the flag and the thread-state
+  // key found, so initialized(true) and thread_state(true) read them), else false (the caller walks).
+  if (!initialized_at_.load(std::memory_order_relaxed) || !tss_.load(std::memory_order_relaxed) ||
+      !validated_.load(std::memory_order_relaxed) || L_.kind == Layout::FrameObject || !api_ok_ || !layout_ok_ ||
+      state_search_.load(std::memory_order_relaxed) != 2 || !state_in_place_) [[unlikely]]
     return false;
-  if (!__atomic_load_n(initialized, __ATOMIC_RELAXED)) return false;
+  if (!initialized(true)) return false;
   PyWalkRecord* const rec = *AIFLAME_TLS(tls::kPyWalk, t_pywalk);
   if (!rec) return false;
   LaneHash h;
   int v = 0;  // frames visited
-  // thread_state(true), then walk_raw's reads: a state that is not plausible, or a null cframe, is no frames.
-  const void* ts = __atomic_load_n(&tss->is_initialized, __ATOMIC_RELAXED)
-                       ? pthread_getspecific(__atomic_load_n(&tss->key, __ATOMIC_RELAXED))
-                       : nullptr;
+  // walk_raw's reads: a state that is not plausible, or a null cframe, is no frames.
+  const void* ts = thread_state(true);
   if (plausible(ts)) {
     const void* frame = read_at<const void*>(ts, L_.ts_cframe);
     if (L_.kind == Layout::CFrame) frame = plausible(frame) ? read_at<const void*>(frame, L_.cframe_current) : nullptr;

@@ -19,7 +19,6 @@
 #include "util/hot_pages.h"
 #include "util/hot_path.h"
 #include "util/tls_offsets.h"
-#include <type_traits>
 
 namespace aiflame {
 
@@ -112,7 +111,6 @@ struct LaunchThread {
 static_assert(sizeof(LaunchThread) <= 64, "one line, and the TLS block inside glibc's static surplus");
 thread_local constinit LaunchThread t_launch;
 AIFLAME_TLS_ENROLL(tls::kLaunch, t_launch);
-static_assert(std::is_trivially_destructible_v<LaunchThread>, "reached by offset (util/tls_offsets.h)");
 
 // A launch's record and its thread's state, after the autograd tracking named its stack (`ag`): the
 // product's launch path and the measured one (Recorder::launch_lean, on_launch_measured).

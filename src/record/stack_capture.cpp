@@ -230,6 +230,15 @@ void mark_held(MemoTable& t, int i) {
   set.used[i % kMemoWays] = ++t.clock;
 }
 
+// The launch took entry e (index i, both at hand in the callers) in StackCapture::capture itself,
+// without a walk: the entry used, and the table's order of paths told (capture_walk does the same for
+// the entries it takes).
+void take_memo(MemoTable& t, MemoEntry* e, int i) {
+  mark_held(t, i);
+  t.walked = false;
+  follow(t, e);
+}
+
 // A memo's key: the Python frames' hash, the site and salt (StackCapture::capture's key_salt), and
 // the depth of the capture on its stack.
 inline uint64_t memo_key(uint64_t py_hash, uint64_t site_salt, uint64_t depth) { return mix(mix(py_hash, site_salt), depth) | 1; }
@@ -574,11 +583,8 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
       MemoEntry* e = last->next;
       for (int k = 0; k < 2; k++, e = last) {
         if (!e || e->py_fast != py_fast || !unwind::memo_holds_here(e->walk, start, kMaxNative)) continue;
-        const int i = static_cast<int>(e - table->e);
-        mark_held(*table, i);
-        table->walked = false;
+        take_memo(*table, e, static_cast<int>(e - table->e));
         table->fast_holds++;
-        follow(*table, e);
         if (verify_memos_) [[unlikely]] {
           if (use_python_) np = python_.capture(py, kMaxPython);
           verify_memo(start, ra, py, np, e->id, true);
@@ -606,9 +612,7 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
       if (const int i = predicted_entry(*table, key, np, py_hash); i >= 0) {
         const MemoEntry* e = &table->e[i];
         if (unwind::memo_holds_here(e->walk, start, kMaxNative)) {
-          mark_held(*table, i);
-          table->walked = false;
-          follow(*table, &table->e[i]);
+          take_memo(*table, &table->e[i], i);
           if (verify_memos_) [[unlikely]]
             verify_memo(start, ra, py, np, e->id);
           return {e->id, true};

@@ -23,6 +23,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <type_traits>
 
 namespace aiflame::tls {
 
@@ -85,8 +86,10 @@ __attribute__((always_inline)) inline auto address(F address_of) {
 
 }  // namespace aiflame::tls
 
-// Enrolls `var` (a namespace-scope thread_local of this file) as `slot`.
+// Enrolls `var` (a namespace-scope, constinit thread_local of this file) as `slot`.
 #define AIFLAME_TLS_ENROLL(slot, var)                                                                 \
+  static_assert(std::is_trivially_destructible_v<std::remove_reference_t<decltype(var)>>,             \
+                "reached by offset: no destructor is registered (util/tls_offsets.h)");               \
   [[maybe_unused]] static const bool aiflame_tls_enrolled_##var =                                     \
       ::aiflame::tls::enroll(slot, []() -> void* { return const_cast<void*>(static_cast<const void*>(&var)); })
 // The address of `var`, enrolled as `slot`.

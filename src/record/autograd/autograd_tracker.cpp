@@ -11,8 +11,6 @@
 #include "util/hot_path.h"
 #include "util/tls_offsets.h"
 
-#include <type_traits>
-
 namespace aiflame {
 namespace {
 
@@ -59,7 +57,6 @@ thread_local constinit AutogradTracker::BackwardCache* t_sets = nullptr;
 AIFLAME_TLS_ENROLL(tls::kAutogradSets, t_sets);
 thread_local constinit AutogradTracker::ThreadState t_autograd;
 AIFLAME_TLS_ENROLL(tls::kAutograd, t_autograd);
-static_assert(std::is_trivially_destructible_v<AutogradTracker::ThreadState>, "reached by offset (util/tls_offsets.h)");
 
 AutogradTracker::ThreadState& thread_state(uint64_t owner) {
   AutogradTracker::ThreadState& t = *AIFLAME_TLS(tls::kAutograd, t_autograd);  // (util/tls_offsets.h)
