@@ -349,6 +349,17 @@ int walk_impl(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, Walk
   } runs[kMaxRuns];
   int nruns = 0;
   auto readable = [&](uint64_t at) { return at >= sp && at <= stack_hi - 8 && !(at & 7); };
+  // A saved register's slot below an interrupted frame's sp: at the `ret` after `pop %rbp` GCC's CFI
+  // still says the caller's rbp is at CFA - 16, now 8 bytes below sp, in the red zone (the 128 bytes
+  // below sp that the ABI lets a function use and that the kernel's signal frame skips), and the value
+  // there is the one just popped. Only an exact pc (a signal's interrupted instruction) can be in an
+  // epilogue; a return address is a call site, whose saved slots lie above its sp. Never below the
+  // walk's own start: [start.sp, top) is the thread's live stack. (CI, 2026-12-04: one asynchronous
+  // signal of 300 landed on such a `ret` and the walk ended there; libunwind reads the slot.)
+  const uint64_t lowest = start.sp;
+  auto saved_readable = [&](uint64_t at) {
+    return readable(at) || (exact && at < sp && at + 128 >= sp && at >= lowest && !(at & 7));
+  };
   for (;;) {
     int32_t cfa_rule = kRuleUnknown, fp_off = kFpSame;
     uint64_t key = exact ? pc | kExactBit : pc;
@@ -492,7 +503,7 @@ int walk_impl(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, Walk
       if (!readable(fp)) goto bad;
       next_fp = log.fp_word(fp);
     } else if (fp_off != kFpSame) {
-      if (!readable(cfa + static_cast<int64_t>(fp_off))) goto bad;
+      if (!saved_readable(cfa + static_cast<int64_t>(fp_off))) goto bad;
       next_fp = log.fp_word(cfa + static_cast<int64_t>(fp_off));
     }
   stepped:

@@ -1,6 +1,7 @@
 // The native stack walk of a launch (x86-64): DWARF CFI rows where an object has them (ObjectTable),
 // frame pointers where a row says nothing (gaps, rules not modelled), ending at the outermost frame.
-// Every stack read is bounded to [sp, top of the thread's stack) and the stack pointer only grows;
+// Every stack read is bounded to [sp, top of the thread's stack) (an interrupted frame's saved rbp
+// also in its red zone, never below the walk's start) and the stack pointer only grows;
 // every return address must lie in an executable segment of a loaded object; so a corrupt stack or
 // a bad CFI row ends the walk instead of faulting. Lock-free once the rows of the objects on the
 // stack are built; a per-thread cache of resolved return addresses makes a frame a few loads, and the

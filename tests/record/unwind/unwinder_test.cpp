@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/ucontext.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -39,6 +40,7 @@ typedef int (*chain_cb)(void*);
 int chain_nofp(int depth, chain_cb cb, void* arg);
 int chain_nocfi(int depth, chain_cb cb, void* arg);
 int chain_spin(void* flag);
+uint64_t chain_work(uint64_t x);
 }
 
 namespace aiflame::unwind {
@@ -203,6 +205,112 @@ TEST_F(Unwinder, AtAsynchronousSignalsEqualsLibunwind) {
     else ADD_FAILURE() << "shot " << i << "\nours:" << show(b.ours) << "\nref: " << show(b.ref);
   }
   EXPECT_EQ(equal, kShots);
+}
+
+// Every instruction of one call through the PLT, single-stepped (the trap flag: a SIGTRAP after each
+// instruction, its handler walking through the signal frame as the asynchronous shots do): chain_spin
+// (no frame pointer), its PLT stub, and chain_work (frame pointer) from its push to its ret. Where
+// the shots above land by chance, this visits each instruction once, among them the `ret` after `pop
+// %rbp`, whose CFI row still has the caller's rbp at CFA - 16, below sp in the red zone (a shot landed
+// there in CI on 2026-12-04 and the walk ended at that frame; libunwind reads the slot).
+struct Step {
+  uint64_t pc;
+  Both both;
+};
+constexpr int kMaxSteps = 256;
+Step g_steps[kMaxSteps];
+std::atomic<int> g_nsteps{0};
+uint64_t g_spin_lo, g_spin_hi, g_work_lo, g_work_hi, g_spin_sp;
+volatile int g_step_flag;
+bool g_armed;
+constexpr uint64_t kTrapFlag = 0x100;
+
+void on_sigtrap(int, siginfo_t*, void* ctx) {
+  auto* uc = static_cast<ucontext_t*>(ctx);
+  const uint64_t pc = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]);
+  const uint64_t sp = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RSP]);
+  if (!g_armed && pc == g_spin_lo) {
+    g_armed = true;
+    g_spin_sp = sp;  // at chain_spin's entry: its return address
+  }
+  if (!g_armed) return;  // still on the way to chain_spin: the trap flag stays set
+  if (sp > g_spin_sp) {  // chain_spin returned: stop stepping
+    uc->uc_mcontext.gregs[REG_EFL] &= ~static_cast<greg_t>(kTrapFlag);
+    g_armed = false;
+    return;
+  }
+  if (pc >= g_work_lo && pc < g_work_hi) g_step_flag = 1;  // one call of chain_work, then chain_spin's loop ends
+  const int i = g_nsteps.load();
+  if (i >= kMaxSteps) return;
+  g_steps[i].pc = pc;
+  capture_both(&g_steps[i].both);
+  g_nsteps.store(i + 1);
+}
+void on_step_start(int, siginfo_t*, void* ctx) {
+  static_cast<ucontext_t*>(ctx)->uc_mcontext.gregs[REG_EFL] |= static_cast<greg_t>(kTrapFlag);
+}
+int spin_stepped(void* flag) {
+  raise(SIGUSR1);  // its handler sets the trap flag: every instruction from here on traps, until chain_spin returns
+  return chain_spin(flag);
+}
+std::pair<uint64_t, uint64_t> function_range(void* fn) {
+  Dl_info info{};
+  void* sym_out = nullptr;
+  if (!dladdr1(fn, &info, &sym_out, RTLD_DL_SYMENT) || !sym_out) return {0, 0};
+  const auto* sym = static_cast<const ElfW(Sym)*>(sym_out);
+  const uint64_t lo = reinterpret_cast<uint64_t>(fn);
+  return {lo, lo + sym->st_size};
+}
+
+TEST_F(Unwinder, AtEveryInstructionOfACallThroughThePltEqualsLibunwind) {
+  std::tie(g_spin_lo, g_spin_hi) = function_range(reinterpret_cast<void*>(&chain_spin));
+  std::tie(g_work_lo, g_work_hi) = function_range(reinterpret_cast<void*>(&chain_work));
+  ASSERT_LT(g_spin_lo, g_spin_hi);
+  ASSERT_LT(g_work_lo, g_work_hi);
+  // chain_spin's PLT slot bound first (lazy binding would step through the loader's resolver).
+  {
+    volatile int stop = 0;
+    std::thread t([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      stop = 1;
+    });
+    chain_spin(const_cast<int*>(&stop));
+    t.join();
+  }
+  struct sigaction trap {}, start{}, old_trap{}, old_start{};
+  trap.sa_sigaction = on_sigtrap;
+  trap.sa_flags = SA_SIGINFO;
+  start.sa_sigaction = on_step_start;
+  start.sa_flags = SA_SIGINFO;
+  sigaction(SIGTRAP, &trap, &old_trap);
+  sigaction(SIGUSR1, &start, &old_start);
+  g_step_flag = 0;
+  g_nsteps = 0;
+  chain_nofp(3, spin_stepped, const_cast<int*>(&g_step_flag));
+  sigaction(SIGTRAP, &old_trap, nullptr);
+  sigaction(SIGUSR1, &old_start, nullptr);
+
+  const int n = g_nsteps.load();
+  ASSERT_LT(n, kMaxSteps);
+  int in_work = 0, in_spin = 0, elsewhere = 0;
+  bool at_ret_after_pop = false;
+  for (int i = 0; i < n; i++) {
+    const Step& s = g_steps[i];
+    const bool work = s.pc >= g_work_lo && s.pc < g_work_hi;
+    in_work += work;
+    in_spin += s.pc >= g_spin_lo && s.pc < g_spin_hi;
+    elsewhere += !work && !(s.pc >= g_spin_lo && s.pc < g_spin_hi);  // the PLT stub
+    const auto* code = reinterpret_cast<const uint8_t*>(s.pc);
+    if (work && code[0] == 0xc3 && code[-1] == 0x5d) at_ret_after_pop = true;  // pop %rbp; ret
+    EXPECT_FALSE(s.both.status.needs_fallback()) << "step " << i;
+    EXPECT_GT(s.both.ref.size(), 6u) << "step " << i;  // the chain's links and gtest's frames below them
+    EXPECT_EQ(s.both.ours, s.both.ref) << "step " << i << " at pc " << std::hex << s.pc << "\nours:" << show(s.both.ours)
+                                       << "\nref: " << show(s.both.ref);
+  }
+  EXPECT_GE(in_work, 15) << "chain_work's loop and epilogue";
+  EXPECT_GE(in_spin, 5);
+  EXPECT_GE(elsewhere, 1) << "the PLT stub";
+  EXPECT_TRUE(at_ret_after_pop) << "chain_work's ret after pop %rbp was stepped";
 }
 
 // Random words as a stack, with real return addresses sprinkled in: the walk ends (BadFrame or
