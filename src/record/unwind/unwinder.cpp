@@ -69,7 +69,9 @@ struct alignas(64) CacheSet {
 // checks: the same return address at another depth has other slots. Other callee-saved registers play
 // no part: the walk tracks only pc, sp and rbp (rows with rules on other registers are walked by frame
 // pointer: state as above). Every word re-read lies in [sp of the matched state, stack top): inside
-// the current stack, since the matched state is on the current walk and stack pointers only grow.
+// the current stack, since the matched state is on the current walk and stack pointers only grow
+// (except an interrupted frame's saved rbp in its red zone, which the walk reads too: bounded by the
+// walk's start, as there).
 // The record then becomes this walk's (reused runs moved to their new index, shifted by d; a reused
 // state's rbp is the actual one wherever its row uses rbp, since it was checked equal).
 struct WalkState {
@@ -138,7 +140,8 @@ __attribute__((no_sanitize("address"))) inline uint64_t stack_word(uint64_t at) 
 // path's leaf frames under a deeper or shallower caller), each word is bounded by the stack's top as
 // walk() bounds it; the shift keeps it above sp and 8-aligned (d is a multiple of 8).
 template <bool kShifted, class Log>
-inline bool same_step(const WalkState& s, const WalkState& nx, uint64_t* fp, uint64_t d, uint64_t stack_hi, Log& log) {
+inline bool same_step(const WalkState& s, const WalkState& nx, uint64_t* fp, uint64_t d, uint64_t stack_hi, uint64_t lowest,
+                      Log& log) {
   auto in = [&](uint64_t at) { return !kShifted || at + d <= stack_hi - 8; };
   auto word = [&](uint64_t at) { return log.word(kShifted ? at + d : at); };
   auto fp_word = [&](uint64_t at) { return log.fp_word(kShifted ? at + d : at); };
@@ -178,7 +181,9 @@ inline bool same_step(const WalkState& s, const WalkState& nx, uint64_t* fp, uin
     *fp = fp_word(s.fp);
   } else if (s.fp_off != kFpSame) {
     const uint64_t at = nx.sp + static_cast<uint64_t>(static_cast<int64_t>(s.fp_off));
-    if (!in(at)) return false;
+    // The one read that may lie below s.sp (an interrupted frame's red zone: walk_impl's saved_readable),
+    // so bounded by this walk's start as the walk bounds it.
+    if (!in(at) || (kShifted ? at + d : at) < lowest) return false;
     *fp = fp_word(at);
   }
   return true;
@@ -382,7 +387,8 @@ int walk_impl(const Regs& start, uint64_t stack_hi, uint64_t* out, int max, Walk
         int t = cand;
         const int room = max - n;
         while (t > 0 && cand - t < room &&
-               (d ? same_step<true>(rec[t], rec[t - 1], &fp, d, stack_hi, log) : same_step<false>(rec[t], rec[t - 1], &fp, 0, 0, log))) {
+               (d ? same_step<true>(rec[t], rec[t - 1], &fp, d, stack_hi, lowest, log)
+                 : same_step<false>(rec[t], rec[t - 1], &fp, 0, 0, lowest, log))) {
           const int rule = rec[t].cfa & 0xff;
           st.fp_frames += rule != kCfaSp && rule != kCfaFp && rule != kCfaDerefFp && rule != kCfaPlt && rule != kCfaSignal;
           t--;

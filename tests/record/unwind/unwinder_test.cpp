@@ -216,6 +216,7 @@ TEST_F(Unwinder, AtAsynchronousSignalsEqualsLibunwind) {
 struct Step {
   uint64_t pc;
   Both both;
+  Both again;  // walked again at once: its frames taken from the first walk's record (same_step)
 };
 constexpr int kMaxSteps = 256;
 Step g_steps[kMaxSteps];
@@ -244,6 +245,7 @@ void on_sigtrap(int, siginfo_t*, void* ctx) {
   if (i >= kMaxSteps) return;
   g_steps[i].pc = pc;
   capture_both(&g_steps[i].both);
+  capture_both(&g_steps[i].again);
   g_nsteps.store(i + 1);
 }
 void on_step_start(int, siginfo_t*, void* ctx) {
@@ -306,6 +308,11 @@ TEST_F(Unwinder, AtEveryInstructionOfACallThroughThePltEqualsLibunwind) {
     EXPECT_GT(s.both.ref.size(), 6u) << "step " << i;  // the chain's links and gtest's frames below them
     EXPECT_EQ(s.both.ours, s.both.ref) << "step " << i << " at pc " << std::hex << s.pc << "\nours:" << show(s.both.ours)
                                        << "\nref: " << show(s.both.ref);
+    // The second walk from the same state reuses the first's frames (the interrupted frame's red-zone
+    // slot re-read there too), and they are still libunwind's.
+    EXPECT_EQ(s.again.ours, s.again.ref) << "step " << i << " walked again";
+    EXPECT_GE(s.again.status.reused + 1u, s.again.ours.size()) << "step " << i << " at pc " << std::hex << s.pc
+                                                              << ": every frame reused";
   }
   EXPECT_GE(in_work, 15) << "chain_work's loop and epilogue";
   EXPECT_GE(in_spin, 5);
