@@ -207,53 +207,103 @@ TEST_F(Unwinder, AtAsynchronousSignalsEqualsLibunwind) {
   EXPECT_EQ(equal, kShots);
 }
 
-// Every instruction of one call through the PLT, single-stepped (the trap flag: a SIGTRAP after each
-// instruction, its handler walking through the signal frame as the asynchronous shots do): chain_spin
-// (no frame pointer), its PLT stub, and chain_work (frame pointer) from its push to its ret. Where
-// the shots above land by chance, this visits each instruction once, among them the `ret` after `pop
-// %rbp`, whose CFI row still has the caller's rbp at CFA - 16, below sp in the red zone (a shot landed
-// there in CI on 2026-12-04 and the walk ended at that frame; libunwind reads the slot).
+// Single-stepping (the trap flag: a SIGTRAP after each instruction, its handler walking through the
+// signal frame as the asynchronous shots below do): from the entry of one function until it returns,
+// every instruction is walked by both unwinders, twice (the second walk takes its frames from the
+// first's record: same_step). Where asynchronous shots land by chance, this visits each instruction
+// of the path once, among them each `ret` after `pop %rbp` or `leave`, whose CFI row still has the
+// caller's rbp at CFA - 16, below sp in the red zone (a shot landed on one in CI on 2026-12-04 and the
+// walk ended at that frame; libunwind reads the slot).
 struct Step {
   uint64_t pc;
   Both both;
   Both again;  // walked again at once: its frames taken from the first walk's record (same_step)
 };
-constexpr int kMaxSteps = 256;
-Step g_steps[kMaxSteps];
-std::atomic<int> g_nsteps{0};
-uint64_t g_spin_lo, g_spin_hi, g_work_lo, g_work_hi, g_spin_sp;
-volatile int g_step_flag;
-bool g_armed;
+struct TextRange2 {
+  uint64_t lo = 0, hi = 0;
+  bool holds(uint64_t pc) const { return pc >= lo && pc < hi; }
+};
+struct Stepping {
+  uint64_t arm_pc = 0;          // steps are walked from this function's entry...
+  uint64_t arm_sp = 0;          // ...until sp rises above its entry's (it returned)
+  // ...where they lie in these executable segments: a step elsewhere (the loader's lazy binding of a
+  // PLT slot the warm-up did not bind, under load) is stepped over, not walked.
+  TextRange2 walked[3];
+  uint64_t flag_lo = 0, flag_hi = 0;  // a step in [flag_lo, flag_hi) sets *flag
+  volatile int* flag = nullptr;
+  bool armed = false;
+  Step* steps = nullptr;
+  int max = 0;
+  std::atomic<int> n{0};
+};
+Stepping* g_stepping;
 constexpr uint64_t kTrapFlag = 0x100;
 
 void on_sigtrap(int, siginfo_t*, void* ctx) {
+  Stepping& st = *g_stepping;
   auto* uc = static_cast<ucontext_t*>(ctx);
   const uint64_t pc = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RIP]);
   const uint64_t sp = static_cast<uint64_t>(uc->uc_mcontext.gregs[REG_RSP]);
-  if (!g_armed && pc == g_spin_lo) {
-    g_armed = true;
-    g_spin_sp = sp;  // at chain_spin's entry: its return address
+  if (!st.armed && !st.arm_sp && pc == st.arm_pc) {
+    st.armed = true;
+    st.arm_sp = sp;  // at the function's entry: its return address
   }
-  if (!g_armed) return;  // still on the way to chain_spin: the trap flag stays set
-  if (sp > g_spin_sp) {  // chain_spin returned: stop stepping
+  if (!st.armed) return;  // still on the way there: the trap flag stays set
+  if (sp > st.arm_sp) {  // it returned: stop stepping
     uc->uc_mcontext.gregs[REG_EFL] &= ~static_cast<greg_t>(kTrapFlag);
-    g_armed = false;
+    st.armed = false;
     return;
   }
-  if (pc >= g_work_lo && pc < g_work_hi) g_step_flag = 1;  // one call of chain_work, then chain_spin's loop ends
-  const int i = g_nsteps.load();
-  if (i >= kMaxSteps) return;
-  g_steps[i].pc = pc;
-  capture_both(&g_steps[i].both);
-  capture_both(&g_steps[i].again);
-  g_nsteps.store(i + 1);
+  if (st.flag && pc >= st.flag_lo && pc < st.flag_hi) *st.flag = 1;
+  if (!st.walked[0].holds(pc) && !st.walked[1].holds(pc) && !st.walked[2].holds(pc)) return;
+  const int i = st.n.load();
+  if (i >= st.max) return;
+  st.steps[i].pc = pc;
+  capture_both(&st.steps[i].both);
+  capture_both(&st.steps[i].again);
+  st.n.store(i + 1);
 }
 void on_step_start(int, siginfo_t*, void* ctx) {
   static_cast<ucontext_t*>(ctx)->uc_mcontext.gregs[REG_EFL] |= static_cast<greg_t>(kTrapFlag);
 }
-int spin_stepped(void* flag) {
-  raise(SIGUSR1);  // its handler sets the trap flag: every instruction from here on traps, until chain_spin returns
-  return chain_spin(flag);
+// Runs fn with the trap flag set from raise() on; the handlers are installed around it.
+template <class Fn>
+void single_step(Stepping& st, Fn fn) {
+  struct sigaction trap {}, start{}, old_trap{}, old_start{};
+  trap.sa_sigaction = on_sigtrap;
+  trap.sa_flags = SA_SIGINFO;
+  start.sa_sigaction = on_step_start;
+  start.sa_flags = SA_SIGINFO;
+  g_stepping = &st;
+  sigaction(SIGTRAP, &trap, &old_trap);
+  sigaction(SIGUSR1, &start, &old_start);
+  fn();
+  sigaction(SIGTRAP, &old_trap, nullptr);
+  sigaction(SIGUSR1, &old_start, nullptr);
+  g_stepping = nullptr;
+}
+// The executable segment of the object that holds `at` (dl_iterate_phdr, before any stepping).
+TextRange2 exec_segment_of(const void* at) {
+  struct Find {
+    uint64_t at;
+    TextRange2 r;
+  } f{reinterpret_cast<uint64_t>(at), {}};
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* arg) {
+        auto* f = static_cast<Find*>(arg);
+        for (int i = 0; i < info->dlpi_phnum; i++) {
+          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
+          if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
+          const uint64_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
+          if (f->at >= lo && f->at < hi) {
+            f->r = {lo, hi};
+            return 1;
+          }
+        }
+        return 0;
+      },
+      &f);
+  return f.r;
 }
 std::pair<uint64_t, uint64_t> function_range(void* fn) {
   Dl_info info{};
@@ -263,47 +313,14 @@ std::pair<uint64_t, uint64_t> function_range(void* fn) {
   const uint64_t lo = reinterpret_cast<uint64_t>(fn);
   return {lo, lo + sym->st_size};
 }
-
-TEST_F(Unwinder, AtEveryInstructionOfACallThroughThePltEqualsLibunwind) {
-  std::tie(g_spin_lo, g_spin_hi) = function_range(reinterpret_cast<void*>(&chain_spin));
-  std::tie(g_work_lo, g_work_hi) = function_range(reinterpret_cast<void*>(&chain_work));
-  ASSERT_LT(g_spin_lo, g_spin_hi);
-  ASSERT_LT(g_work_lo, g_work_hi);
-  // chain_spin's PLT slot bound first (lazy binding would step through the loader's resolver).
-  {
-    volatile int stop = 0;
-    std::thread t([&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      stop = 1;
-    });
-    chain_spin(const_cast<int*>(&stop));
-    t.join();
-  }
-  struct sigaction trap {}, start{}, old_trap{}, old_start{};
-  trap.sa_sigaction = on_sigtrap;
-  trap.sa_flags = SA_SIGINFO;
-  start.sa_sigaction = on_step_start;
-  start.sa_flags = SA_SIGINFO;
-  sigaction(SIGTRAP, &trap, &old_trap);
-  sigaction(SIGUSR1, &start, &old_start);
-  g_step_flag = 0;
-  g_nsteps = 0;
-  chain_nofp(3, spin_stepped, const_cast<int*>(&g_step_flag));
-  sigaction(SIGTRAP, &old_trap, nullptr);
-  sigaction(SIGUSR1, &old_start, nullptr);
-
-  const int n = g_nsteps.load();
-  ASSERT_LT(n, kMaxSteps);
-  int in_work = 0, in_spin = 0, elsewhere = 0;
-  bool at_ret_after_pop = false;
-  for (int i = 0; i < n; i++) {
-    const Step& s = g_steps[i];
-    const bool work = s.pc >= g_work_lo && s.pc < g_work_hi;
-    in_work += work;
-    in_spin += s.pc >= g_spin_lo && s.pc < g_spin_hi;
-    elsewhere += !work && !(s.pc >= g_spin_lo && s.pc < g_spin_hi);  // the PLT stub
+// Each step's two walks against libunwind's; returns how many steps lay at a `ret` right after `pop
+// %rbp` or `leave`.
+int expect_steps_equal_libunwind(const Stepping& st) {
+  int rets_after_restore = 0;
+  for (int i = 0; i < st.n.load(); i++) {
+    const Step& s = st.steps[i];
     const auto* code = reinterpret_cast<const uint8_t*>(s.pc);
-    if (work && code[0] == 0xc3 && code[-1] == 0x5d) at_ret_after_pop = true;  // pop %rbp; ret
+    rets_after_restore += code[0] == 0xc3 && (code[-1] == 0x5d || code[-1] == 0xc9);  // pop %rbp / leave; ret
     EXPECT_FALSE(s.both.status.needs_fallback()) << "step " << i;
     EXPECT_GT(s.both.ref.size(), 6u) << "step " << i;  // the chain's links and gtest's frames below them
     EXPECT_EQ(s.both.ours, s.both.ref) << "step " << i << " at pc " << std::hex << s.pc << "\nours:" << show(s.both.ours)
@@ -314,10 +331,103 @@ TEST_F(Unwinder, AtEveryInstructionOfACallThroughThePltEqualsLibunwind) {
     EXPECT_GE(s.again.status.reused + 1u, s.again.ours.size()) << "step " << i << " at pc " << std::hex << s.pc
                                                               << ": every frame reused";
   }
+  return rets_after_restore;
+}
+
+int spin_stepped(void* flag) {
+  raise(SIGUSR1);  // its handler sets the trap flag: every instruction from here on traps, until chain_spin returns
+  return chain_spin(flag);
+}
+
+// One call through the PLT: chain_spin (no frame pointer), its PLT stub, chain_work (frame pointer)
+// from its push to its ret, and chain_spin's loop test and epilogue.
+TEST_F(Unwinder, AtEveryInstructionOfACallThroughThePltEqualsLibunwind) {
+  const auto [spin_lo, spin_hi] = function_range(reinterpret_cast<void*>(&chain_spin));
+  const auto [work_lo, work_hi] = function_range(reinterpret_cast<void*>(&chain_work));
+  ASSERT_LT(spin_lo, spin_hi);
+  ASSERT_LT(work_lo, work_hi);
+  // chain_spin's PLT slot bound first (lazy binding would step through the loader's resolver).
+  {
+    volatile int stop = 0;
+    std::thread t([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      stop = 1;
+    });
+    chain_spin(const_cast<int*>(&stop));
+    t.join();
+  }
+  std::vector<Step> steps(256);
+  volatile int flag = 0;
+  Stepping st;
+  st.arm_pc = spin_lo;
+  st.flag_lo = work_lo, st.flag_hi = work_hi;  // one call of chain_work, then chain_spin's loop ends
+  st.flag = &flag;
+  st.walked[0] = exec_segment_of(reinterpret_cast<void*>(&chain_spin));
+  st.walked[1] = exec_segment_of(reinterpret_cast<void*>(&chain_work));
+  st.steps = steps.data();
+  st.max = static_cast<int>(steps.size());
+  single_step(st, [&] { chain_nofp(3, spin_stepped, const_cast<int*>(&flag)); });
+
+  const int n = st.n.load();
+  ASSERT_LT(n, st.max);
+  int in_work = 0, in_spin = 0, elsewhere = 0;
+  for (int i = 0; i < n; i++) {
+    const uint64_t pc = steps[static_cast<size_t>(i)].pc;
+    const bool work = pc >= work_lo && pc < work_hi, spin = pc >= spin_lo && pc < spin_hi;
+    in_work += work;
+    in_spin += spin;
+    elsewhere += !work && !spin;  // the PLT stub
+  }
+  EXPECT_EQ(expect_steps_equal_libunwind(st), 2) << "chain_work's ret after pop %rbp, and chain_spin's";
   EXPECT_GE(in_work, 15) << "chain_work's loop and epilogue";
   EXPECT_GE(in_spin, 5);
   EXPECT_GE(elsewhere, 1) << "the PLT stub";
-  EXPECT_TRUE(at_ret_after_pop) << "chain_work's ret after pop %rbp was stepped";
+}
+
+int g_leaf_calls = 0;
+__attribute__((noinline)) int step_leaf(void*) {
+  asm volatile("" ::: "memory");
+  return g_leaf_calls++;
+}
+__attribute__((noinline)) int step_chain(void* flag) {
+  raise(SIGUSR1);  // the trap flag from here on
+  const int r = chain_nofp(1, step_leaf, flag);
+  asm volatile("" ::: "memory");  // not a tail call: chain_nofp returns here
+  return r;
+}
+
+// A chain of two links, every instruction from chain_nofp's entry until it returns: its CFI-only
+// prologue and epilogue (no frame pointer: sub and add of rsp), the PLT stub into chain_fp, chain_fp's
+// frame-pointer prologue and its `leave; ret`, the indirect call to the leaf and the leaf itself.
+TEST_F(Unwinder, AtEveryInstructionOfAChainOfTwoKindsOfFramesEqualsLibunwind) {
+  chain_nofp(1, step_leaf, nullptr);  // the PLT slots bound first
+  std::vector<Step> steps(512);
+  Stepping st;
+  st.arm_pc = reinterpret_cast<uint64_t>(&chain_nofp);
+  st.walked[0] = exec_segment_of(reinterpret_cast<void*>(&chain_nofp));
+  st.walked[1] = exec_segment_of(dlsym(RTLD_DEFAULT, "chain_fp"));
+  st.walked[2] = exec_segment_of(reinterpret_cast<void*>(&step_leaf));  // this program's
+  st.steps = steps.data();
+  st.max = static_cast<int>(steps.size());
+  single_step(st, [&] { step_chain(nullptr); });
+  const int n = st.n.load();
+  ASSERT_LT(n, st.max);
+  const auto [nofp_lo, nofp_hi] = function_range(reinterpret_cast<void*>(&chain_nofp));
+  void* const fp_fn = dlsym(RTLD_DEFAULT, "chain_fp");
+  ASSERT_NE(fp_fn, nullptr);
+  const auto [fp_lo, fp_hi] = function_range(fp_fn);
+  int in_nofp = 0, in_fp = 0, in_leaf = 0;
+  for (int i = 0; i < n; i++) {
+    const uint64_t pc = steps[static_cast<size_t>(i)].pc;
+    in_nofp += pc >= nofp_lo && pc < nofp_hi;
+    in_fp += pc >= fp_lo && pc < fp_hi;
+    in_leaf += st.walked[2].holds(pc);  // the leaf is the only code of this program between them
+  }
+  EXPECT_GE(expect_steps_equal_libunwind(st), 1) << "chain_fp's leave; ret";
+  EXPECT_GE(in_nofp, 10);
+  EXPECT_GE(in_fp, 10);
+  EXPECT_GE(in_leaf, 2);
+  EXPECT_GE(n, in_nofp + in_fp + in_leaf + 1) << "the PLT stub";
 }
 
 // Random words as a stack, with real return addresses sprinkled in: the walk ends (BadFrame or
