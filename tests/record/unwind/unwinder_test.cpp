@@ -219,7 +219,7 @@ struct Step {
   Both both;
   Both again;  // walked again at once: its frames taken from the first walk's record (same_step)
 };
-struct TextRange2 {
+struct CodeSpan {
   uint64_t lo = 0, hi = 0;
   bool holds(uint64_t pc) const { return pc >= lo && pc < hi; }
 };
@@ -228,7 +228,7 @@ struct Stepping {
   uint64_t arm_sp = 0;          // ...until sp rises above its entry's (it returned)
   // ...where they lie in these executable segments: a step elsewhere (the loader's lazy binding of a
   // PLT slot the warm-up did not bind, under load) is stepped over, not walked.
-  TextRange2 walked[3];
+  CodeSpan walked[3];
   uint64_t flag_lo = 0, flag_hi = 0;  // a step in [flag_lo, flag_hi) sets *flag
   volatile int* flag = nullptr;
   bool armed = false;
@@ -283,10 +283,10 @@ void single_step(Stepping& st, Fn fn) {
   g_stepping = nullptr;
 }
 // The executable segment of the object that holds `at` (dl_iterate_phdr, before any stepping).
-TextRange2 exec_segment_of(const void* at) {
+CodeSpan exec_segment_of(const void* at) {
   struct Find {
     uint64_t at;
-    TextRange2 r;
+    CodeSpan r;
   } f{reinterpret_cast<uint64_t>(at), {}};
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* arg) {
@@ -378,7 +378,8 @@ TEST_F(Unwinder, AtEveryInstructionOfACallThroughThePltEqualsLibunwind) {
     in_spin += spin;
     elsewhere += !work && !spin;  // the PLT stub
   }
-  EXPECT_EQ(expect_steps_equal_libunwind(st), 2) << "chain_work's ret after pop %rbp, and chain_spin's";
+  // (GCC 12: chain_work's and chain_spin's; the frames are compared at every step whatever the count.)
+  EXPECT_GE(expect_steps_equal_libunwind(st), 1) << "a ret right after pop %rbp was stepped";
   EXPECT_GE(in_work, 15) << "chain_work's loop and epilogue";
   EXPECT_GE(in_spin, 5);
   EXPECT_GE(elsewhere, 1) << "the PLT stub";
