@@ -142,9 +142,10 @@ __attribute__((no_sanitize("address"))) inline uint64_t stack_word(uint64_t at) 
 template <bool kShifted, class Log>
 inline bool same_step(const WalkState& s, const WalkState& nx, uint64_t* fp, uint64_t d, uint64_t stack_hi, uint64_t lowest,
                       Log& log) {
+  auto shifted = [&](uint64_t at) { return kShifted ? at + d : at; };
   auto in = [&](uint64_t at) { return !kShifted || at + d <= stack_hi - 8; };
-  auto word = [&](uint64_t at) { return log.word(kShifted ? at + d : at); };
-  auto fp_word = [&](uint64_t at) { return log.fp_word(kShifted ? at + d : at); };
+  auto word = [&](uint64_t at) { return log.word(shifted(at)); };
+  auto fp_word = [&](uint64_t at) { return log.fp_word(shifted(at)); };
   if (kShifted && nx.sp + d > stack_hi) return false;
   const uint64_t off = static_cast<uint64_t>(static_cast<int64_t>(s.cfa >> 8));
   switch (static_cast<CfaRule>(s.cfa & 0xff)) {
@@ -183,7 +184,7 @@ inline bool same_step(const WalkState& s, const WalkState& nx, uint64_t* fp, uin
     const uint64_t at = nx.sp + static_cast<uint64_t>(static_cast<int64_t>(s.fp_off));
     // The one read that may lie below s.sp (an interrupted frame's red zone: walk_impl's saved_readable),
     // so bounded by this walk's start as the walk bounds it.
-    if (!in(at) || (kShifted ? at + d : at) < lowest) return false;
+    if (!in(at) || shifted(at) < lowest) return false;
     *fp = fp_word(at);
   }
   return true;

@@ -229,7 +229,7 @@ struct Stepping {
   // ...where they lie in these executable segments: a step elsewhere (the loader's lazy binding of a
   // PLT slot the warm-up did not bind, under load) is stepped over, not walked.
   CodeSpan walked[3];
-  uint64_t flag_lo = 0, flag_hi = 0;  // a step in [flag_lo, flag_hi) sets *flag
+  CodeSpan flag_code;  // a step in it sets *flag
   volatile int* flag = nullptr;
   bool armed = false;
   Step* steps = nullptr;
@@ -254,7 +254,7 @@ void on_sigtrap(int, siginfo_t*, void* ctx) {
     st.armed = false;
     return;
   }
-  if (st.flag && pc >= st.flag_lo && pc < st.flag_hi) *st.flag = 1;
+  if (st.flag && st.flag_code.holds(pc)) *st.flag = 1;
   if (!st.walked[0].holds(pc) && !st.walked[1].holds(pc) && !st.walked[2].holds(pc)) return;
   const int i = st.n.load();
   if (i >= st.max) return;
@@ -282,36 +282,18 @@ void single_step(Stepping& st, Fn fn) {
   sigaction(SIGUSR1, &old_start, nullptr);
   g_stepping = nullptr;
 }
-// The executable segment of the object that holds `at` (dl_iterate_phdr, before any stepping).
+// The executable segment that holds `at`, as the unwinder's snapshot has it (before any stepping).
 CodeSpan exec_segment_of(const void* at) {
-  struct Find {
-    uint64_t at;
-    CodeSpan r;
-  } f{reinterpret_cast<uint64_t>(at), {}};
-  dl_iterate_phdr(
-      [](dl_phdr_info* info, size_t, void* arg) {
-        auto* f = static_cast<Find*>(arg);
-        for (int i = 0; i < info->dlpi_phnum; i++) {
-          const ElfW(Phdr)& ph = info->dlpi_phdr[i];
-          if (ph.p_type != PT_LOAD || !(ph.p_flags & PF_X)) continue;
-          const uint64_t lo = info->dlpi_addr + ph.p_vaddr, hi = lo + ph.p_memsz;
-          if (f->at >= lo && f->at < hi) {
-            f->r = {lo, hi};
-            return 1;
-          }
-        }
-        return 0;
-      },
-      &f);
-  return f.r;
+  const TextRange* r = ObjectTable::instance().snapshot()->find(reinterpret_cast<uint64_t>(at));
+  return r ? CodeSpan{r->lo, r->hi} : CodeSpan{};
 }
-std::pair<uint64_t, uint64_t> function_range(void* fn) {
+// A function's code, from its dynamic symbol's size.
+CodeSpan function_code(const void* fn) {
   Dl_info info{};
   void* sym_out = nullptr;
-  if (!dladdr1(fn, &info, &sym_out, RTLD_DL_SYMENT) || !sym_out) return {0, 0};
-  const auto* sym = static_cast<const ElfW(Sym)*>(sym_out);
+  if (!dladdr1(fn, &info, &sym_out, RTLD_DL_SYMENT) || !sym_out) return {};
   const uint64_t lo = reinterpret_cast<uint64_t>(fn);
-  return {lo, lo + sym->st_size};
+  return {lo, lo + static_cast<const ElfW(Sym)*>(sym_out)->st_size};
 }
 // Each step's two walks against libunwind's; returns how many steps lay at a `ret` right after `pop
 // %rbp` or `leave`.
@@ -342,10 +324,10 @@ int spin_stepped(void* flag) {
 // One call through the PLT: chain_spin (no frame pointer), its PLT stub, chain_work (frame pointer)
 // from its push to its ret, and chain_spin's loop test and epilogue.
 TEST_F(Unwinder, AtEveryInstructionOfACallThroughThePltEqualsLibunwind) {
-  const auto [spin_lo, spin_hi] = function_range(reinterpret_cast<void*>(&chain_spin));
-  const auto [work_lo, work_hi] = function_range(reinterpret_cast<void*>(&chain_work));
-  ASSERT_LT(spin_lo, spin_hi);
-  ASSERT_LT(work_lo, work_hi);
+  const CodeSpan spin = function_code(reinterpret_cast<void*>(&chain_spin));
+  const CodeSpan work = function_code(reinterpret_cast<void*>(&chain_work));
+  ASSERT_LT(spin.lo, spin.hi);
+  ASSERT_LT(work.lo, work.hi);
   // chain_spin's PLT slot bound first (lazy binding would step through the loader's resolver).
   {
     volatile int stop = 0;
@@ -359,8 +341,8 @@ TEST_F(Unwinder, AtEveryInstructionOfACallThroughThePltEqualsLibunwind) {
   std::vector<Step> steps(256);
   volatile int flag = 0;
   Stepping st;
-  st.arm_pc = spin_lo;
-  st.flag_lo = work_lo, st.flag_hi = work_hi;  // one call of chain_work, then chain_spin's loop ends
+  st.arm_pc = spin.lo;
+  st.flag_code = work;  // one call of chain_work, then chain_spin's loop ends
   st.flag = &flag;
   st.walked[0] = exec_segment_of(reinterpret_cast<void*>(&chain_spin));
   st.walked[1] = exec_segment_of(reinterpret_cast<void*>(&chain_work));
@@ -373,10 +355,9 @@ TEST_F(Unwinder, AtEveryInstructionOfACallThroughThePltEqualsLibunwind) {
   int in_work = 0, in_spin = 0, elsewhere = 0;
   for (int i = 0; i < n; i++) {
     const uint64_t pc = steps[static_cast<size_t>(i)].pc;
-    const bool work = pc >= work_lo && pc < work_hi, spin = pc >= spin_lo && pc < spin_hi;
-    in_work += work;
-    in_spin += spin;
-    elsewhere += !work && !spin;  // the PLT stub
+    in_work += work.holds(pc);
+    in_spin += spin.holds(pc);
+    elsewhere += !work.holds(pc) && !spin.holds(pc);  // the PLT stub
   }
   // (GCC 12: chain_work's and chain_spin's; the frames are compared at every step whatever the count.)
   EXPECT_GE(expect_steps_equal_libunwind(st), 1) << "a ret right after pop %rbp was stepped";
@@ -413,15 +394,15 @@ TEST_F(Unwinder, AtEveryInstructionOfAChainOfTwoKindsOfFramesEqualsLibunwind) {
   single_step(st, [&] { step_chain(nullptr); });
   const int n = st.n.load();
   ASSERT_LT(n, st.max);
-  const auto [nofp_lo, nofp_hi] = function_range(reinterpret_cast<void*>(&chain_nofp));
+  const CodeSpan nofp = function_code(reinterpret_cast<void*>(&chain_nofp));
   void* const fp_fn = dlsym(RTLD_DEFAULT, "chain_fp");
   ASSERT_NE(fp_fn, nullptr);
-  const auto [fp_lo, fp_hi] = function_range(fp_fn);
+  const CodeSpan fp = function_code(fp_fn);
   int in_nofp = 0, in_fp = 0, in_leaf = 0;
   for (int i = 0; i < n; i++) {
     const uint64_t pc = steps[static_cast<size_t>(i)].pc;
-    in_nofp += pc >= nofp_lo && pc < nofp_hi;
-    in_fp += pc >= fp_lo && pc < fp_hi;
+    in_nofp += nofp.holds(pc);
+    in_fp += fp.holds(pc);
     in_leaf += st.walked[2].holds(pc);  // the leaf is the only code of this program between them
   }
   EXPECT_GE(expect_steps_equal_libunwind(st), 1) << "chain_fp's leave; ret";
