@@ -35,12 +35,30 @@ void print_summary(const Profile& p, const AttributionStats& stats, const std::s
            "launches between windows have no stack, no sample and no kernel record, and every figure counts the windows "
            "only (not scaled to the run)\n";
   }
-  if (p.end && p.end->launches)
-    out << fmt::format("aiflame: stack capture cost {:.2f} us per launch on the launching threads{}\n",
-                       static_cast<double>(p.end->capture_ns) / 1e3 / static_cast<double>(p.end->launches),
+  if (p.end && p.end->launches) {
+    const EndRecord& e = *p.end;
+    const double n = static_cast<double>(e.launches);
+    out << fmt::format("aiflame: stack capture cost {:.2f} us per launch on the launching threads{}",
+                       static_cast<double>(e.capture_ns) / 1e3 / n,
                        // A few cold captures (new stacks, unwind tables still being built) make this
                        // average in windows mode: 85-2,500 us over 4-43 window launches on the H200.
-                       p.end->windows ? fmt::format(" ({} launches captured, all inside windows)", p.end->launches) : "");
+                       e.windows ? fmt::format(" ({} launches captured, all inside windows)", e.launches) : "");
+    // The launches that walked their stack (no memo held: mostly a call path new to the thread, so a
+    // run's first steps) apart from those that took a memo, which is what each launch costs once a loop
+    // has been through its paths (issue 22).
+    if (e.walked_launches && e.walked_launches <= e.launches && e.walked_ns <= e.capture_ns) {
+      const uint64_t memo = e.launches - e.walked_launches;
+      out << fmt::format("; {} launches ({:.2f}%) walked their stack (no memo held: mostly call paths new to their "
+                         "thread), {:.1f} us each ({:.2f} us of the figure)",
+                         e.walked_launches, 100.0 * static_cast<double>(e.walked_launches) / n,
+                         static_cast<double>(e.walked_ns) / 1e3 / static_cast<double>(e.walked_launches),
+                         static_cast<double>(e.walked_ns) / 1e3 / n);
+      if (memo)
+        out << fmt::format(", the other launches {:.2f} us each",
+                           static_cast<double>(e.capture_ns - e.walked_ns) / 1e3 / static_cast<double>(memo));
+    }
+    out << "\n";
+  }
   if (p.autograd && !p.autograd->torch_version.empty()) {
     const AutogradSummaryRecord& a = *p.autograd;
     auto pct = [](uint64_t n, uint64_t of) { return of ? 100.0 * static_cast<double>(n) / static_cast<double>(of) : 0.0; };

@@ -153,7 +153,7 @@ bool decode(ByteReader& r, WarningRecord& o) { o.text = r.str(); return r.ok(); 
 void encode(ByteWriter& w, const EndRecord& r) {
   for (uint64_t v : {r.timestamp, r.launches, r.launches_unwound, r.stacks, r.pc_records, r.samples,
                      r.dropped_samples, r.kernels, r.cubins, r.dropped_records, r.capture_ns, r.collector_cpu_ns,
-                     r.windows, r.window_ns})
+                     r.windows, r.window_ns, r.walked_launches, r.walked_ns})
     w.varint(v);
 }
 bool decode(ByteReader& r, EndRecord& o) {
@@ -162,6 +162,7 @@ bool decode(ByteReader& r, EndRecord& o) {
     *v = r.varint();
   if (!r.eof()) o.collector_cpu_ns = r.varint();  // added later
   if (!r.eof()) { o.windows = r.varint(); o.window_ns = r.varint(); }  // added later still
+  if (!r.eof()) { o.walked_launches = r.varint(); o.walked_ns = r.varint(); }  // and later (issue 22's split)
   return r.ok();
 }
 

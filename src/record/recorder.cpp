@@ -236,13 +236,17 @@ Recorder::PhaseProbe Recorder::phase_probe() const {
 
 Recorder::LaunchTotals Recorder::launch_totals() const {
   LaunchTotals s;
-  uint64_t ticks = 0;
+  uint64_t ticks = 0, walk_ticks = 0;
   for (size_t i = 0; i <= kTallies; i++) {
     s.launches += tallies_[i].launches.load(std::memory_order_relaxed);
     s.unwound += tallies_[i].unwound.load(std::memory_order_relaxed);
     ticks += tallies_[i].ticks.load(std::memory_order_relaxed);
+    s.walked += tallies_[i].walks.load(std::memory_order_relaxed);
+    walk_ticks += tallies_[i].walk_ticks.load(std::memory_order_relaxed);
   }
-  s.capture_ns = static_cast<uint64_t>(static_cast<double>(ticks) * clock_.ns_per_tick());
+  const double ns_per_tick = clock_.ns_per_tick();
+  s.capture_ns = static_cast<uint64_t>(static_cast<double>(ticks) * ns_per_tick);
+  s.walked_ns = static_cast<uint64_t>(static_cast<double>(walk_ticks) * ns_per_tick);
   return s;
 }
 
@@ -299,6 +303,10 @@ AIFLAME_HOT __attribute__((always_inline)) inline Recorder::LeanLaunch Recorder:
   tally_add(shared, tally.launches, 1);
   if (st.unwound) tally_add(shared, tally.unwound, 1);
   tally_add(shared, tally.ticks, dt);
+  if (st.walked) [[unlikely]] {
+    tally_add(shared, tally.walks, 1);
+    tally_add(shared, tally.walk_ticks, dt);
+  }
   return {&tally, t0, dt, st.walked};
 }
 
@@ -372,6 +380,10 @@ void Recorder::on_launch_measured(uint32_t api, uint32_t correlation_id, uint64_
   add(tally.launches, 1);
   if (st.unwound) add(tally.unwound, 1);
   add(tally.ticks, dt);
+  if (st.walked) {
+    add(tally.walks, 1);
+    add(tally.walk_ticks, dt);
+  }
   LaunchHistogram::Thread* hist = hists ? &hists[&tally - tallies_.get()] : nullptr;
   if (hist) {
     const bool memo = st.unwound && !st.walked;
@@ -551,6 +563,8 @@ void Recorder::finish(uint64_t end_timestamp) {
   end.cubins = counters_.cubins;
   end.dropped_records = counters_.dropped_records;
   end.capture_ns = totals.capture_ns;
+  end.walked_launches = totals.walked;
+  end.walked_ns = totals.walked_ns;
   end.collector_cpu_ns = counters_.collector_cpu_ns;
   end.windows = counters_.windows;
   end.window_ns = counters_.window_ns;

@@ -95,6 +95,10 @@ class Recorder {
   // (the forward thread and autograd's engine thread, or eight threads on eight streams).
   struct alignas(64) LaunchTally {
     std::atomic<uint64_t> launches{0}, unwound{0}, ticks{0};
+    // Launches whose native stack was walked (no memo of the thread held: a call path new to it), and
+    // their ticks: the summary tells them from the launches that took a memo, since a run's walks crowd
+    // into its first steps (issue 22: 0.1-0.3 us of a default-length loop's figure on the H100).
+    std::atomic<uint64_t> walks{0}, walk_ticks{0};
     std::atomic<uint64_t> off_launches{0}, off_ticks{0};  // AIFLAME_AUTOGRAD_AB: launches in slices without tracking
     // AIFLAME_AUTOGRAD_AB: launches walked in full (no memo held) and their ticks, all and those in
     // slices without tracking.
@@ -106,6 +110,7 @@ class Recorder {
   };
   struct LaunchTotals {
     uint64_t launches = 0, unwound = 0, capture_ns = 0;
+    uint64_t walked = 0, walked_ns = 0;  // LaunchTally::walks
   };
   LaunchTotals launch_totals() const;
   // AIFLAME_AUTOGRAD_AB=1 (a measurement of issue 23 item 5 in one run, so that the host's drift

@@ -55,7 +55,7 @@ std::string write_sample_profile() {
   w.add(WarningRecord{"something to say"});
   EndRecord e;
   e.timestamp = 30000; e.launches = 1; e.samples = 30; e.kernels = 1; e.capture_ns = 900;
-  e.collector_cpu_ns = 1234; e.windows = 55; e.window_ns = 56000000;
+  e.collector_cpu_ns = 1234; e.windows = 55; e.window_ns = 56000000; e.walked_launches = 7; e.walked_ns = 8800;
   w.add(e);
   EXPECT_TRUE(w.close()) << w.error();
   return path;
@@ -126,6 +126,8 @@ TEST(FormatRoundTrip, EveryRecordReadsBackEqual) {
   EXPECT_EQ(p.end->collector_cpu_ns, 1234u);
   EXPECT_EQ(p.end->windows, 55u);
   EXPECT_EQ(p.end->window_ns, 56000000u);
+  EXPECT_EQ(p.end->walked_launches, 7u);
+  EXPECT_EQ(p.end->walked_ns, 8800u);
   std::remove(path.c_str());
 }
 
@@ -314,5 +316,35 @@ TEST(ProfileWriter, RecordsAddedAfterCloseAreDropped) {
   EXPECT_EQ(p->warnings, std::vector<std::string>{"before"});
   std::remove(path.c_str());
 }
+}  // namespace
+}  // namespace aiflame
+
+namespace aiflame {
+namespace {
+
+// End records of earlier versions stop after capture_ns, after collector_cpu_ns, or after the windows'
+// two fields: each decodes, the fields it lacks 0 (the summary then prints no walked/memo split).
+TEST(Format, EndRecordsOfEarlierVersionsDecodeWithTheLaterFieldsZero) {
+  for (int fields : {11, 12, 14}) {
+    ByteWriter w;
+    for (int i = 0; i < fields; i++) w.varint(static_cast<uint64_t>(100 + i));
+    ByteReader r(w.data());
+    EndRecord e;
+    ASSERT_TRUE(decode(r, e)) << fields;
+    EXPECT_EQ(e.capture_ns, 110u) << fields;
+    EXPECT_EQ(e.collector_cpu_ns, fields > 11 ? 111u : 0u) << fields;
+    EXPECT_EQ(e.window_ns, fields > 12 ? 113u : 0u) << fields;
+    EXPECT_EQ(e.walked_launches, 0u) << fields;
+    EXPECT_EQ(e.walked_ns, 0u) << fields;
+  }
+  ByteWriter w;  // the current layout: all 16
+  for (int i = 0; i < 16; i++) w.varint(static_cast<uint64_t>(100 + i));
+  ByteReader r(w.data());
+  EndRecord e;
+  ASSERT_TRUE(decode(r, e));
+  EXPECT_EQ(e.walked_launches, 114u);
+  EXPECT_EQ(e.walked_ns, 115u);
+}
+
 }  // namespace
 }  // namespace aiflame

@@ -100,6 +100,27 @@ TEST(Recorder, CaptureTimeIsInNanoseconds) {
   EXPECT_LE(end.capture_ns, static_cast<uint64_t>(wall));
 }
 
+// The End record tells the launches that walked their stack from those that took their memo (the
+// summary's split, issue 22), on the product's launch path and on the measured one (a probe on).
+TEST(Recorder, TheEndRecordCountsTheLaunchesThatWalkedApart) {
+  for (uint32_t probe : {0u, 3u}) {
+    Recording r(0, probe, UnwindPolicy::Always);
+    for (int i = 0; i < 2000; i++) r.rec.on_launch(211, i + 1, 0x1000, 1);  // one call path
+    EndRecord end = r.finish();
+    EXPECT_EQ(end.launches, 2000u) << probe;
+    // Its first launch walks; the rest take its memo (a few more walk while the rows are built).
+    EXPECT_GE(end.walked_launches, 1u) << probe;
+    EXPECT_LE(end.walked_launches, 50u) << probe;
+    EXPECT_GT(end.walked_ns, 0u) << probe;
+    EXPECT_LE(end.walked_ns, end.capture_ns) << probe;
+  }
+  Recording off;  // UnwindPolicy::Off: nothing walked
+  for (int i = 0; i < 100; i++) off.rec.on_launch(211, i + 1, 0x1000, 1);
+  EndRecord end = off.finish();
+  EXPECT_EQ(end.walked_launches, 0u);
+  EXPECT_EQ(end.walked_ns, 0u);
+}
+
 // Launches from one call site for 800 ms with pauses: the A/B's 40-70 ms slices, many of each kind.
 uint32_t launch_for_many_slices(Recording& r) {
   const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(800);
