@@ -187,8 +187,8 @@ Recorder::AutogradAB Recorder::autograd_ab() const {
     ticks += t.ticks.load(std::memory_order_relaxed);
     off_launches += t.off_launches.load(std::memory_order_relaxed);
     off_ticks += t.off_ticks.load(std::memory_order_relaxed);
-    walked += t.walked.load(std::memory_order_relaxed);
-    walked_ticks += t.walked_ticks.load(std::memory_order_relaxed);
+    walked += t.walks.load(std::memory_order_relaxed);
+    walked_ticks += t.walk_ticks.load(std::memory_order_relaxed);
     off_walked += t.off_walked.load(std::memory_order_relaxed);
     off_walked_ticks += t.off_walked_ticks.load(std::memory_order_relaxed);
   }
@@ -281,10 +281,10 @@ uint32_t Recorder::graph_node_stack(uint64_t) {
 AIFLAME_HOT void Recorder::on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, uint64_t timestamp, uint32_t device) {
   if (measured_ || CaptureStats::on()) [[unlikely]]
     return on_launch_measured(api, correlation_id, site, timestamp, device);
-  (void)launch_lean(api, correlation_id, site, timestamp, device);
+  launch_lean(api, correlation_id, site, timestamp, device);
 }
 
-AIFLAME_HOT __attribute__((always_inline)) inline Recorder::LeanLaunch Recorder::launch_lean(
+AIFLAME_HOT __attribute__((always_inline)) inline void Recorder::launch_lean(
     uint32_t api, uint32_t correlation_id, uint64_t site, uint64_t timestamp, uint32_t device) {
   PhaseScope phase(Phase::LaunchCallback);
   const uint64_t t0 = clock_.now();
@@ -307,7 +307,6 @@ AIFLAME_HOT __attribute__((always_inline)) inline Recorder::LeanLaunch Recorder:
     tally_add(shared, tally.walks, 1);
     tally_add(shared, tally.walk_ticks, dt);
   }
-  return {&tally, t0, dt, st.walked};
 }
 
 // With the capture stats, the probes' histograms or an A/B switch on (record_options.cpp's measurement
@@ -316,14 +315,9 @@ void Recorder::on_launch_measured(uint32_t api, uint32_t correlation_id, uint64_
                                   uint32_t device) {
   if (tls_probe_) tls_probe_->run();  // before the launch's own timer
   if (autograd_ab_ == 5 && !CaptureStats::on() && !hist_ && !((clock_.now() >> 27) & 1)) {
-    // AIFLAME_AUTOGRAD_AB=5, a slice with the product's launch path: its figures counted as the other
-    // kinds' "with" side below.
-    const LeanLaunch l = launch_lean(api, correlation_id, site, timestamp, device);
-    if (l.walked) {
-      const bool shared = l.tally == &tallies_[kTallies];
-      tally_add(shared, l.tally->walked, 1);
-      tally_add(shared, l.tally->walked_ticks, l.dt);
-    }
+    // AIFLAME_AUTOGRAD_AB=5, a slice with the product's launch path (which tallies its walks): its
+    // figures counted as the other kinds' "with" side below.
+    launch_lean(api, correlation_id, site, timestamp, device);
     return;
   }
   PhaseScope phase(Phase::LaunchCallback);
@@ -427,10 +421,6 @@ void Recorder::on_launch_measured(uint32_t api, uint32_t correlation_id, uint64_
     hist->add(LaunchHistogram::CaptureAgain, q3 - q2);
   }
   if (autograd_ab_) {
-    if (st.walked) {
-      add(tally.walked, 1);
-      add(tally.walked_ticks, dt);
-    }
     if (ab_slice) {
       add(tally.off_launches, 1);
       add(tally.off_ticks, dt);

@@ -97,12 +97,12 @@ class Recorder {
     std::atomic<uint64_t> launches{0}, unwound{0}, ticks{0};
     // Launches whose native stack was walked (no memo of the thread held: a call path new to it), and
     // their ticks: the summary tells them from the launches that took a memo, since a run's walks crowd
-    // into its first steps (issue 22: 0.1-0.3 us of a default-length loop's figure on the H100).
+    // into its first steps (issue 22: 0.1-0.3 us of a default-length loop's figure on the H100); the
+    // AIFLAME_AUTOGRAD_AB figures compare walked launches apart from the others.
     std::atomic<uint64_t> walks{0}, walk_ticks{0};
     std::atomic<uint64_t> off_launches{0}, off_ticks{0};  // AIFLAME_AUTOGRAD_AB: launches in slices without tracking
-    // AIFLAME_AUTOGRAD_AB: launches walked in full (no memo held) and their ticks, all and those in
-    // slices without tracking.
-    std::atomic<uint64_t> walked{0}, walked_ticks{0}, off_walked{0}, off_walked_ticks{0};
+    // AIFLAME_AUTOGRAD_AB: of those, the launches walked in full (no memo held) and their ticks.
+    std::atomic<uint64_t> off_walked{0}, off_walked_ticks{0};
     LaunchAB::ThreadState ab_last;  // AIFLAME_LAUNCH_AB: this thread's previous launch
     // AIFLAME_CAPTURE_PROBE=2, launches that took their memo: their count, and ticks of on_launch, the
     // autograd reads (first, again), the capture (first, again) and the Python walk alone (warm).
@@ -155,12 +155,7 @@ class Recorder {
   LaunchAB::Result launch_ab() const { return launch_ab_state_ ? launch_ab_state_->result(clock_.ns_per_tick()) : LaunchAB::Result{}; }
 
  private:
-  struct LeanLaunch {
-    LaunchTally* tally;
-    uint64_t t0, dt;
-    bool walked;
-  };
-  LeanLaunch launch_lean(uint32_t api, uint32_t correlation_id, uint64_t site, uint64_t timestamp, uint32_t device);
+  void launch_lean(uint32_t api, uint32_t correlation_id, uint64_t site, uint64_t timestamp, uint32_t device);
   void on_launch_measured(uint32_t api, uint32_t correlation_id, uint64_t site, uint64_t timestamp, uint32_t device);
   bool launch_ab_slow(uint64_t site);
   LaunchTally& tally();  // this thread's (the shared overflow tally past kTallies threads)

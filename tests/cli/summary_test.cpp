@@ -21,46 +21,39 @@ std::string capture_line(const EndRecord& end) {
   return "";
 }
 
-TEST(Summary, TheCaptureLineSplitsWalkedLaunchesFromTheRest) {
+EndRecord end_of(uint64_t launches, uint64_t capture_ns, uint64_t walked_launches = 0, uint64_t walked_ns = 0) {
   EndRecord e;
-  e.launches = 1000;
-  e.capture_ns = 900'000;     // 0.90 us a launch
-  e.walked_launches = 10;
-  e.walked_ns = 300'000;      // 30 us each, 0.30 us of the figure
-  // The other 990 launches: 600,000 ns, 0.606 us each.
-  EXPECT_EQ(capture_line(e),
+  e.launches = launches;
+  e.capture_ns = capture_ns;
+  e.walked_launches = walked_launches;
+  e.walked_ns = walked_ns;
+  return e;
+}
+
+// The line of 900 ns a launch without the split.
+constexpr const char* kNoSplit = "aiflame: stack capture cost 0.90 us per launch on the launching threads";
+
+TEST(Summary, TheCaptureLineSplitsWalkedLaunchesFromTheRest) {
+  // 1,000 launches at 0.90 us; 10 walked, 30 us each (0.30 us of the figure); the other 990 launches
+  // 600,000 ns, 0.606 us each.
+  EXPECT_EQ(capture_line(end_of(1000, 900'000, 10, 300'000)),
             "aiflame: stack capture cost 0.90 us per launch on the launching threads; 10 launches (1.00%) walked their "
             "stack (no memo held: mostly call paths new to their thread), 30.0 us each (0.30 us of the figure), the other "
             "launches 0.61 us each");
 }
 
 TEST(Summary, AProfileWithoutTheSplitKeepsTheLineAsBefore) {
-  EndRecord e;
-  e.launches = 1000;
-  e.capture_ns = 900'000;
-  EXPECT_EQ(capture_line(e), "aiflame: stack capture cost 0.90 us per launch on the launching threads");
+  EXPECT_EQ(capture_line(end_of(1000, 900'000)), kNoSplit);
 }
 
 TEST(Summary, ASplitThatCannotBeRightIsLeftOut) {
   // A damaged End record: more walked launches than launches, or more of their time than all of it.
-  EndRecord e;
-  e.launches = 100;
-  e.capture_ns = 90'000;
-  e.walked_launches = 101;
-  e.walked_ns = 1'000;
-  EXPECT_EQ(capture_line(e), "aiflame: stack capture cost 0.90 us per launch on the launching threads");
-  e.walked_launches = 10;
-  e.walked_ns = 90'001;
-  EXPECT_EQ(capture_line(e), "aiflame: stack capture cost 0.90 us per launch on the launching threads");
+  EXPECT_EQ(capture_line(end_of(100, 90'000, 101, 1'000)), kNoSplit);
+  EXPECT_EQ(capture_line(end_of(100, 90'000, 10, 90'001)), kNoSplit);
 }
 
 TEST(Summary, EveryLaunchWalkedHasNoOtherLaunchesClause) {
-  EndRecord e;
-  e.launches = 4;
-  e.capture_ns = 80'000;
-  e.walked_launches = 4;
-  e.walked_ns = 80'000;
-  EXPECT_EQ(capture_line(e),
+  EXPECT_EQ(capture_line(end_of(4, 80'000, 4, 80'000)),
             "aiflame: stack capture cost 20.00 us per launch on the launching threads; 4 launches (100.00%) walked "
             "their stack (no memo held: mostly call paths new to their thread), 20.0 us each (20.00 us of the figure)");
 }

@@ -316,12 +316,6 @@ TEST(ProfileWriter, RecordsAddedAfterCloseAreDropped) {
   EXPECT_EQ(p->warnings, std::vector<std::string>{"before"});
   std::remove(path.c_str());
 }
-}  // namespace
-}  // namespace aiflame
-
-namespace aiflame {
-namespace {
-
 // End records of earlier versions stop after capture_ns, after collector_cpu_ns, or after the windows'
 // two fields: each decodes, the fields it lacks 0 (the summary then prints no walked/memo split).
 TEST(Format, EndRecordsOfEarlierVersionsDecodeWithTheLaterFieldsZero) {
