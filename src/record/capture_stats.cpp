@@ -27,7 +27,7 @@ void CaptureStats::enable() {
 void CaptureStats::reset() {
   for (auto& t : ticks) t.store(0);
   for (auto& c : memo_miss) c.store(0);
-  for (auto* c : {&launches, &backward_launches, &backward_walked, &native_frames, &python_frames, &cache_misses, &shared_hits, &fp_frames, &reused_frames, &memo_held, &memo_checks, &memo_slow, &memo_missing, &memo_failed, &memo_failed_same, &thread_new, &process_new, &caller_scans, &caller_reads, &caller_rereads, &fallbacks, &walks, &walks_after_reset, &lazy_frames, &forward_lookups, &forward_slots, &forward_found}) c->store(0);
+  for (auto* c : {&launches, &backward_launches, &backward_walked, &native_frames, &python_frames, &cache_misses, &shared_hits, &fp_frames, &reused_frames, &memo_held, &memo_checks, &memo_slow, &memo_missing, &memo_failed, &memo_failed_same, &donated, &thread_new, &process_new, &caller_scans, &caller_reads, &caller_rereads, &fallbacks, &walks, &walks_after_reset, &lazy_frames, &forward_lookups, &forward_slots, &forward_found}) c->store(0);
   for (auto& e : ends) e.store(0);
 }
 
@@ -52,7 +52,7 @@ std::string CaptureStats::line() const {
   return fmt::format(
       "capture stats: {} launches; us per launch: total {:.3f} = python walk {:.3f} + native unwind {:.3f} + hash and "
       "local lookup {:.3f} + shared intern {:.3f} (lock wait {:.3f}, Python names {:.3f}, stack record write {:.3f}) + autograd {:.3f} (backward launches {:.1f}%, {:.3f} each; {:.3f} per backward launch in {} caller scans, on the caller scanner's thread unless AIFLAME_AUTOGRAD_DEFER=0, of {:.1f} us each, {:.1f} us of it reading {:.1f} thread stacks, {} scans the last caller's stack read again in one; forward {:.3f} each) + launch record write {:.3f}; per launch: {:.1f} "
-      "native frames ({:.1f} by frame pointer, {:.1f} reused from the thread's previous walk), {:.1f}% of launches from their path's memo ({:.2f} memos checked each, {:.1f}% of them not the predicted one; {:.1f}% had none, {:.1f}% had one that did not hold, {:.1f}% of these walking to its stack; memos checked failed on: {}; {:.3f} us per walked launch's unwind ({} of these launches backward), {} walks at {:.1f} us each ({:.1f} of it in {:.1f} lookups of addresses not cached, {:.1f} of them found in the rows other threads looked up; {} walks with the thread's cache emptied by an object unloaded; {} frames through objects whose rows were being built, by their FDEs read in place), {} from backtrace() at {:.1f} us each), {:.1f} Python frames, {:.2f} unwind cache misses, {:.4f} stacks new to "
+      "native frames ({:.1f} by frame pointer, {:.1f} reused from the thread's previous walk), {:.1f}% of launches from their path's memo ({:.2f} memos checked each, {:.1f}% of them not the predicted one; {:.1f}% had none, {:.1f}% had one that did not hold, {:.1f}% of these walking to its stack; {} took another key's walk that held, not walking; memos checked failed on: {}; {:.3f} us per walked launch's unwind ({} of these launches backward), {} walks at {:.1f} us each ({:.1f} of it in {:.1f} lookups of addresses not cached, {:.1f} of them found in the rows other threads looked up; {} walks with the thread's cache emptied by an object unloaded; {} frames through objects whose rows were being built, by their FDEs read in place), {} from backtrace() at {:.1f} us each), {:.1f} Python frames, {:.2f} unwind cache misses, {:.4f} stacks new to "
       "the thread ({:.4f} new to the process); walk ends: outermost {} limit {} bad {} not-ready {} stale {} off-stack {}; forward lookups {} ({:.2f} slots read each, {:.1f}% found); thread-locals in static TLS: {} (reached by offset: {}); hot-page regions on a huge page: {} of {}",
       n, us(Total), us(Python), us(Unwind), us(Hash), us(Intern), us(InternLock), us(InternNames), us(InternWrite), us(Autograd),
       100.0 * per(backward_launches), bw ? tick_us(AutogradBackward) / static_cast<double>(bw) : 0.0,
@@ -66,7 +66,7 @@ std::string CaptureStats::line() const {
       held ? static_cast<double>(memo_checks.load()) / static_cast<double>(held) : 0.0,
       held ? 100.0 * static_cast<double>(memo_slow.load()) / static_cast<double>(held) : 0.0, 100.0 * per(memo_missing), 100.0 * per(memo_failed),
       memo_failed.load() ? 100.0 * static_cast<double>(memo_failed_same.load()) / static_cast<double>(memo_failed.load()) : 0.0,
-      miss_causes(),
+      donated.load(), miss_causes(),
       walked ? tick_us(UnwindWalked) / static_cast<double>(walked) : 0.0, backward_walked.load(), walks.load(),
       walks.load() ? tick_us(UnwindWalk) / static_cast<double>(walks.load()) : 0.0,
       walks.load() ? tick_us(UnwindLookup) / static_cast<double>(walks.load()) : 0.0,

@@ -47,6 +47,7 @@ struct CaptureStats {
   // of which the walk gave the stack of one of the memos that did not hold (the memo was stricter than
   // the stack: a word it keeps changed without changing the frames)
   std::atomic<uint64_t> memo_failed_same{0};
+  std::atomic<uint64_t> donated{0};  // launches without a memo of their key that took another key's walk (no walk)
   std::atomic<uint64_t> fallbacks{0};    // UnwindFallback's count
   std::atomic<uint64_t> walks{0}, walks_after_reset{0};  // UnwindWalk's count; of those, the first after the loaded objects changed
   std::atomic<uint64_t> lazy_frames{0};  // frames stepped by an FDE read in place (rows being built: unwind::find_cfi_row)

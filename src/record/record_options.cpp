@@ -196,6 +196,10 @@ constexpr RecordOptionSpec kSchema[] = {
     {"memos_per_key", "AIFLAME_MEMOS_PER_KEY", nullptr, nullptr, "1 to 4",
      "Walk memos one key keeps (several native paths under one kernel, depth and Python stack; default 4)",
      UINT_OPTION(measure.memos_per_key, 1, 4)},
+    {"memo_donors", "AIFLAME_MEMO_DONORS", nullptr, nullptr, "0 or 1",
+     "A launch with no walk memo of its own call path first checks the memos of other paths' walks at its depth and "
+     "takes the native frames of one that holds instead of walking (default 1)",
+     FLAG_OPTION(measure.memo_donors)},
     {"memo_evict_lru", "AIFLAME_MEMO_EVICT_LRU", nullptr, nullptr, "0 or 1",
      "When none of a key's walk memos holds, replace the least recently used (default 1; 0: the last checked)",
      FLAG_OPTION(measure.memo_evict_lru)},

@@ -101,6 +101,9 @@ struct MeasurementSwitches {
   // frames, share one key per depth, more native paths than its four memos.
   bool memo_key_node = true;
   uint32_t memos_per_key = 4;   // AIFLAME_MEMOS_PER_KEY: walk memos one key keeps (1-4; 2 before 2026-11-27)
+  // AIFLAME_MEMO_DONORS: a launch with no memo of its own key checks the memos of other keys' walks
+  // at its depth before walking (StackCapture::donor_for).
+  bool memo_donors = true;
   // AIFLAME_MEMO_EVICT_LRU: when none of a key's memos holds, the walk replaces the one used (held or
   // written) least recently, instead of the last one checked. With the last one checked, that is the
   // same way every time, so memos that no longer hold (a warm-up's paths) are never evicted: the cold

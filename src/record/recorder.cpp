@@ -67,6 +67,7 @@ bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std
   memo_key_node_ = opt.measure.memo_key_node;
   stacks_.set_memos_per_key(static_cast<int>(opt.measure.memos_per_key));
   stacks_.set_memo_evict_lru(opt.measure.memo_evict_lru);
+  stacks_.set_memo_donors(opt.measure.memo_donors);
   stacks_.set_python_prefetch(opt.measure.py_prefetch);
   stacks_.set_python_state_in_place(opt.measure.py_state);
   unwind::set_shared_rows(opt.measure.shared_rows);
@@ -642,10 +643,12 @@ void Recorder::finish(uint64_t end_timestamp) {
                  static_cast<unsigned long long>(writer_.full_handovers()));
   if (opt_.measure.verify_memos) {
     const StackCapture::MemoCheck c = stacks_.memo_check();
+    const StackCapture::Donors d = stacks_.donors();
     std::fprintf(stderr,
-                 "aiflame: memo check: %llu launches took their memo (%llu by the Python fingerprint), each walked again in "
-                 "full: %llu got another stack\n",
+                 "aiflame: memo check: %llu launches took their memo (%llu by the Python fingerprint, %llu another call "
+                 "path's: %llu such memos checked), each walked again in full: %llu got another stack\n",
                  static_cast<unsigned long long>(c.checked), static_cast<unsigned long long>(c.by_fingerprint),
+                 static_cast<unsigned long long>(d.took), static_cast<unsigned long long>(d.checked),
                  static_cast<unsigned long long>(c.differed));
   }
   if (!writer_.close()) std::fprintf(stderr, "aiflame: writing the profile failed: %s\n", writer_.error().c_str());

@@ -69,12 +69,16 @@ struct LocalStacks {
     used = 0;
     arena.clear();
   }
-  uint32_t find(uint64_t h, const uint64_t* w, size_t n) const {
+  // at: set to the content's offset in the arena when found.
+  uint32_t find(uint64_t h, const uint64_t* w, size_t n, uint64_t* at) const {
     size_t mask = slots.size() - 1;
     for (size_t i = h & mask;; i = (i + 1) & mask) {
       const Slot& s = slots[i];
       if (!s.id) return 0;
-      if (s.hash == h && s.len == n && std::memcmp(&arena[s.off], w, n * sizeof *w) == 0) return s.id;
+      if (s.hash == h && s.len == n && std::memcmp(&arena[s.off], w, n * sizeof *w) == 0) {
+        *at = s.off;
+        return s.id;
+      }
     }
   }
   void insert(uint64_t h, const uint64_t* w, size_t n, uint32_t id) {
@@ -122,6 +126,8 @@ constexpr int kMemoPython = 32;   // Python frames a memo keeps (deeper stacks a
 // times in 300 steps against 196 in another, 0.15 us per launch (bench/RESULTS.md, twenty-fifth session).
 constexpr unsigned kMemoSetBits = 9;
 constexpr int kMemoWays = 4;
+constexpr unsigned kDonorBits = 10;
+constexpr size_t kDonorSlots = size_t{1} << kDonorBits;
 // Memos one key keeps (bench/RESULTS.md, eleventh session: on hf_gpt2 and timm_train 6.2-6.7% of
 // launches found their key's two memos not holding, and 97-99.9% of those walked to a third stack).
 constexpr int kMemosPerKey = std::min(kMemoWays, unwind::kMaxChecks);
@@ -141,8 +147,13 @@ struct MemoEntry {
   uint32_t next_lines;
   uint32_t id;
   int32_t nn, np;
+  // Where the stack's content lies in the thread's LocalStacks arena (kNoContent: not there), so that
+  // a launch of another key whose walk this memo's check shows to be the same takes its native frames
+  // (donor_for).
+  uint32_t content_at;
   unwind::WalkMemo walk;
 };
+constexpr uint32_t kNoContent = UINT32_MAX;
 // The lines a memo check reads of an entry: its header and the walk's offsets.
 uint32_t lines_of(const MemoEntry& m) {
   const char* end = reinterpret_cast<const char*>(m.walk.offset + m.walk.words);
@@ -170,6 +181,11 @@ struct MemoTable {
   // round of cold loads was the largest part of the H100's capture).
   MemoEntry* last = nullptr;
   MemoSet sets[1u << kMemoSetBits];
+  // The entries whose memos were written last at a depth (two, newest first) and at a depth for a site
+  // and salt: where a launch with no memo of its own key looks for a walk it would repeat (donor_for).
+  // Entry index + 1; 0: none.
+  uint16_t donor_depth[kDonorSlots][2];
+  uint16_t donor_site[kDonorSlots];
   // Not constructed: the hot pages start zeroed, a zero entry is an empty one, and constructing the
   // 2,048 entries (WalkMemo's initialisers) wrote a line of each, so every page of the table, at the
   // thread's first launch: where the kernel gives no huge page, 327 page faults and ~470 us on the
@@ -258,8 +274,25 @@ MemoTable& memo_table(uint64_t owner) {
       for (auto& set : t->sets) set = MemoSet{};
     t->owner = owner;
     t->last = nullptr;
+    std::memset(t->donor_depth, 0, sizeof t->donor_depth);
+    std::memset(t->donor_site, 0, sizeof t->donor_site);
   }
   return *t;
+}
+
+// The donor slots of a depth, and of a site and salt at a depth.
+size_t depth_slot(uint64_t sp) { return mix(sp, 0x5eed) >> (64 - kDonorBits); }
+size_t site_slot(uint64_t site_salt, uint64_t sp) { return mix(site_salt, sp) >> (64 - kDonorBits); }
+
+// Entry i got a memo (a walk wrote it): the newest at its depth, and for its site and salt there.
+void note_donor(MemoTable& t, int i, uint64_t site_salt, uint64_t sp) {
+  const auto v = static_cast<uint16_t>(i + 1);
+  uint16_t* d = t.donor_depth[depth_slot(sp)];
+  if (d[0] != v) {
+    d[1] = d[0];
+    d[0] = v;
+  }
+  t.donor_site[site_slot(site_salt, sp)] = v;
 }
 
 // With AIFLAME_CAPTURE_STATS=1 and AIFLAME_DEBUG=1: for a launch that found no memo for its key, the
@@ -453,12 +486,13 @@ uint32_t StackCapture::intern_shared(const uint64_t* content, size_t len, uint64
 // The id of the stack whose native frames are content[1..nn] and whose Python frames are py: the
 // content completed in place (counts, Python words), then this thread's table, else the shared one.
 uint32_t StackCapture::stack_id_of(uint64_t* w, int nn, const RawPyFrame* py, int np, bool* thread_new,
-                                   uint64_t* t_looked_up) {
+                                   uint64_t* t_looked_up, uint32_t* content_at) {
   w[0] = static_cast<uint64_t>(nn);
   size_t len = 1 + static_cast<size_t>(nn);
   w[len++] = static_cast<uint64_t>(np);
   len += put_python(w + len, py, np);
   uint64_t h = hash_words(w, len);
+  if (content_at) *content_at = kNoContent;
   if (t_stacks_gone) {
     if (t_looked_up) *t_looked_up = CaptureStats::now();
     *thread_new = false;
@@ -466,14 +500,56 @@ uint32_t StackCapture::stack_id_of(uint64_t* w, int nn, const RawPyFrame* py, in
   }
   LocalStacks& local = t_stacks;
   if (local.owner != serial_) local.reset(serial_);
-  uint32_t id = local.find(h, w, len);
+  uint64_t at = 0;
+  uint32_t id = local.find(h, w, len, &at);
   if (t_looked_up) *t_looked_up = CaptureStats::now();
   *thread_new = !id;
   if (!id) {
     id = intern_shared(w, len, h, nn, py, np);
+    at = local.arena.size();
     local.insert(h, w, len, id);
   }
+  if (content_at && at < kNoContent) *content_at = static_cast<uint32_t>(at);
   return id;
+}
+
+// A launch with no memo of its own key that holds (a call path new to its key: new Python frames, a
+// new autograd node class) whose native walk would repeat one this thread made before for another key:
+// the last two at its depth, or the last at its depth for its site and salt, checked as memos are
+// (unwind::memo_holds: a walk now would read what that one read, so return its frames). If one holds,
+// its native frames are copied into content[1..] from the thread's arena and its memo into `record`,
+// and their count is returned; else -1 (the launch walks). A walk costs 6-13 us on the H100 in a
+// training loop's first steps (its lookups cold, some objects' rows still being built), a memo check
+// of cold lines well under one (bench/RESULTS.md, thirty-fourth session).
+int StackCapture::donor_for(void* table_p, const unwind::Regs& start, uint64_t site_salt, uint64_t* content,
+                            unwind::WalkMemo* record) {
+  MemoTable& t = *static_cast<MemoTable*>(table_p);
+  if (t_stacks_gone) return -1;
+  const LocalStacks& local = t_stacks;
+  if (local.owner != serial_) return -1;
+  const uint16_t* d = t.donor_depth[depth_slot(start.sp)];
+  const uint16_t cands[3] = {t.donor_site[site_slot(site_salt, start.sp)], d[0], d[1]};
+  for (int c = 0; c < 3; c++) {
+    const uint16_t v = cands[c];
+    if (!v || std::find(cands, cands + c, v) != cands + c) continue;
+    const int i = v - 1;
+    const MemoEntry& e = t.e[i];
+    // A way whose key is 0 is empty, or the slot this launch's walk is about to write.
+    if (!t.sets[static_cast<size_t>(i) / kMemoWays].key[i % kMemoWays] || !e.walk.words || e.content_at == kNoContent)
+      continue;
+    if (static_cast<size_t>(e.content_at) + 1 + static_cast<size_t>(e.nn) > local.arena.size() ||
+        local.arena[e.content_at] != static_cast<uint64_t>(e.nn))
+      continue;
+    donor_checks_.fetch_add(1, std::memory_order_relaxed);
+    if (!unwind::memo_holds_here(e.walk, start, kMaxNative)) continue;
+    std::memcpy(content + 1, &local.arena[e.content_at + 1], sizeof *content * static_cast<size_t>(e.nn));
+    if (record && record != &e.walk)
+      std::memcpy(static_cast<void*>(record), &e.walk,
+                  offsetof(unwind::WalkMemo, offset) + sizeof e.walk.offset[0] * e.walk.words);
+    donated_.fetch_add(1, std::memory_order_relaxed);
+    return e.nn;
+  }
+  return -1;
 }
 
 AIFLAME_HOT bool StackCapture::prefetch() {
@@ -772,6 +848,7 @@ StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint6
   MemoEntry* held = nullptr;
   int held_i = -1, checks_made = 0;  // the stats: memos checked until one held
   uint32_t checking = 0;  // AIFLAME_VERIFY_MEMOS: the stack id of a memo that held, walked again in full
+  bool donated = false;   // the native frames and memo of another key's walk that held (donor_for)
   if (policy_ != UnwindPolicy::Off) {
     const unwind::WalkMemo* checks[kMemosPerKey];
     const unwind::WalkMemo* const* check_list = checks;
@@ -796,7 +873,20 @@ StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint6
       arm();
     }
     for (;;) {
-      nn = unwind(start, ra, w + 1, kMaxNative, check_list, n_checks, record, false, check_only);
+      // With donors, the key's memos are checked alone first (a walk does not follow in the same call),
+      // then another key's walk that this one would repeat, if any, before a walk.
+      nn = unwind::kNoMemoHeld;
+      if (!check_only && n_checks && memos && donors_) {
+        nn = unwind(start, ra, w + 1, kMaxNative, check_list, n_checks, record, false, /*check_only=*/true);
+        if (nn == unwind::kNoMemoHeld) n_checks = 0;
+      }
+      if (!check_only && !n_checks && memos && donors_)
+        if (const int d = donor_for(table, start, site ^ key_salt, w, record); d >= 0) {
+          nn = d;
+          donated = true;
+          break;
+        }
+      if (nn == unwind::kNoMemoHeld) nn = unwind(start, ra, w + 1, kMaxNative, check_list, n_checks, record, false, check_only);
       if (check_only) {  // the predicted memo alone
         checks_made = 1;
         if (nn == unwind::kMemoHeld) {
@@ -848,7 +938,8 @@ StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint6
   uint64_t t2 = stats ? CaptureStats::now() : 0;
   bool thread_new = false;
   uint64_t t3 = 0;
-  uint32_t id = stack_id_of(w, nn, py, np, &thread_new, stats ? &t3 : nullptr);
+  uint32_t content_at = kNoContent;
+  uint32_t id = stack_id_of(w, nn, py, np, &thread_new, stats ? &t3 : nullptr, &content_at);
   if (slot && !slot_direct && record->words) {  // another path's memo replaced, now that the walk is done
     *slot_key = 0;
     std::memcpy(static_cast<void*>(&slot->walk), record, sizeof *record);
@@ -860,17 +951,22 @@ StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint6
     slot->py_check = py_check;
     slot->py_fast = py_fast;
     slot->next = nullptr;
+    slot->content_at = content_at;
     *slot_key = key;
     MemoSet& set = table->sets[static_cast<size_t>(slot_i) / kMemoWays];
     set.used[slot_i % kMemoWays] = ++table->clock;
     follow(*table, slot);
+    note_donor(*table, slot_i, site ^ key_salt, start.sp);
   } else if (table) {
     table->last = nullptr;  // no entry to link the next launch's to
   }
+  if (donated && verify_memos_) [[unlikely]]
+    verify_memo(start, ra, py, np, id);
   if (stats) {
     CaptureStats& cs = CaptureStats::instance();
     add_walk_stats(cs, t0, t1, t2, nn, np);
     cs.add(CaptureStats::UnwindWalked, t1, t2);
+    if (donated) cs.donated.fetch_add(1, std::memory_order_relaxed);
     if (memos) (n_found ? cs.memo_failed : cs.memo_missing).fetch_add(1, std::memory_order_relaxed);
     if (std::find(found_id, found_id + n_found, id) != found_id + n_found)
       cs.memo_failed_same.fetch_add(1, std::memory_order_relaxed);

@@ -66,6 +66,13 @@ class StackCapture {
   void set_memo_key_site(bool on) { memo_key_site_ = on; }
   // Walk memos one key keeps, 1 to 4 (AIFLAME_MEMOS_PER_KEY, A/B).
   void set_memos_per_key(int n) { memos_per_key_ = n < 1 ? 1 : n > 4 ? 4 : n; }
+  // A launch with no memo of its own key takes the native frames of another key's walk whose memo holds
+  // for it (AIFLAME_MEMO_DONORS, default on; off for A/B).
+  void set_memo_donors(bool on) { donors_ = on; }
+  struct Donors {
+    uint64_t checked = 0, took = 0;  // memos of other keys checked, and launches that took one
+  };
+  Donors donors() const { return {donor_checks_.load(), donated_.load()}; }
   // true: a walk whose key's memos all failed replaces the least recently used of them
   // (the default; AIFLAME_MEMO_EVICT_LRU=0 for A/B); false: the last one checked.
   void set_memo_evict_lru(bool on) { memo_evict_lru_ = on; }
@@ -145,7 +152,14 @@ class StackCapture {
                    bool by_fingerprint = false);
   bool fast_ = true;  // update_fast() with the defaults
   // t_looked_up: set to the TSC after this thread's table was looked up (the breakdown), if not null.
-  uint32_t stack_id_of(uint64_t* content, int nn, const RawPyFrame* py, int np, bool* thread_new, uint64_t* t_looked_up);
+  // content_at: set to the content's offset in the thread's arena (kNoContent: not kept there), if not null.
+  uint32_t stack_id_of(uint64_t* content, int nn, const RawPyFrame* py, int np, bool* thread_new, uint64_t* t_looked_up,
+                       uint32_t* content_at = nullptr);
+  // capture_walk's look for another key's walk that holds here (stack_capture.cpp); table: the
+  // thread's MemoTable.
+  int donor_for(void* table, const unwind::Regs& start, uint64_t site_salt, uint64_t* content, unwind::WalkMemo* record);
+  bool donors_ = true;
+  std::atomic<uint64_t> donor_checks_{0}, donated_{0};
   uint32_t intern_shared(const uint64_t* content, size_t len, uint64_t hash, int nn, const RawPyFrame* py, int np);
   PyFrame name_python(const RawPyFrame& f);
 

@@ -359,6 +359,59 @@ TEST(StackCapture, OnePathLaunchingManyKernelsWalksOnce) {
   EXPECT_EQ(c.differed, 0u);
 }
 
+// Launches of call paths new to their key (here: a new autograd node class, the key's salt; in a
+// program also new Python frames) whose native walk repeats one made before at their depth take that
+// walk's frames from its memo instead of walking: A with salts 1 2 3, then B (another native path at
+// the same depth) with salts 4 5 1. A2 and A3 take A1's walk and B5 takes B4's; B4 checks A's two memos
+// at its depth, which do not hold, and walks; B1's key has A1's memo, which does not hold, and then
+// B5's at its depth does. Every launch's stack is the one a full walk gives.
+template <int K>
+__attribute__((noinline)) StackCapture::Result salted(StackCapture& c, uint64_t salt) {
+  auto r = c.capture(9, true, salt);
+  asm volatile("" ::"r"(K));
+  return r;
+}
+using SaltedPath = StackCapture::Result (*)(StackCapture&, uint64_t);
+__attribute__((noinline)) StackCapture::Result via_salted(SaltedPath p, StackCapture& c, uint64_t salt) {
+  auto r = p(c, salt);  // one call instruction for both paths: the same depth
+  asm volatile("");
+  return r;
+}
+
+TEST(StackCapture, ANewKeyTakesTheWalkOfAnotherKeyAtItsDepthThatHolds) {
+  for (bool donors : {true, false}) {
+    Fixture f(UnwindPolicy::Always);
+    unwind::ObjectTable::instance().build_all_now();
+    f.capture.set_verify_memos(true);
+    f.capture.set_memo_donors(donors);
+    const SaltedPath a = salted<0>, b = salted<1>;
+    const std::pair<SaltedPath, uint64_t> order[6] = {{a, 1}, {a, 2}, {a, 3}, {b, 4}, {b, 5}, {b, 1}};
+    std::vector<StackCapture::Result> r;
+    StackCapture::Donors d;
+    StackCapture::MemoCheck c;
+    for (int round = 0; round < 2; round++) {
+      for (const auto& [p, s] : order) r.push_back(via_salted(p, f.capture, s));
+      if (!round) d = f.capture.donors(), c = f.capture.memo_check();
+    }
+    EXPECT_EQ(r[1].stack_id, r[0].stack_id);
+    EXPECT_EQ(r[2].stack_id, r[0].stack_id);
+    EXPECT_NE(r[3].stack_id, r[0].stack_id);
+    EXPECT_EQ(r[4].stack_id, r[3].stack_id);
+    EXPECT_EQ(r[5].stack_id, r[3].stack_id);
+    EXPECT_EQ(f.capture.stacks(), 2u);
+    EXPECT_EQ(d.took, donors ? 4u : 0u) << donors;
+    EXPECT_EQ(d.checked, donors ? 7u : 0u) << donors;
+    // The donated launches were walked again in full and got the same stack.
+    EXPECT_EQ(c.checked, donors ? 4u : 0u);
+    EXPECT_EQ(c.differed, 0u);
+    // Each launch left a memo of its own key: the same launches again take those, no other key's.
+    for (int i = 6; i < 12; i++) EXPECT_EQ(r[i].stack_id, r[i - 6].stack_id) << i;
+    EXPECT_EQ(f.capture.donors().took, d.took);
+    EXPECT_EQ(f.capture.memo_check().checked, c.checked + 6);
+    EXPECT_EQ(f.capture.memo_check().differed, 0u);
+  }
+}
+
 // A launch says whether it was walked in full or took a memo (AIFLAME_AUTOGRAD_AB compares the two
 // kinds apart): in A B A B ... only each path's first launches walk.
 TEST(StackCapture, OnlyLaunchesWithoutAMemoThatHoldsAreWalked) {
