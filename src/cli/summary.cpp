@@ -43,13 +43,14 @@ void print_summary(const Profile& p, const AttributionStats& stats, const std::s
                        // A few cold captures (new stacks, unwind tables still being built) make this
                        // average in windows mode: 85-2,500 us over 4-43 window launches on the H200.
                        e.windows ? fmt::format(" ({} launches captured, all inside windows)", e.launches) : "");
-    // The launches that walked their stack (no memo held: mostly a call path new to the thread, so a
-    // run's first steps) apart from those that took a memo, which is what each launch costs once a loop
+    // The launches with no memo of their call path (mostly a call path new to the thread, so a run's
+    // first steps: walked, or since the thirty-fourth session given another path's walk at their depth)
+    // apart from those that took a memo, which is what each launch costs once a loop
     // has been through its paths (issue 22).
     if (e.walked_launches && e.walked_launches <= e.launches && e.walked_ns <= e.capture_ns) {
       const uint64_t memo = e.launches - e.walked_launches;
-      out << fmt::format("; {} launches ({:.2f}%) walked their stack (no memo held: mostly call paths new to their "
-                         "thread), {:.1f} us each ({:.2f} us of the figure)",
+      out << fmt::format("; {} launches ({:.2f}%) had no memo of their call path (mostly paths new to their thread: "
+                         "walked, or given another path's walk), {:.1f} us each ({:.2f} us of the figure)",
                          e.walked_launches, 100.0 * static_cast<double>(e.walked_launches) / n,
                          static_cast<double>(e.walked_ns) / 1e3 / static_cast<double>(e.walked_launches),
                          static_cast<double>(e.walked_ns) / 1e3 / n);

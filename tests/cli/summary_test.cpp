@@ -37,8 +37,8 @@ TEST(Summary, TheCaptureLineSplitsWalkedLaunchesFromTheRest) {
   // 1,000 launches at 0.90 us; 10 walked, 30 us each (0.30 us of the figure); the other 990 launches
   // 600,000 ns, 0.606 us each.
   EXPECT_EQ(capture_line(end_of(1000, 900'000, 10, 300'000)),
-            "aiflame: stack capture cost 0.90 us per launch on the launching threads; 10 launches (1.00%) walked their "
-            "stack (no memo held: mostly call paths new to their thread), 30.0 us each (0.30 us of the figure), the other "
+            "aiflame: stack capture cost 0.90 us per launch on the launching threads; 10 launches (1.00%) had no memo of "
+            "their call path (mostly paths new to their thread: walked, or given another path's walk), 30.0 us each (0.30 us of the figure), the other "
             "launches 0.61 us each");
 }
 
@@ -54,8 +54,9 @@ TEST(Summary, ASplitThatCannotBeRightIsLeftOut) {
 
 TEST(Summary, EveryLaunchWalkedHasNoOtherLaunchesClause) {
   EXPECT_EQ(capture_line(end_of(4, 80'000, 4, 80'000)),
-            "aiflame: stack capture cost 20.00 us per launch on the launching threads; 4 launches (100.00%) walked "
-            "their stack (no memo held: mostly call paths new to their thread), 20.0 us each (20.00 us of the figure)");
+            "aiflame: stack capture cost 20.00 us per launch on the launching threads; 4 launches (100.00%) had no "
+            "memo of their call path (mostly paths new to their thread: walked, or given another path's walk), 20.0 us "
+            "each (20.00 us of the figure)");
 }
 
 }  // namespace
