@@ -10,7 +10,7 @@
 # Env:   AIFLAME_BIN (default .dist), RUN_TIMEOUT (seconds per run, default 150), VERIFY_STATS (1: the
 #        verify run with AIFLAME_CAPTURE_STATS=1 as well, its breakdown; the stats take the launch path
 #        that checks a memo by its key, so 0, the default, verifies the product's path: the Python
-#        fingerprint's memos, thirtieth session).
+#        fingerprint's memos, thirtieth session), MODES (default "plain verify default": which runs).
 set -u
 bin=${AIFLAME_BIN:-.dist}
 limit=${RUN_TIMEOUT:-150}
@@ -26,9 +26,13 @@ for w in $workloads; do
   s=$(steps_of "$w")
   envs=(); [[ -n $s ]] && envs=(STEPS="$s")
   echo "== $w"
-  plain=$(timeout "$limit" env "${envs[@]}" python3 "bench/workloads/$w.py" 2>&1)
-  echo "plain: $(grep -o 'loop_s [0-9.]*' <<<"$plain" || echo "(no loop_s; exit or output: $(tail -c 300 <<<"$plain"))")"
-  for mode in verify default; do
+  modes=${MODES:-plain verify default}
+  if [[ " $modes " == *" plain "* ]]; then
+    plain=$(timeout "$limit" env "${envs[@]}" python3 "bench/workloads/$w.py" 2>&1)
+    echo "plain: $(grep -o 'loop_s [0-9.]*' <<<"$plain" || echo "(no loop_s; exit or output: $(tail -c 300 <<<"$plain"))")"
+  fi
+  for mode in $modes; do
+    [[ $mode == plain ]] && continue
     extra=(); [[ $mode == verify ]] && extra=(AIFLAME_VERIFY_MEMOS=1)
     [[ $mode == verify && ${VERIFY_STATS:-0} == 1 ]] && extra+=(AIFLAME_CAPTURE_STATS=1)
     log=$(timeout "$limit" env "${extra[@]}" "$bin/aiflame" record -f --sass-timeout 0 -o "$out/$w.aiflame" -- \

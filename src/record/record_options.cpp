@@ -212,9 +212,9 @@ constexpr RecordOptionSpec kSchema[] = {
      "Prefetch the frames of the thread's last Python walk at a launch's start (default 1; 0: none, a measurement)",
      FLAG_OPTION(measure.py_prefetch)},
     {"cfi_readahead", "AIFLAME_CFI_READAHEAD", nullptr, nullptr, "0 to 2",
-     "Ask the kernel to read objects' unwind tables ahead: each loaded object's .eh_frame_hdr table, and an object's "
-     ".eh_frame once its rows are queued, so that the walks that read them in place meanwhile do not wait for the "
-     "disk (default 1; 0: not; 2: every object's .eh_frame too; measurements)",
+     "Ask the kernel to read loaded objects' unwind tables ahead, so that the first walks, which read them in place "
+     "while their rows are built, do not wait for the disk: 2 (default), each object's .eh_frame_hdr and .eh_frame as "
+     "soon as it is loaded; 1, its .eh_frame_hdr then and its .eh_frame once its rows are queued; 0, none",
      UINT_OPTION(measure.cfi_readahead, 0, 2)},
     {"shared_rows", "AIFLAME_SHARED_ROWS", nullptr, nullptr, "0 or 1",
      "Keep the unwind rows that threads look up in one table all threads read (default 1; 0: each thread its own)",

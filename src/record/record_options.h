@@ -141,7 +141,9 @@ struct MeasurementSwitches {
   // the same shares under forward code, the capture 0.0-0.25 us per launch cheaper (bench/RESULTS.md).
   bool autograd_defer = true;
   bool torch_tls = true;  // AIFLAME_TORCH_TLS: torch's thread-locals read in place where they can be (0: its functions called)
-  uint32_t cfi_readahead = 1;  // AIFLAME_CFI_READAHEAD: objects' CFI read ahead (0: not; 2: all of every object's)
+  // AIFLAME_CFI_READAHEAD: objects' CFI read ahead (2, the default: all of every object's at its first
+  // snapshot; 1: each object's search table, and a queued object's whole CFI; 0: not). unwind::ObjectTable.
+  uint32_t cfi_readahead = 2;
   uint32_t autograd_light = 0;   // AIFLAME_AUTOGRAD_LIGHT: 1 the tracker without its tables, 2 nor its calls into torch
 };
 

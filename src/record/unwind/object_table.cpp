@@ -323,6 +323,7 @@ void ObjectTable::advise_headers() {
       header_readaheads_++;
       objects++;
       bytes += r.hi - r.lo;
+      o->header_advised_bytes.store(r.hi - r.lo, std::memory_order_relaxed);
     }
   }
   if (objects)

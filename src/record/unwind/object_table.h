@@ -31,6 +31,8 @@ struct Object {
   // (cfi_header_range, at the first snapshot that has the object) and its CFI (cfi_readahead_range,
   // when queued). Atomic for the tests that watch them.
   std::atomic<bool> header_advised{false}, advised{false};
+  // The bytes asked for at the first snapshot (the search table, or at the default level the whole CFI).
+  std::atomic<uint64_t> header_advised_bytes{0};
   enum State : uint8_t { kNone, kQueued, kBuilt };
   std::atomic<uint8_t> state{kNone};
   // The pid of the process whose thread builds the rows (0: no build begun). A build holds none of the
@@ -137,8 +139,13 @@ class ObjectTable {
     std::lock_guard<std::mutex> lock(mu_);
     ensure_thread();
   }
-  // AIFLAME_CFI_READAHEAD: 1 (the default), each object's header read ahead at its first snapshot and a
-  // queued object's whole CFI; 0, none; 2, every object's whole CFI at its first snapshot (measurements).
+  // AIFLAME_CFI_READAHEAD: 2 (the default since the thirty-fourth session), every object's whole CFI
+  // (.eh_frame_hdr and .eh_frame) at its first snapshot; 1, each object's header then and a queued
+  // object's whole CFI; 0, none. With the page cache cold (a machine's first run), the first steps'
+  // walks read FDEs in place from disk: on an H100, level 2 took the three training loops' capture
+  // cost from 0.92-1.07 to 0.70-0.76 us per launch, their walks from 27.6-67.5 to 16.5-32.5 us each,
+  // for 46-97 MB read ahead at the start (bench/RESULTS.md, twenty-sixth and thirty-fourth sessions).
+  static constexpr int kDefaultReadahead = 2;
   void set_readahead(int level) { readahead_.store(level, std::memory_order_relaxed); }
   // Objects whose CFI the builder asked the kernel to read ahead (madvise MADV_WILLNEED).
   uint64_t readaheads() const { return readaheads_.load(); }
@@ -166,7 +173,7 @@ class ObjectTable {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Object*> queue_;
-  std::atomic<int> readahead_{1};
+  std::atomic<int> readahead_{kDefaultReadahead};
   std::atomic<uint64_t> readaheads_{0}, header_readaheads_{0};
   void advise_headers();  // the builder thread's
   bool refresh_requested_ = false;

@@ -1689,6 +1689,10 @@ TEST(ObjectTable, TheCfiReadAheadHoldsTheHeaderAndEveryFde) {
   ObjectTable& t = ObjectTable::instance();
   for (int i = 0; i < 1000 && !o->header_advised; i++) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   EXPECT_TRUE(o->header_advised);
+  // At the default level the whole CFI at once (the search table alone at level 1).
+  EXPECT_EQ(ObjectTable::kDefaultReadahead, 2);
+  EXPECT_EQ(o->header_advised_bytes.load(), r.hi - r.lo);
+  EXPECT_GT(r.hi - r.lo, table.hi - table.lo);
   const uint64_t before = t.readaheads();
   t.request_build(o);
   ASSERT_TRUE(built_within(o, std::chrono::seconds(20)));
@@ -1696,7 +1700,7 @@ TEST(ObjectTable, TheCfiReadAheadHoldsTheHeaderAndEveryFde) {
   EXPECT_TRUE(o->advised);
   t.set_readahead(0);
   struct On {
-    ~On() { ObjectTable::instance().set_readahead(1); }  // on again however the test ends
+    ~On() { ObjectTable::instance().set_readahead(ObjectTable::kDefaultReadahead); }  // on again however the test ends
   } on;
   // The counts once a look at the loader that began with the readahead on has ended (under TSan one
   // such look advised an object the process had loaded meanwhile, after a count taken earlier).
