@@ -14,6 +14,7 @@
 #include <x86intrin.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -499,7 +500,15 @@ uint32_t StackCapture::stack_id_of(uint64_t* w, int nn, const RawPyFrame* py, in
     return intern_shared(w, len, h, nn, py, np);
   }
   LocalStacks& local = t_stacks;
-  if (local.owner != serial_) local.reset(serial_);
+  if (local.owner != serial_) {
+    local.reset(serial_);
+    // The memos' content offsets are into the arena just emptied: none of them is a donor any more
+    // (another StackCapture used this thread's table of contents since; tests make several).
+    if (MemoTable* t = thread_memo(); t && t->owner == serial_) {
+      std::memset(t->donor_depth, 0, sizeof t->donor_depth);
+      std::memset(t->donor_site, 0, sizeof t->donor_site);
+    }
+  }
   uint64_t at = 0;
   uint32_t id = local.find(h, w, len, &at);
   if (t_looked_up) *t_looked_up = CaptureStats::now();

@@ -412,6 +412,27 @@ TEST(StackCapture, ANewKeyTakesTheWalkOfAnotherKeyAtItsDepthThatHolds) {
   }
 }
 
+// Another StackCapture's launch on the thread empties the thread's table of stack contents, into which
+// the memos of this one's walks point: after it, none of them gives its frames to another key. Here A1
+// is walked, B's launch empties the table, B4 walks and its content takes A1's old place, and A2 (A1's
+// path under another key) must walk: with A1 still a donor it would take B4's frames.
+TEST(StackCapture, AnotherCapturesLaunchOnTheThreadRetiresTheDonors) {
+  Fixture f(UnwindPolicy::Always), other(UnwindPolicy::Off);
+  unwind::ObjectTable::instance().build_all_now();
+  f.capture.set_verify_memos(true);
+  const SaltedPath a = salted<0>, b = salted<1>;
+  const std::pair<SaltedPath, uint64_t> order[3] = {{a, 1}, {b, 4}, {a, 2}};
+  std::vector<StackCapture::Result> r;
+  for (int i = 0; i < 3; i++) {
+    if (i == 1) other.capture.capture(9);
+    r.push_back(via_salted(order[i].first, f.capture, order[i].second));
+  }
+  EXPECT_NE(r[1].stack_id, r[0].stack_id);
+  EXPECT_EQ(r[2].stack_id, r[0].stack_id);
+  EXPECT_EQ(f.capture.donors().took, 0u);
+  EXPECT_EQ(f.capture.memo_check().differed, 0u);
+}
+
 // A launch says whether it was walked in full or took a memo (AIFLAME_AUTOGRAD_AB compares the two
 // kinds apart): in A B A B ... only each path's first launches walk.
 TEST(StackCapture, OnlyLaunchesWithoutAMemoThatHoldsAreWalked) {
