@@ -377,6 +377,37 @@ __attribute__((noinline)) StackCapture::Result via_salted(SaltedPath p, StackCap
   asm volatile("");
   return r;
 }
+// A launch of the sequences below: its path and salt, and another StackCapture's launch first (if set).
+struct SaltedLaunch {
+  SaltedPath path;
+  uint64_t salt;
+  StackCapture* before = nullptr;
+};
+// Every launch of `n` through one call instruction, `rounds` times, with the donors' and memo checks'
+// counts after each round. The trip counts are read at run time (volatile), so that no compiler unrolls
+// or peels a loop into several call sites, each another stack (GCC's TSan build peeled a round).
+struct Counts {
+  StackCapture::Donors donors;
+  StackCapture::MemoCheck checks;
+};
+__attribute__((noinline)) void launch_each(const SaltedLaunch* l, int n, StackCapture& c,
+                                           std::vector<StackCapture::Result>& out) {
+  volatile int count = n;
+  for (int i = 0; i < count; i++) {
+    if (l[i].before) l[i].before->capture(9);
+    out.push_back(via_salted(l[i].path, c, l[i].salt));
+  }
+}
+__attribute__((noinline)) std::vector<Counts> launch_rounds(const SaltedLaunch* l, int n, int rounds, StackCapture& c,
+                                                            std::vector<StackCapture::Result>& out) {
+  std::vector<Counts> after;
+  volatile int count = rounds;
+  for (int k = 0; k < count; k++) {
+    launch_each(l, n, c, out);
+    after.push_back({c.donors(), c.memo_check()});
+  }
+  return after;
+}
 
 TEST(StackCapture, ANewKeyTakesTheWalkOfAnotherKeyAtItsDepthThatHolds) {
   for (bool donors : {true, false}) {
@@ -385,20 +416,18 @@ TEST(StackCapture, ANewKeyTakesTheWalkOfAnotherKeyAtItsDepthThatHolds) {
     f.capture.set_verify_memos(true);
     f.capture.set_memo_donors(donors);
     const SaltedPath a = salted<0>, b = salted<1>;
-    const std::pair<SaltedPath, uint64_t> order[6] = {{a, 1}, {a, 2}, {a, 3}, {b, 4}, {b, 5}, {b, 1}};
+    const SaltedLaunch order[6] = {{a, 1}, {a, 2}, {a, 3}, {b, 4}, {b, 5}, {b, 1}};
     std::vector<StackCapture::Result> r;
-    StackCapture::Donors d;
-    StackCapture::MemoCheck c;
-    for (int round = 0; round < 2; round++) {
-      for (const auto& [p, s] : order) r.push_back(via_salted(p, f.capture, s));
-      if (!round) d = f.capture.donors(), c = f.capture.memo_check();
-    }
+    const std::vector<Counts> after = launch_rounds(order, 6, 2, f.capture, r);
+    ASSERT_EQ(r.size(), 12u);
     EXPECT_EQ(r[1].stack_id, r[0].stack_id);
     EXPECT_EQ(r[2].stack_id, r[0].stack_id);
     EXPECT_NE(r[3].stack_id, r[0].stack_id);
     EXPECT_EQ(r[4].stack_id, r[3].stack_id);
     EXPECT_EQ(r[5].stack_id, r[3].stack_id);
     EXPECT_EQ(f.capture.stacks(), 2u);
+    const StackCapture::Donors d = after[0].donors;
+    const StackCapture::MemoCheck c = after[0].checks;
     EXPECT_EQ(d.took, donors ? 4u : 0u) << donors;
     EXPECT_EQ(d.checked, donors ? 7u : 0u) << donors;
     // The donated launches were walked again in full and got the same stack.
@@ -406,9 +435,9 @@ TEST(StackCapture, ANewKeyTakesTheWalkOfAnotherKeyAtItsDepthThatHolds) {
     EXPECT_EQ(c.differed, 0u);
     // Each launch left a memo of its own key: the same launches again take those, no other key's.
     for (int i = 6; i < 12; i++) EXPECT_EQ(r[i].stack_id, r[i - 6].stack_id) << i;
-    EXPECT_EQ(f.capture.donors().took, d.took);
-    EXPECT_EQ(f.capture.memo_check().checked, c.checked + 6);
-    EXPECT_EQ(f.capture.memo_check().differed, 0u);
+    EXPECT_EQ(after[1].donors.took, d.took);
+    EXPECT_EQ(after[1].checks.checked, c.checked + 6);
+    EXPECT_EQ(after[1].checks.differed, 0u);
   }
 }
 
@@ -421,12 +450,10 @@ TEST(StackCapture, AnotherCapturesLaunchOnTheThreadRetiresTheDonors) {
   unwind::ObjectTable::instance().build_all_now();
   f.capture.set_verify_memos(true);
   const SaltedPath a = salted<0>, b = salted<1>;
-  const std::pair<SaltedPath, uint64_t> order[3] = {{a, 1}, {b, 4}, {a, 2}};
+  const SaltedLaunch order[3] = {{a, 1}, {b, 4, &other.capture}, {a, 2}};
   std::vector<StackCapture::Result> r;
-  for (int i = 0; i < 3; i++) {
-    if (i == 1) other.capture.capture(9);
-    r.push_back(via_salted(order[i].first, f.capture, order[i].second));
-  }
+  launch_rounds(order, 3, 1, f.capture, r);
+  ASSERT_EQ(r.size(), 3u);
   EXPECT_NE(r[1].stack_id, r[0].stack_id);
   EXPECT_EQ(r[2].stack_id, r[0].stack_id);
   EXPECT_EQ(f.capture.donors().took, 0u);
