@@ -168,8 +168,9 @@ else
   tlog=build-tsan/run_all_tsan_record.log
   tsan_status=0
   if [ -x build-tsan/tests/aiflame_tests ] && [ -x build-tsan/tests/aiflame_unwind_tests ]; then
-    TSAN_OPTIONS=second_deadlock_stack=1 timeout -k 10 900 build-tsan/tests/aiflame_tests --gtest_filter="$record_suites" >"$tlog" 2>&1 &&
-    TSAN_OPTIONS=second_deadlock_stack=1 timeout -k 10 900 build-tsan/tests/aiflame_unwind_tests \
+    topts="second_deadlock_stack=1 suppressions=$PWD/tests/tsan_suppressions.txt"  # the file says why
+    TSAN_OPTIONS=$topts timeout -k 10 900 build-tsan/tests/aiflame_tests --gtest_filter="$record_suites" >"$tlog" 2>&1 &&
+    TSAN_OPTIONS=$topts timeout -k 10 900 build-tsan/tests/aiflame_unwind_tests \
       --gtest_filter='-Unwinder.AtAsynchronousSignalsEqualsLibunwind:Unwinder.AtEveryInstruction*' >>"$tlog" 2>&1 || tsan_status=$?
   else
     tsan_status=1
