@@ -102,7 +102,7 @@ struct MeasurementSwitches {
   bool memo_key_node = true;
   uint32_t memos_per_key = 4;   // AIFLAME_MEMOS_PER_KEY: walk memos one key keeps (1-4; 2 before 2026-11-27)
   // AIFLAME_MEMO_DONORS: a launch with no memo of its own key checks the memos of other keys' walks
-  // at its depth before walking (StackCapture::donor_for).
+  // at its depth before walking (take_donor in stack_capture.cpp).
   bool memo_donors = true;
   // AIFLAME_MEMO_EVICT_LRU: when none of a key's memos holds, the walk replaces the one used (held or
   // written) least recently, instead of the last one checked. With the last one checked, that is the

@@ -150,7 +150,7 @@ struct MemoEntry {
   int32_t nn, np;
   // Where the stack's content lies in the thread's LocalStacks arena (kNoContent: not there), so that
   // a launch of another key whose walk this memo's check shows to be the same takes its native frames
-  // (donor_for).
+  // (take_donor).
   uint32_t content_at;
   unwind::WalkMemo walk;
 };
@@ -183,7 +183,7 @@ struct MemoTable {
   MemoEntry* last = nullptr;
   MemoSet sets[1u << kMemoSetBits];
   // The entries whose memos were written last at a depth (two, newest first) and at a depth for a site
-  // and salt: where a launch with no memo of its own key looks for a walk it would repeat (donor_for).
+  // and salt: where a launch with no memo of its own key looks for a walk it would repeat (take_donor).
   // Entry index + 1; 0: none.
   uint16_t donor_depth[kDonorSlots][2];
   uint16_t donor_site[kDonorSlots];
@@ -267,6 +267,13 @@ unwind::WalkMemo& t_scratch_memo() {
   return *m;
 }
 
+// No entry is a donor any more (take_donor): the table changed owner, or the thread's table of stack
+// contents, into which the entries' content offsets point, was emptied.
+void forget_donors(MemoTable& t) {
+  std::memset(t.donor_depth, 0, sizeof t.donor_depth);
+  std::memset(t.donor_site, 0, sizeof t.donor_site);
+}
+
 MemoTable& memo_table(uint64_t owner) {
   MemoTable* t = thread_memo();
   if (!t) t = hot_new(t_memo);  // owner 0: cleared below (serials start at 1)
@@ -275,8 +282,7 @@ MemoTable& memo_table(uint64_t owner) {
       for (auto& set : t->sets) set = MemoSet{};
     t->owner = owner;
     t->last = nullptr;
-    std::memset(t->donor_depth, 0, sizeof t->donor_depth);
-    std::memset(t->donor_site, 0, sizeof t->donor_site);
+    forget_donors(*t);
   }
   return *t;
 }
@@ -294,6 +300,41 @@ void note_donor(MemoTable& t, int i, uint64_t site_salt, uint64_t sp) {
     d[0] = v;
   }
   t.donor_site[site_slot(site_salt, sp)] = v;
+}
+
+// A launch with no memo of its own key that holds (a call path new to its key: new Python frames, a
+// new autograd node class) whose native walk would repeat one this thread made before for another key:
+// the last two at its depth, or the last at its depth for its site and salt, checked as memos are
+// (unwind::memo_holds: a walk now would read what that one read, so return its frames). If one holds,
+// its native frames are copied into content[1..] from the thread's arena `local` and its memo into
+// `record`, and their count is returned; else -1 (the launch walks). *checked counts the memos checked.
+// A walk costs 6-13 us on the H100 in a training loop's first steps (its lookups cold, some objects'
+// rows still being built), a memo check of cold lines well under one (bench/RESULTS.md, thirty-fourth
+// session).
+int take_donor(const MemoTable& t, const LocalStacks& local, const unwind::Regs& start, uint64_t site_salt,
+               uint64_t* content, unwind::WalkMemo* record, uint64_t* checked) {
+  const uint16_t* d = t.donor_depth[depth_slot(start.sp)];
+  const uint16_t cands[3] = {t.donor_site[site_slot(site_salt, start.sp)], d[0], d[1]};
+  for (int c = 0; c < 3; c++) {
+    const uint16_t v = cands[c];
+    if (!v || std::find(cands, cands + c, v) != cands + c) continue;
+    const int i = v - 1;
+    const MemoEntry& e = t.e[i];
+    // A way whose key is 0 is empty, or the slot this launch's walk is about to write.
+    if (!t.sets[static_cast<size_t>(i) / kMemoWays].key[i % kMemoWays] || !e.walk.words || e.content_at == kNoContent)
+      continue;
+    if (static_cast<size_t>(e.content_at) + 1 + static_cast<size_t>(e.nn) > local.arena.size() ||
+        local.arena[e.content_at] != static_cast<uint64_t>(e.nn))
+      continue;
+    ++*checked;
+    if (!unwind::memo_holds_here(e.walk, start, kMaxNative)) continue;
+    std::memcpy(content + 1, &local.arena[e.content_at + 1], sizeof *content * static_cast<size_t>(e.nn));
+    if (record && record != &e.walk)
+      std::memcpy(static_cast<void*>(record), &e.walk,
+                  offsetof(unwind::WalkMemo, offset) + sizeof e.walk.offset[0] * e.walk.words);
+    return e.nn;
+  }
+  return -1;
 }
 
 // With AIFLAME_CAPTURE_STATS=1 and AIFLAME_DEBUG=1: for a launch that found no memo for its key, the
@@ -504,10 +545,7 @@ uint32_t StackCapture::stack_id_of(uint64_t* w, int nn, const RawPyFrame* py, in
     local.reset(serial_);
     // The memos' content offsets are into the arena just emptied: none of them is a donor any more
     // (another StackCapture used this thread's table of contents since; tests make several).
-    if (MemoTable* t = thread_memo(); t && t->owner == serial_) {
-      std::memset(t->donor_depth, 0, sizeof t->donor_depth);
-      std::memset(t->donor_site, 0, sizeof t->donor_site);
-    }
+    if (MemoTable* t = thread_memo(); t && t->owner == serial_) forget_donors(*t);
   }
   uint64_t at = 0;
   uint32_t id = local.find(h, w, len, &at);
@@ -520,45 +558,6 @@ uint32_t StackCapture::stack_id_of(uint64_t* w, int nn, const RawPyFrame* py, in
   }
   if (content_at && at < kNoContent) *content_at = static_cast<uint32_t>(at);
   return id;
-}
-
-// A launch with no memo of its own key that holds (a call path new to its key: new Python frames, a
-// new autograd node class) whose native walk would repeat one this thread made before for another key:
-// the last two at its depth, or the last at its depth for its site and salt, checked as memos are
-// (unwind::memo_holds: a walk now would read what that one read, so return its frames). If one holds,
-// its native frames are copied into content[1..] from the thread's arena and its memo into `record`,
-// and their count is returned; else -1 (the launch walks). A walk costs 6-13 us on the H100 in a
-// training loop's first steps (its lookups cold, some objects' rows still being built), a memo check
-// of cold lines well under one (bench/RESULTS.md, thirty-fourth session).
-int StackCapture::donor_for(void* table_p, const unwind::Regs& start, uint64_t site_salt, uint64_t* content,
-                            unwind::WalkMemo* record) {
-  MemoTable& t = *static_cast<MemoTable*>(table_p);
-  if (t_stacks_gone) return -1;
-  const LocalStacks& local = t_stacks;
-  if (local.owner != serial_) return -1;
-  const uint16_t* d = t.donor_depth[depth_slot(start.sp)];
-  const uint16_t cands[3] = {t.donor_site[site_slot(site_salt, start.sp)], d[0], d[1]};
-  for (int c = 0; c < 3; c++) {
-    const uint16_t v = cands[c];
-    if (!v || std::find(cands, cands + c, v) != cands + c) continue;
-    const int i = v - 1;
-    const MemoEntry& e = t.e[i];
-    // A way whose key is 0 is empty, or the slot this launch's walk is about to write.
-    if (!t.sets[static_cast<size_t>(i) / kMemoWays].key[i % kMemoWays] || !e.walk.words || e.content_at == kNoContent)
-      continue;
-    if (static_cast<size_t>(e.content_at) + 1 + static_cast<size_t>(e.nn) > local.arena.size() ||
-        local.arena[e.content_at] != static_cast<uint64_t>(e.nn))
-      continue;
-    donor_checks_.fetch_add(1, std::memory_order_relaxed);
-    if (!unwind::memo_holds_here(e.walk, start, kMaxNative)) continue;
-    std::memcpy(content + 1, &local.arena[e.content_at + 1], sizeof *content * static_cast<size_t>(e.nn));
-    if (record && record != &e.walk)
-      std::memcpy(static_cast<void*>(record), &e.walk,
-                  offsetof(unwind::WalkMemo, offset) + sizeof e.walk.offset[0] * e.walk.words);
-    donated_.fetch_add(1, std::memory_order_relaxed);
-    return e.nn;
-  }
-  return -1;
 }
 
 AIFLAME_HOT bool StackCapture::prefetch() {
@@ -857,7 +856,7 @@ StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint6
   MemoEntry* held = nullptr;
   int held_i = -1, checks_made = 0;  // the stats: memos checked until one held
   uint32_t checking = 0;  // AIFLAME_VERIFY_MEMOS: the stack id of a memo that held, walked again in full
-  bool donated = false;   // the native frames and memo of another key's walk that held (donor_for)
+  bool donated = false;   // the native frames and memo of another key's walk that held (take_donor)
   if (policy_ != UnwindPolicy::Off) {
     const unwind::WalkMemo* checks[kMemosPerKey];
     const unwind::WalkMemo* const* check_list = checks;
@@ -889,12 +888,17 @@ StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint6
         nn = unwind(start, ra, w + 1, kMaxNative, check_list, n_checks, record, false, /*check_only=*/true);
         if (nn == unwind::kNoMemoHeld) n_checks = 0;
       }
-      if (!check_only && !n_checks && memos && donors_)
-        if (const int d = donor_for(table, start, site ^ key_salt, w, record); d >= 0) {
+      if (!check_only && !n_checks && memos && donors_ && !t_stacks_gone && t_stacks.owner == serial_) {
+        uint64_t checked = 0;
+        const int d = take_donor(*table, t_stacks, start, site ^ key_salt, w, record, &checked);
+        if (checked) donor_checks_.fetch_add(checked, std::memory_order_relaxed);
+        if (d >= 0) {
+          donated_.fetch_add(1, std::memory_order_relaxed);
           nn = d;
           donated = true;
           break;
         }
+      }
       if (nn == unwind::kNoMemoHeld) nn = unwind(start, ra, w + 1, kMaxNative, check_list, n_checks, record, false, check_only);
       if (check_only) {  // the predicted memo alone
         checks_made = 1;

@@ -155,10 +155,7 @@ class StackCapture {
   // content_at: set to the content's offset in the thread's arena (kNoContent: not kept there), if not null.
   uint32_t stack_id_of(uint64_t* content, int nn, const RawPyFrame* py, int np, bool* thread_new, uint64_t* t_looked_up,
                        uint32_t* content_at = nullptr);
-  // capture_walk's look for another key's walk that holds here (stack_capture.cpp); table: the
-  // thread's MemoTable.
-  int donor_for(void* table, const unwind::Regs& start, uint64_t site_salt, uint64_t* content, unwind::WalkMemo* record);
-  bool donors_ = true;
+  bool donors_ = true;  // capture_walk's look for another key's walk that holds (take_donor, stack_capture.cpp)
   std::atomic<uint64_t> donor_checks_{0}, donated_{0};
   uint32_t intern_shared(const uint64_t* content, size_t len, uint64_t hash, int nn, const RawPyFrame* py, int np);
   PyFrame name_python(const RawPyFrame& f);

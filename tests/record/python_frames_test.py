@@ -185,7 +185,7 @@ check("one stack per Python path", all(len(v) == 1 for v in ids.values()), ids)
 check("each Python path its own stack", len(set().union(*ids.values())) == 3, ids)
 # 900: every launch. The loop's first round has three new keys (another line of this module than the
 # rounds above), whose native walks the rounds above made at the same depths: each takes that walk's memo
-# (StackCapture::donor_for) and is walked again in full and compared too (897 without the donors).
+# (take_donor in stack_capture.cpp) and is walked again in full and compared too (897 without the donors).
 check("launches from their memo as the full walk gives them", checked == 900 and after[1].value == 0,
       (checked, after[1].value))
 if sys.version_info >= (3, 11):
