@@ -200,6 +200,10 @@ constexpr RecordOptionSpec kSchema[] = {
      "A launch with no walk memo of its own call path first checks the memos of other paths' walks at its depth and "
      "takes the native frames of one that holds instead of walking (default 1)",
      FLAG_OPTION(measure.memo_donors)},
+    {"memo_history", "AIFLAME_MEMO_HISTORY", nullptr, nullptr, "0 to 4",
+     "A launch first checks the walk memo that followed its thread's last N launches' the last time they came in "
+     "that order (default 4; 0: the one that followed the last launch's, a measurement)",
+     UINT_OPTION(measure.memo_history, 0, 4)},
     {"memo_evict_lru", "AIFLAME_MEMO_EVICT_LRU", nullptr, nullptr, "0 or 1",
      "When none of a key's walk memos holds, replace the least recently used (default 1; 0: the last checked)",
      FLAG_OPTION(measure.memo_evict_lru)},

@@ -129,6 +129,8 @@ constexpr unsigned kMemoSetBits = 9;
 constexpr int kMemoWays = 4;
 constexpr unsigned kDonorBits = 10;
 constexpr size_t kDonorSlots = size_t{1} << kDonorBits;
+constexpr unsigned kHistoryBits = 14;  // MemoTable::after: 16,384 slots (64 KB)
+
 // Memos one key keeps (bench/RESULTS.md, eleventh session: on hf_gpt2 and timm_train 6.2-6.7% of
 // launches found their key's two memos not holding, and 97-99.9% of those walked to a third stack).
 constexpr int kMemosPerKey = std::min(kMemoWays, unwind::kMaxChecks);
@@ -181,7 +183,24 @@ struct MemoTable {
   // while the Python frames are walked, instead of after the key is known (issue 22: the memo check's
   // round of cold loads was the largest part of the H100's capture).
   MemoEntry* last = nullptr;
+  // The entries of the thread's last launches (StackCapture::set_memo_history: the last `history` of
+  // them, each entry's index + 1 shifted in by history_shift bits; 0: none), and what `after` holds
+  // for them (the likely next entry, looked up as the last launch ended).
+  uint32_t history = 0;
+  uint8_t history_shift = 16;
+  uint32_t predicted = 0;
   MemoSet sets[1u << kMemoSetBits];
+  // The entry that followed the thread's last launches' entries (`history`) the last time they came in
+  // that order: entry index + 1 and that entry's lines << 16 (0: none), at history_slot(history). A
+  // training step launches from some paths at several points (one layer's kernels, once per layer; on
+  // an engine thread one kernel under many nodes of a class, as a linear layer's two matrix products
+  // under every linear layer's node), each followed by another path each time, so the entry that
+  // followed a path's last launch (MemoEntry::next) is the wrong guess at every point but one; the
+  // entries before it tell them apart (a branch predictor's global history). On the H100 10-22% of
+  // the three loops' launches from a memo found neither `next` nor `last` theirs (bench/RESULTS.md,
+  // thirty-fifth session). 16,384 slots: a loop's step has ~300-1,000 launch points a thread, and a
+  // point whose slot another takes is predicted wrong every step.
+  uint32_t after[size_t{1} << kHistoryBits];
   // The entries whose memos were written last at a depth (two, newest first) and at a depth for a site
   // and salt: where a launch with no memo of its own key looks for a walk it would repeat (take_donor).
   // Entry index + 1; 0: none.
@@ -212,23 +231,43 @@ int memo_lines(const unwind::WalkMemo& m, uint16_t (&out)[unwind::WalkMemo::kMax
   return static_cast<int>(std::unique(out, out + n) - out);
 }
 
-// The thread's launch took (or wrote) entry `cur`: the previous launch's entry learns its successor.
-void follow(MemoTable& t, MemoEntry* cur) {
-  if (MemoEntry* prev = t.last; prev && prev != cur) {
-    prev->next = cur;
-    prev->next_lines = lines_of(*cur);
+// The slot of MemoTable::after for a history of entries.
+size_t history_slot(uint32_t history) { return (history * 0x9e3779b1u) >> (32 - kHistoryBits); }
+
+// The thread's launch took (or wrote) entry `cur`, index i: the previous launch's entry learns its
+// successor, the last two entries theirs, and the next launch's likely entry is looked up.
+void follow(MemoTable& t, MemoEntry* cur, int i) {
+  MemoEntry* const prev = t.last;
+  const auto cur_i = static_cast<uint16_t>(i + 1);
+  if (prev) {
+    const uint32_t lines = lines_of(*cur);
+    if (prev != cur) {
+      prev->next = cur;
+      prev->next_lines = lines;
+    }
+    t.after[history_slot(t.history)] = cur_i | std::min(lines, 0xffffu) << 16;
   }
+  t.history = t.history_shift < 32 ? t.history << t.history_shift ^ cur_i : cur_i;
   t.last = cur;
+  t.predicted = t.after[history_slot(t.history)];
 }
 
-// The entry that followed the thread's previous launch's last time (MemoTable::last), else the previous
+// No entry to link the next launch's to.
+void forget_last(MemoTable& t) {
+  t.last = nullptr;
+  t.history = 0;
+  t.predicted = 0;
+}
+
+// The entry that followed the thread's last two launches' entries last time (MemoTable::after, with
+// `history`), else the one that followed the previous launch's (MemoTable::last), else the previous
 // launch's own, if it is one of this key's: its index, else -1. The previous launch's own: a path that
 // launches several kernels in a row (an op's kernels, one Python line and one native path) follows
 // itself, which `next` does not keep (the previous entry learns its successor only when it is
 // another): on the H200, 24% of hf_gpt2.py's launches from a memo had to search their set without it.
 // An entry is a key's if its way holds the key (a key's entries lie only in the key's two sets, where
 // its walks write them).
-int predicted_entry(const MemoTable& t, uint64_t key, int np, uint64_t py_check) {
+int predicted_entry(const MemoTable& t, uint64_t key, int np, uint64_t py_check, bool history) {
   auto of_key = [&](const MemoEntry* e) {
     if (!e) return false;
     const auto i = static_cast<size_t>(e - t.e);
@@ -236,6 +275,7 @@ int predicted_entry(const MemoTable& t, uint64_t key, int np, uint64_t py_check)
   };
   const MemoEntry* last = t.last;
   if (!last) return -1;
+  if (const uint32_t h = history ? t.predicted & 0xffff : 0; h && of_key(&t.e[h - 1])) return static_cast<int>(h - 1);
   if (of_key(last->next)) return static_cast<int>(last->next - t.e);
   return of_key(last) ? static_cast<int>(last - t.e) : -1;
 }
@@ -253,7 +293,7 @@ void mark_held(MemoTable& t, int i) {
 void take_memo(MemoTable& t, MemoEntry* e, int i) {
   mark_held(t, i);
   t.walked = false;
-  follow(t, e);
+  follow(t, e, i);
 }
 
 // A memo's key: the Python frames' hash, the site and salt (StackCapture::capture's key_salt), and
@@ -274,14 +314,17 @@ void forget_donors(MemoTable& t) {
   std::memset(t.donor_site, 0, sizeof t.donor_site);
 }
 
-MemoTable& memo_table(uint64_t owner) {
+MemoTable& memo_table(uint64_t owner, int history) {
   MemoTable* t = thread_memo();
   if (!t) t = hot_new(t_memo);  // owner 0: cleared below (serials start at 1)
   if (t->owner != owner) {
-    if (t->owner)  // a fresh table's sets are hot_alloc's zeros already: not written (their pages untouched)
+    const bool had_owner = t->owner != 0;
+    if (had_owner)  // a fresh table's sets are hot_alloc's zeros already: not written (their pages untouched)
       for (auto& set : t->sets) set = MemoSet{};
     t->owner = owner;
-    t->last = nullptr;
+    t->history_shift = static_cast<uint8_t>(32 / std::max(history, 1));
+    forget_last(*t);
+    if (had_owner) std::memset(t->after, 0, sizeof t->after);
     forget_donors(*t);
   }
   return *t;
@@ -573,9 +616,14 @@ AIFLAME_HOT bool StackCapture::prefetch() {
   if (walk) unwind::prefetch_for_walk();
   if (!mt || mt->owner != serial_ || !mt->last) return walk;
   const MemoEntry* last = mt->last;
-  if (const MemoEntry* nx = last->next) {  // the likely next entry (MemoTable::last)
+  // The likely next entry: the one that followed the last two launches' (MemoTable::after), else the
+  // one that followed the last launch's (MemoTable::last).
+  const uint32_t h = history_ > 0 ? mt->predicted : 0;
+  const MemoEntry* nx = (h & 0xffff) ? &mt->e[(h & 0xffff) - 1] : last->next;
+  if (nx) {
     const char* at = reinterpret_cast<const char*>(nx);
-    for (uint32_t l = 0, n = std::min<uint32_t>(last->next_lines, 16); l < n; l++) __builtin_prefetch(at + 64 * l);
+    for (uint32_t l = 0, n = std::min<uint32_t>((h & 0xffff) ? h >> 16 : last->next_lines, 16); l < n; l++)
+      __builtin_prefetch(at + 64 * l);
     __builtin_prefetch(&mt->sets[static_cast<size_t>(nx - mt->e) / kMemoWays]);
   }
   return walk;
@@ -663,10 +711,16 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
   }
   if (py_fast && fast_ && fast && !stats && predict) {
     if (MemoTable* const table = thread_memo(); table && table->owner == serial_ && table->last) {
+      // The entry that followed the last two launches' entries last time, the one that followed the
+      // last launch's, and the last launch's own (MemoTable::after, MemoEntry::next, MemoTable::last).
       MemoEntry* const last = table->last;
-      MemoEntry* e = last->next;
-      for (int k = 0; k < 2; k++, e = last) {
-        if (!e || e->py_fast != py_fast || !unwind::memo_holds_here(e->walk, start, kMaxNative)) continue;
+      const uint32_t h = history_ > 0 ? table->predicted & 0xffff : 0;
+      MemoEntry* const cands[3] = {h ? &table->e[h - 1] : nullptr, last->next, last};
+      for (int k = 0; k < 3; k++) {
+        MemoEntry* const e = cands[k];
+        if (!e || e->py_fast != py_fast || (k && e == cands[0]) || (k == 2 && e == cands[1]) ||
+            !unwind::memo_holds_here(e->walk, start, kMaxNative))
+          continue;
         take_memo(*table, e, static_cast<int>(e - table->e));
         table->fast_holds++;
         if (verify_memos_) [[unlikely]] {
@@ -693,7 +747,7 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
   if (!py_fast && fast_ && fast && !stats && predict && np <= kMemoPython) {
     if (MemoTable* const table = thread_memo(); table && table->owner == serial_) {
       const uint64_t key = memo_key(py_hash, (memo_key_site_ ? site : 0) ^ key_salt, start.sp);
-      if (const int i = predicted_entry(*table, key, np, py_hash); i >= 0) {
+      if (const int i = predicted_entry(*table, key, np, py_hash, history_ > 0); i >= 0) {
         const MemoEntry* e = &table->e[i];
         if (unwind::memo_holds_here(e->walk, start, kMaxNative)) {
           take_memo(*table, &table->e[i], i);
@@ -766,7 +820,7 @@ StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint6
   // were checked per launch from a memo with this entry first among the key's (seventeenth session).
   int predicted = -1;  // its index in the table
   if (memos) {
-    table = &memo_table(serial_);
+    table = &memo_table(serial_, history_);
     k[0] = (memo_key_site_ ? site : 0) ^ key_salt;
     k[1] = start.sp;  // the launch's depth on its stack
     // One pass over the Python frames: the entry's check, and the key from it, the site and the depth.
@@ -778,7 +832,7 @@ StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint6
     if (checked >= 0)
       predicted = checked;  // checked by capture(): not again
     else if (predict)
-      predicted = predicted_entry(*table, key, np, py_check);
+      predicted = predicted_entry(*table, key, np, py_check, history_ > 0);
   }
   // The memos of this call path (up to kMemosPerKey: several native paths may share a key, as one
   // kernel launched from one Python line at one depth through several C++ paths; each checked inside
@@ -927,7 +981,7 @@ StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint6
     // Before the verification's return below: with AIFLAME_VERIFY_MEMOS the table learns the order of
     // the paths as without it (it returned first, so a launch after one verified here was never predicted).
     table->walked = !held;
-    if (held) follow(*table, held);
+    if (held) follow(*table, held, held_i);
   }
   if (checking) {
     verify_memo(start, ra, py, np, checking);
@@ -968,10 +1022,10 @@ StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint6
     *slot_key = key;
     MemoSet& set = table->sets[static_cast<size_t>(slot_i) / kMemoWays];
     set.used[slot_i % kMemoWays] = ++table->clock;
-    follow(*table, slot);
+    follow(*table, slot, slot_i);
     note_donor(*table, slot_i, site ^ key_salt, start.sp);
   } else if (table) {
-    table->last = nullptr;  // no entry to link the next launch's to
+    forget_last(*table);
   }
   if (donated && verify_memos_) [[unlikely]]
     verify_memo(start, ra, py, np, id);

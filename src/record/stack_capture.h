@@ -26,6 +26,7 @@
 // falls back to glibc's backtrace() (~17 us at 43 frames warm, ~120 us on the H200 in a loop's first
 // steps).
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -45,6 +46,11 @@ enum class UnwindPolicy { Sampled, Always, Off };
 
 class StackCapture {
  public:
+  // The launches whose memo entries predict the next launch's (set_memo_history). Four: on the H100,
+  // of the launches from a memo over 30 steps, 90.4/85.6/77.5% took theirs by the prediction with none
+  // (hf_gpt2/resnet_train/gpt_train), 94.7/86.6/86.6% with two and 95.7/89.6/96.9% with four
+  // (bench/RESULTS.md, thirty-fifth session).
+  static constexpr int kDefaultMemoHistory = 4;
   StackCapture(ProfileWriter& w, StringTable& strings);
   // unstable_sample: no longer used (every launch is unwound); kept for the recorder's call.
   void init(UnwindPolicy policy, bool python, uint32_t unstable_sample = 1);
@@ -69,6 +75,10 @@ class StackCapture {
   // A launch with no memo of its own key takes the native frames of another key's walk whose memo holds
   // for it (AIFLAME_MEMO_DONORS, default on; off for A/B).
   void set_memo_donors(bool on) { donors_ = on; }
+  // n > 0: the memo a launch checks first is the one that followed the thread's last n launches' the
+  // last time they came in that order (AIFLAME_MEMO_HISTORY, 0 to 4); 0: the one that followed the
+  // last launch's, as before the thirty-fifth session. Set before the first capture.
+  void set_memo_history(int n) { history_ = std::clamp(n, 0, 4); }
   struct Donors {
     uint64_t checked = 0, took = 0;  // memos of other keys checked, and launches that took one
   };
@@ -155,6 +165,7 @@ class StackCapture {
   // content_at: set to the content's offset in the thread's arena (kNoContent: not kept there), if not null.
   uint32_t stack_id_of(uint64_t* content, int nn, const RawPyFrame* py, int np, bool* thread_new, uint64_t* t_looked_up,
                        uint32_t* content_at = nullptr);
+  int history_ = kDefaultMemoHistory;  // the likely next memo from the last launches' (stack_capture.cpp, MemoTable::after)
   bool donors_ = true;  // capture_walk's look for another key's walk that holds (take_donor, stack_capture.cpp)
   std::atomic<uint64_t> donor_checks_{0}, donated_{0};
   uint32_t intern_shared(const uint64_t* content, size_t len, uint64_t hash, int nn, const RawPyFrame* py, int np);
