@@ -19,8 +19,10 @@ class LaunchHistogram {
   // AIFLAME_CAPTURE_PROBE=2 also the capture of a launch from its memo, and the same again at once.
   // The memo launches again by the time since their thread's previous launch ended (kind_after_gap):
   // under 2^15 ticks (~10-15 us), under 2^18 (~90-120 us), longer (the program ran a while in
-  // between: its own code and data took the caches).
-  enum Kind { Memo, Walked, CaptureFirst, CaptureAgain, MemoGapShort, MemoGapMid, MemoGapLong, kKinds };
+  // between: its own code and data took the caches). And again by whether the capture took the memo it
+  // predicted by the Python fingerprint (StackCapture::Result::predicted: the fast path) or searched.
+  enum Kind { Memo, Walked, CaptureFirst, CaptureAgain, MemoGapShort, MemoGapMid, MemoGapLong, MemoPredicted, MemoSearched,
+              kKinds };
   static Kind kind_after_gap(uint64_t gap_ticks) {
     return gap_ticks < (uint64_t{1} << 15) ? MemoGapShort : gap_ticks < (uint64_t{1} << 18) ? MemoGapMid : MemoGapLong;
   }

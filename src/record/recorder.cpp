@@ -384,6 +384,7 @@ void Recorder::on_launch_measured(uint32_t api, uint32_t correlation_id, uint64_
   if (hist) {
     const bool memo = st.unwound && !st.walked;
     hist->add(memo ? LaunchHistogram::Memo : LaunchHistogram::Walked, dt);
+    if (memo) hist->add(st.predicted ? LaunchHistogram::MemoPredicted : LaunchHistogram::MemoSearched, dt);
     if (memo && hist->last_end) hist->add(LaunchHistogram::kind_after_gap(t0 - hist->last_end), dt);
     hist->last_end = t0 + dt;
     if (outliers_->worth(dt)) {
@@ -598,7 +599,8 @@ void Recorder::finish(uint64_t end_timestamp) {
         "the same capture again at once",
         fmt::format("on_launch from a memo, under {:.1f} us (2^15 ticks) after the thread's previous launch", us15),
         fmt::format("on_launch from a memo, {:.1f} to {:.1f} us after", us15, us18),
-        fmt::format("on_launch from a memo, {:.1f} us or more after", us18)};
+        fmt::format("on_launch from a memo, {:.1f} us or more after", us18),
+        "on_launch from the memo predicted by the Python fingerprint", "on_launch from a memo searched for"};
     for (int k = 0; k < LaunchHistogram::kKinds; k++) {
       if (capture_probe_ != 2 && (k == LaunchHistogram::CaptureFirst || k == LaunchHistogram::CaptureAgain)) continue;
       const auto s = launch_histogram(static_cast<LaunchHistogram::Kind>(k));

@@ -727,7 +727,7 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
           if (use_python_) np = python_.capture(py, kMaxPython);
           verify_memo(start, ra, py, np, e->id, true);
         }
-        return {e->id, true};
+        return {e->id, true, false, true};
       }
     }
   }

@@ -127,6 +127,7 @@ class StackCapture {
     uint32_t stack_id = 0;
     bool unwound = false;
     bool walked = false;  // walked in full: no memo of the thread held (AIFLAME_AUTOGRAD_AB's kinds)
+    bool predicted = false;  // took the memo it predicted, by the Python fingerprint (capture's fast path)
   };
   // site: the kernel and API of the launch; not needed to find its stack any more (kept for callers).
   // predict = false: the memo that likely follows the previous launch's is not checked alone first

@@ -247,6 +247,11 @@ TEST(Recorder, TheHistogramProbeCountsEveryLaunchByKind) {
                 r.rec.launch_histogram(LaunchHistogram::MemoGapLong).n,
             memo.n);
   EXPECT_GT(gap_short.n, memo.n / 2);
+  // And by whether the capture took the memo it predicted (the histogram run's launches take the
+  // measured path, which predicts as the product's).
+  const auto predicted = r.rec.launch_histogram(LaunchHistogram::MemoPredicted);
+  EXPECT_EQ(predicted.n + r.rec.launch_histogram(LaunchHistogram::MemoSearched).n, memo.n);
+  EXPECT_GT(predicted.n, memo.n / 2);
   // Each thread's first launch walked and interned its stack: among the slowest, said so.
   const std::vector<LaunchOutlier> slow = r.rec.slowest_launches();
   EXPECT_EQ(slow.size(), LaunchOutliers::kKeep);

@@ -449,7 +449,7 @@ TEST(StackCapture, ANewKeyTakesTheWalkOfAnotherKeyAtItsDepthThatHolds) {
 // history every launch takes its memo by the fingerprint (the product's fast path), and without it
 // B2 and C3 miss it each round. (A collision of two of the four histories in MemoTable::after's
 // 16,384 slots would cost two of them a round: about 0.04% of runs.)
-TEST(StackCapture, APathAtSeveralPointsOfAStepIsPredictedByTheTwoLaunchesBefore) {
+TEST(StackCapture, APathAtSeveralPointsOfAStepIsPredictedByTheLaunchesBefore) {
   for (int history : {0, 1, 2, 3, 4}) {
     Fixture f(UnwindPolicy::Always);
     unwind::ObjectTable::instance().build_all_now();
