@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 // zstd's static library calls optional tracing hooks, weak symbols, when the process defines them. In
 // the injection library zstd is linked in and hidden; these hidden no-op definitions bind its
@@ -179,6 +180,28 @@ AIFLAME_HOT void ProfileWriter::add_deferred_frame(const char* frame) {
   add_framed(frame, 2 + sizeof(RingNote) + sizeof(RingLaunch));
 }
 
+void ProfileWriter::add_buffered_stack(uint32_t id, const uint64_t* native, int nn, const PyFrame* python, int np) {
+  if (!accepting_.load(std::memory_order_relaxed)) return;
+  static_assert(std::is_trivially_copyable_v<PyFrame> && sizeof(PyFrame) == 12);
+  nn = std::clamp(nn, 0, kMaxBufferedFrames);
+  np = std::clamp(np, 0, kMaxBufferedFrames);
+  constexpr size_t kHeader = 4, kFixed = 8;  // frame: type, kLongFrame, length; payload: id, nn, np
+  char f[kHeader + kFixed + sizeof(uint64_t) * kMaxBufferedFrames + sizeof(PyFrame) * kMaxBufferedFrames];
+  const size_t len = kFixed + sizeof(uint64_t) * static_cast<size_t>(nn) + sizeof(PyFrame) * static_cast<size_t>(np);
+  static_assert(sizeof f - kHeader <= UINT16_MAX, "a long frame's length in two bytes");
+  const auto len16 = static_cast<uint16_t>(len), nn16 = static_cast<uint16_t>(nn), np16 = static_cast<uint16_t>(np);
+  f[0] = static_cast<char>(RecordType::BufferedStack);
+  f[1] = static_cast<char>(kLongFrame);
+  std::memcpy(f + 2, &len16, 2);
+  char* p = f + kHeader;
+  std::memcpy(p, &id, 4);
+  std::memcpy(p + 4, &nn16, 2);
+  std::memcpy(p + 6, &np16, 2);
+  if (nn) std::memcpy(p + kFixed, native, sizeof(uint64_t) * static_cast<size_t>(nn));
+  if (np) std::memcpy(p + kFixed + sizeof(uint64_t) * static_cast<size_t>(nn), python, sizeof(PyFrame) * static_cast<size_t>(np));
+  add_framed(f, kHeader + len);
+}
+
 LaunchRecord ProfileWriter::RingLaunch::record() const {
   return LaunchRecord{correlation_id, tid, timestamp, stack_id, api, native_unwound != 0, device};
 }
@@ -217,16 +240,39 @@ void put_launch(const LaunchRecord& launch, ByteWriter& w, ByteWriter& out) {
   out.u8(static_cast<uint8_t>(RecordType::Launch));
   out.str(w.data());
 }
+// A buffered stack's payload (ProfileWriter::add_buffered_stack) as the Stack record it stands for;
+// false if its counts do not fit its length (never: the launch path writes whole frames).
+bool buffered_stack(const char* p, size_t len, StackRecord& rec) {
+  if (len < 8) return false;
+  uint16_t nn = 0, np = 0;
+  std::memcpy(&rec.id, p, 4);
+  std::memcpy(&nn, p + 4, 2);
+  std::memcpy(&np, p + 6, 2);
+  if (len != 8 + sizeof(uint64_t) * nn + sizeof(PyFrame) * np) return false;
+  rec.native.resize(nn);
+  rec.python.resize(np);
+  if (nn) std::memcpy(rec.native.data(), p + 8, sizeof(uint64_t) * nn);
+  if (np) std::memcpy(static_cast<void*>(rec.python.data()), p + 8 + sizeof(uint64_t) * nn, sizeof(PyFrame) * np);
+  return true;
+}
 }  // namespace
 
 void ProfileWriter::append_frames(const char* p, size_t n, ByteWriter& out) {
-  // Frames of the thread buffers: type, one length byte, payload (add_buffered).
+  // Frames of the thread buffers: type, one length byte, payload (add_buffered); or type, kLongFrame,
+  // a two-byte length, payload (add_buffered_stack).
   auto for_each_frame = [&](auto&& fn) {
     for (size_t at = 0; at + 2 <= n;) {
-      const size_t len = static_cast<uint8_t>(p[at + 1]);
-      if (at + 2 + len > n) break;  // never: the launch path writes whole frames
-      fn(static_cast<RecordType>(static_cast<uint8_t>(p[at])), p + at, len);
-      at += 2 + len;
+      size_t header = 2, len = static_cast<uint8_t>(p[at + 1]);
+      if (len == kLongFrame) {
+        if (at + 4 > n) break;
+        uint16_t len16 = 0;
+        std::memcpy(&len16, p + at + 2, 2);
+        header = 4;
+        len = len16;
+      }
+      if (at + header + len > n) break;  // never: the launch path writes whole frames
+      fn(static_cast<RecordType>(static_cast<uint8_t>(p[at])), p + at, header, len);
+      at += header + len;
     }
   };
   constexpr size_t kDeferred = sizeof(RingNote) + sizeof(RingLaunch);
@@ -236,7 +282,7 @@ void ProfileWriter::append_frames(const char* p, size_t n, ByteWriter& out) {
   };
   BackwardResolver* resolver = resolver_.load(std::memory_order_acquire);
   if (resolver)  // the forward launches first (BackwardResolver::remember)
-    for_each_frame([&](RecordType type, const char* f, size_t len) {
+    for_each_frame([&](RecordType type, const char* f, size_t, size_t len) {
       if (type != RecordType::DeferredLaunch || len != kDeferred) return;
       BackwardNote note;
       LaunchRecord launch;
@@ -245,7 +291,18 @@ void ProfileWriter::append_frames(const char* p, size_t n, ByteWriter& out) {
     });
   std::vector<BackwardStackRecord> fresh;
   ByteWriter w;
-  for_each_frame([&](RecordType type, const char* f, size_t len) {
+  StackRecord stack;
+  for_each_frame([&](RecordType type, const char* f, size_t header, size_t len) {
+    if (type == RecordType::BufferedStack) {
+      if (buffered_stack(f + header, len, stack)) {
+        w.clear();
+        encode(w, stack);
+        out.u8(static_cast<uint8_t>(RecordType::Stack));
+        out.str(w.data());
+      }
+      return;
+    }
+    if (header != 2) return;  // no other long frame
     if (type == RecordType::BufferedLaunch && len == sizeof(RingLaunch)) {
       put_launch(ring_payload<RingLaunch>(f + 2).record(), w, out);
       return;

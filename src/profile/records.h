@@ -33,6 +33,9 @@ enum class RecordType : uint8_t {
   // Never in a file: a launch as a thread buffer holds it (ProfileWriter::RingLaunch), encoded as a
   // Launch record when the buffer is taken.
   BufferedLaunch = 0xF1,
+  // Never in a file: a stack new to the process as a thread buffer holds it (ProfileWriter::
+  // add_buffered_stack), encoded as a Stack record when the buffer is taken.
+  BufferedStack = 0xF2,
 };
 
 struct ProcessRecord {

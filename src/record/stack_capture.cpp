@@ -28,6 +28,8 @@ constexpr int kMaxNative = 256;
 constexpr int kMaxLeafWrappers = 8;
 constexpr int kMaxPython = 256;
 constexpr size_t kMaxContent = 2 + kMaxNative + 2 * kMaxPython;
+static_assert(kMaxNative <= ProfileWriter::kMaxBufferedFrames && kMaxPython <= ProfileWriter::kMaxBufferedFrames,
+              "a new stack's frames fit its buffered record");
 
 uint64_t hash_words(const uint64_t* w, size_t n) {
   WordHash h;
@@ -550,13 +552,15 @@ uint32_t StackCapture::intern_shared(const uint64_t* content, size_t len, uint64
     if (c.size() == len && std::equal(c.begin(), c.end(), content)) return id;
   }
   uint32_t id = next_stack_id_++;
-  StackRecord rec;
-  rec.id = id;
-  rec.native.assign(content + 1, content + 1 + nn);
-  rec.python.reserve(static_cast<size_t>(np));
-  for (int i = 0; i < np; i++) rec.python.push_back(name_python(py[i]));
+  // Named here, while the frames' code objects are alive (this thread runs them); the record is
+  // copied into this thread's buffer and encoded by the next flush (ProfileWriter::add_buffered_stack).
+  union Names {
+    PyFrame at[kMaxPython];
+    Names() {}
+  } names;
+  for (int i = 0; i < np; i++) names.at[i] = name_python(py[i]);
   uint64_t t2 = stats ? CaptureStats::now() : 0;
-  writer_.add(rec);
+  writer_.add_buffered_stack(id, content + 1, nn, names.at, np);
   if (stats) {
     CaptureStats& cs = CaptureStats::instance();
     cs.add(CaptureStats::InternNames, t1, t2);

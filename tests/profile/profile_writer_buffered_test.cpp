@@ -430,3 +430,53 @@ TEST(ProfileWriterBuffered, BigRecordsAndSegmentsKeepTheChunkBytesInOrder) {
 
 }  // namespace
 }  // namespace aiflame
+
+namespace aiflame {
+namespace {
+
+// A stack new to the process goes to its thread's buffer too (add_buffered_stack, the launch path's
+// StackCapture::intern_shared) and reaches the file as a Stack record: every native and named Python
+// frame, the largest (256 of each) as well, also when the buffer fills and is handed over between
+// two flushes (its frames copied past the ring's end), interleaved with launches.
+StackRecord buffered_stack_of(uint32_t id, int nn, int np) {
+  StackRecord s;
+  s.id = id;
+  for (int i = 0; i < nn; i++) s.native.push_back(0x7f0000001000ull + id * 0x10000ull + static_cast<uint64_t>(i) * 40);
+  for (int i = 0; i < np; i++) s.python.push_back({id * 10 + 1, static_cast<uint32_t>(i + 2), static_cast<uint32_t>(100 + i)});
+  return s;
+}
+
+TEST(ProfileWriterBuffered, BufferedStacksReachTheFileWithEveryFrame) {
+  std::string path = test::temp_path("buffered_stacks.aiflame");
+  std::string err;
+  std::vector<StackRecord> want;
+  {
+    ProfileWriter w;
+    ASSERT_TRUE(w.open(path, true, &err)) << err;
+    for (uint32_t id = 1; id <= 120; id++) {
+      const int nn = id == 60 ? 256 : static_cast<int>(id % 50), np = id == 60 ? 256 : static_cast<int>(id % 9);
+      want.push_back(buffered_stack_of(id, nn, np));
+      w.add_buffered_stack(id, want.back().native.data(), nn, want.back().python.data(), np);
+      for (uint32_t i = 0; i < 40; i++) w.add_buffered(launch(1, id * 40 + i));  // ~8 buffers' worth in all
+      if (id == 90) {
+        ASSERT_TRUE(w.flush());
+      }
+    }
+    EXPECT_GT(w.full_handovers(), 0u);  // the condition this test is for
+    ASSERT_TRUE(w.close());
+  }
+  auto p = read_profile(path);
+  ASSERT_TRUE(p.ok()) << p.error();
+  ASSERT_EQ(p->stacks.size(), want.size());
+  for (const StackRecord& s : want) {
+    auto it = p->stacks.find(s.id);
+    ASSERT_NE(it, p->stacks.end()) << s.id;
+    EXPECT_EQ(it->second.native, s.native) << s.id;
+    EXPECT_EQ(it->second.python, s.python) << s.id;
+  }
+  EXPECT_EQ(by_thread(path)[1].size(), 120u * 40u);
+  std::remove(path.c_str());
+}
+
+}  // namespace
+}  // namespace aiflame
