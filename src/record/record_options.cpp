@@ -204,6 +204,10 @@ constexpr RecordOptionSpec kSchema[] = {
      "A launch first checks the walk memo that followed its thread's last N launches' the last time they came in "
      "that order (default 4; 0: the one that followed the last launch's, a measurement)",
      UINT_OPTION(measure.memo_history, 0, 4)},
+    {"memo_context", "AIFLAME_MEMO_CONTEXT", nullptr, nullptr, "0 or 1",
+     "A launch whose predicted walk memos fail checks the one last found for its Python frames and depth before "
+     "walking the Python frames and searching its call path's memos (default 1; 0: a measurement)",
+     FLAG_OPTION(measure.memo_context)},
     {"memo_evict_lru", "AIFLAME_MEMO_EVICT_LRU", nullptr, nullptr, "0 or 1",
      "When none of a key's walk memos holds, replace the least recently used (default 1; 0: the last checked)",
      FLAG_OPTION(measure.memo_evict_lru)},

@@ -107,6 +107,9 @@ struct MeasurementSwitches {
   // AIFLAME_MEMO_HISTORY: the likely next walk memo from the thread's last n launches, 0 to 4
   // (StackCapture::set_memo_history; 0: from the last launch's memo alone).
   uint32_t memo_history = 4;
+  // AIFLAME_MEMO_CONTEXT: a launch whose predicted memos fail checks the one last found for its Python
+  // fingerprint and depth (StackCapture::set_memo_context).
+  bool memo_context = true;
   // AIFLAME_MEMO_EVICT_LRU: when none of a key's memos holds, the walk replaces the one used (held or
   // written) least recently, instead of the last one checked. With the last one checked, that is the
   // same way every time, so memos that no longer hold (a warm-up's paths) are never evicted: the cold

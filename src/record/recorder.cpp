@@ -69,6 +69,7 @@ bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std
   stacks_.set_memo_evict_lru(opt.measure.memo_evict_lru);
   stacks_.set_memo_donors(opt.measure.memo_donors);
   stacks_.set_memo_history(static_cast<int>(opt.measure.memo_history));
+  stacks_.set_memo_context(opt.measure.memo_context);
   stacks_.set_python_prefetch(opt.measure.py_prefetch);
   stacks_.set_python_state_in_place(opt.measure.py_state);
   unwind::set_shared_rows(opt.measure.shared_rows);

@@ -79,6 +79,9 @@ class StackCapture {
   // last time they came in that order (AIFLAME_MEMO_HISTORY, 0 to 4); 0: the one that followed the
   // last launch's, as before the thirty-fifth session. Set before the first capture.
   void set_memo_history(int n) { history_ = std::clamp(n, 0, 4); }
+  // true: a launch whose predicted memos all fail checks the memo last found or written for its Python
+  // fingerprint at its depth before searching its key's (AIFLAME_MEMO_CONTEXT, default on; off for A/B).
+  void set_memo_context(bool on) { context_ = on; }
   struct Donors {
     uint64_t checked = 0, took = 0;  // memos of other keys checked, and launches that took one
   };
@@ -166,6 +169,7 @@ class StackCapture {
   // content_at: set to the content's offset in the thread's arena (kNoContent: not kept there), if not null.
   uint32_t stack_id_of(uint64_t* content, int nn, const RawPyFrame* py, int np, bool* thread_new, uint64_t* t_looked_up,
                        uint32_t* content_at = nullptr);
+  bool context_ = true;  // MemoTable::by_context (stack_capture.cpp)
   int history_ = kDefaultMemoHistory;  // the likely next memo from the last launches' (stack_capture.cpp, MemoTable::after)
   bool donors_ = true;  // capture_walk's look for another key's walk that holds (take_donor, stack_capture.cpp)
   std::atomic<uint64_t> donor_checks_{0}, donated_{0};

@@ -454,6 +454,7 @@ TEST(StackCapture, APathAtSeveralPointsOfAStepIsPredictedByTheLaunchesBefore) {
     Fixture f(UnwindPolicy::Always);
     unwind::ObjectTable::instance().build_all_now();
     f.capture.set_memo_history(history);
+    f.capture.set_memo_context(false);  // the history alone (the context index finds these too: below)
     const SaltedPath a = salted<0>;
     const SaltedLaunch order[4] = {{a, 1}, {a, 2}, {a, 1}, {a, 3}};
     std::vector<StackCapture::Result> r;
@@ -461,6 +462,41 @@ TEST(StackCapture, APathAtSeveralPointsOfAStepIsPredictedByTheLaunchesBefore) {
     // One launch back (history 1) is the last launch's successor again.
     EXPECT_EQ(after[11].fast_holds - after[1].fast_holds, history >= 2 ? 40u : 20u) << history;
     for (const auto& x : r) EXPECT_EQ(x.stack_id, r[0].stack_id);
+  }
+}
+
+// Paths whose order changes from step to step (here a rotation of four keys each round, so no history
+// of launches recurs within the run): the predictions fail, and the memo last found for the launch's
+// Python fingerprint at its depth (MemoTable::by_context) still takes it on the fast path.
+__attribute__((noinline)) std::vector<Counts> launch_each_round(const SaltedLaunch* l, int n, int rounds, StackCapture& c,
+                                                                std::vector<StackCapture::Result>& out) {
+  std::vector<Counts> after;
+  volatile int count = rounds;
+  for (int k = 0; k < count; k++) {
+    launch_each(l + k * n, n, c, out);  // one call instruction for every round's launches
+    after.push_back({c.donors(), c.memo_check(), c.thread_fast_holds()});
+  }
+  return after;
+}
+TEST(StackCapture, ALaunchWhosePredictionsFailTakesTheMemoOfItsContext) {
+  const SaltedPath a = salted<0>;
+  std::vector<SaltedLaunch> order;
+  for (int r = 0; r < 12; r++)
+    for (int i = 0; i < 4; i++) order.push_back({a, static_cast<uint64_t>(1 + (i * (r % 3 + 1) + r) % 4)});
+  for (bool context : {true, false}) {
+    Fixture f(UnwindPolicy::Always);
+    unwind::ObjectTable::instance().build_all_now();
+    f.capture.set_memo_context(context);
+    f.capture.set_verify_memos(true);
+    std::vector<StackCapture::Result> r;
+    const std::vector<Counts> after = launch_each_round(order.data(), 4, 12, f.capture, r);
+    const uint64_t fast = after[11].fast_holds - after[1].fast_holds;
+    if (context)
+      EXPECT_EQ(fast, 40u);
+    else
+      EXPECT_LT(fast, 35u) << "the guard: without the context index some predictions fail (" << fast << ")";
+    for (const auto& x : r) EXPECT_EQ(x.stack_id, r[0].stack_id);
+    EXPECT_EQ(after[11].checks.differed, 0u);
   }
 }
 
