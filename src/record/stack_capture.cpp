@@ -245,7 +245,8 @@ int memo_lines(const unwind::WalkMemo& m, uint16_t (&out)[unwind::WalkMemo::kMax
 size_t history_slot(uint32_t history) { return (history * 0x9e3779b1u) >> (32 - kHistoryBits); }
 
 // The thread's launch took (or wrote) entry `cur`, index i: the previous launch's entry learns its
-// successor, the last two entries theirs, and the next launch's likely entry is looked up.
+// successor, the history of the last launches' entries theirs (MemoTable::after), and the next
+// launch's likely entry is looked up.
 void follow(MemoTable& t, MemoEntry* cur, int i) {
   MemoEntry* const prev = t.last;
   const auto cur_i = static_cast<uint16_t>(i + 1);
@@ -257,7 +258,7 @@ void follow(MemoTable& t, MemoEntry* cur, int i) {
     }
     t.after[history_slot(t.history)] = cur_i | std::min(lines, 0xffffu) << 16;
   }
-  t.history = t.history_shift < 32 ? t.history << t.history_shift ^ cur_i : cur_i;
+  t.history = t.history_shift < 32 ? (t.history << t.history_shift) ^ cur_i : cur_i;
   t.last = cur;
   t.predicted = t.after[history_slot(t.history)];
 }
@@ -272,7 +273,7 @@ void forget_last(MemoTable& t) {
   t.predicted = 0;
 }
 
-// The entry that followed the thread's last two launches' entries last time (MemoTable::after, with
+// The entry that followed the thread's last launches' entries last time (MemoTable::after, with
 // `history`), else the one that followed the previous launch's (MemoTable::last), else the previous
 // launch's own, if it is one of this key's: its index, else -1. The previous launch's own: a path that
 // launches several kernels in a row (an op's kernels, one Python line and one native path) follows
@@ -634,8 +635,8 @@ AIFLAME_HOT bool StackCapture::prefetch() {
   if (walk) unwind::prefetch_for_walk();
   if (!mt || mt->owner != serial_ || !mt->last) return walk;
   const MemoEntry* last = mt->last;
-  // The likely next entry: the one that followed the last two launches' (MemoTable::after), else the
-  // one that followed the last launch's (MemoTable::last).
+  // The likely next entry: the one that followed the last launches' (MemoTable::after), else the one
+  // that followed the last launch's (MemoTable::last).
   const uint32_t h = history_ > 0 ? mt->predicted : 0;
   const MemoEntry* nx = (h & 0xffff) ? &mt->e[(h & 0xffff) - 1] : last->next;
   if (nx) {
@@ -729,8 +730,8 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
   }
   if (py_fast && fast_ && fast && !stats && predict) {
     if (MemoTable* const table = thread_memo(); table && table->owner == serial_ && table->last) {
-      // The entry that followed the last two launches' entries last time, the one that followed the
-      // last launch's, and the last launch's own (MemoTable::after, MemoEntry::next, MemoTable::last).
+      // The entry that followed the last launches' entries last time, the one that followed the last
+      // launch's, and the last launch's own (MemoTable::after, MemoEntry::next, MemoTable::last).
       // Then, if none of them holds, the entry last found or written for this launch's fingerprint at its
       // depth (MemoTable::by_context).
       MemoEntry* const last = table->last;

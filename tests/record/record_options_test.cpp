@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include "record/stack_capture.h"
+#include "record/unwind/object_table.h"
+
 #include <map>
 #include <set>
 
@@ -19,6 +22,19 @@ RecordOptions parse(const std::map<std::string, std::string>& env, std::vector<s
         return it == env.end() ? nullptr : it->second.c_str();
       },
       names, warnings);
+}
+
+// Defaults written twice, in the options and in the component they set (which tests and benchmarks use
+// without options): the same.
+TEST(RecordOptions, DefaultsAgreeWithTheComponentsOwn) {
+  const RecordOptions d;
+  EXPECT_EQ(d.measure.memo_history, static_cast<uint32_t>(StackCapture::kDefaultMemoHistory));
+  EXPECT_EQ(d.measure.cfi_readahead, static_cast<uint32_t>(unwind::ObjectTable::kDefaultReadahead));
+  std::vector<std::string> warnings;
+  const RecordOptions parsed = parse({}, &warnings);
+  EXPECT_EQ(parsed.measure.memo_history, d.measure.memo_history);
+  EXPECT_EQ(parsed.measure.cfi_readahead, d.measure.cfi_readahead);
+  EXPECT_TRUE(parsed.measure.memo_context);
 }
 
 // The measurement switches of bench/storm_breakdown.sh: read from the environment like the options.
