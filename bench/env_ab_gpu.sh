@@ -28,5 +28,5 @@ for w in ${WORKLOADS:-hf_gpt2 resnet_train gpt_train}; do
   if [[ ${VERIFY:-1} == 1 ]]; then
     for v in 1 0; do run "verify $var=$v" "$var=$v" STEPS=40 AIFLAME_VERIFY_MEMOS=1; done
   fi
-  [[ ${STATS:-1} == 1 ]] && run "stats $var=1" "$var=1" AIFLAME_CAPTURE_STATS=1
+  if [[ ${STATS:-1} == 1 ]]; then run "stats $var=1" "$var=1" AIFLAME_CAPTURE_STATS=1; fi
 done

@@ -6,14 +6,8 @@
 # Usage: bench/history_figure_gpu.sh [ROUNDS=1]   Env: B (.dist), WORKLOADS, PROBE (1)
 set -u
 b=${B:-.dist}
-run() {  # run LABEL ENV...
-  local label=$1; shift
-  local log
-  log=$(env "$@" timeout -k 5 300 "$b/aiflame" record -f --sass-timeout 0 -o /tmp/f.aiflame -- \
-        python3 "bench/workloads/$w.py" 2>&1)
-  echo "$w $label: $(grep -o 'stack capture cost [0-9.]* us' <<<"$log"); $(grep -o '[0-9]* launches ([0-9.]*%) had no memo' <<<"$log"), $(grep -o '[0-9.]* us each ([0-9.]* us of the figure)' <<<"$log"); $(grep -o 'the other launches [0-9.]* us' <<<"$log"); $(grep -o 'loop_s[^,]*' <<<"$log" | head -1)"
-  grep -E 'launch histogram: on_launch|slowest' <<<"$log" | cut -c1-400 | sed 's/^/  /'
-}
+source "$(dirname "$0")/recorded_run.sh"
+run() { RUN_LINES='launch histogram: on_launch|slowest' recorded_run "$@"; }
 for r in $(seq 1 "${1:-1}"); do
   for w in ${WORKLOADS:-hf_gpt2 resnet_train gpt_train}; do
     if (( r % 2 )); then order="4 0"; else order="0 4"; fi
