@@ -234,10 +234,12 @@ T ring_payload(const char* p) {
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-void put_launch(const LaunchRecord& launch, ByteWriter& w, ByteWriter& out) {
+// A record into out as a file holds it (its type, its length, its encoding), encoded through w.
+template <class R>
+void put_record(const R& rec, ByteWriter& w, ByteWriter& out) {
   w.clear();
-  encode(w, launch);
-  out.u8(static_cast<uint8_t>(RecordType::Launch));
+  encode(w, rec);
+  out.u8(static_cast<uint8_t>(record_type_of<R>()));
   out.str(w.data());
 }
 // A buffered stack's payload (ProfileWriter::add_buffered_stack) as the Stack record it stands for;
@@ -294,17 +296,12 @@ void ProfileWriter::append_frames(const char* p, size_t n, ByteWriter& out) {
   StackRecord stack;
   for_each_frame([&](RecordType type, const char* f, size_t header, size_t len) {
     if (type == RecordType::BufferedStack) {
-      if (buffered_stack(f + header, len, stack)) {
-        w.clear();
-        encode(w, stack);
-        out.u8(static_cast<uint8_t>(RecordType::Stack));
-        out.str(w.data());
-      }
+      if (buffered_stack(f + header, len, stack)) put_record(stack, w, out);
       return;
     }
     if (header != 2) return;  // no other long frame
     if (type == RecordType::BufferedLaunch && len == sizeof(RingLaunch)) {
-      put_launch(ring_payload<RingLaunch>(f + 2).record(), w, out);
+      put_record(ring_payload<RingLaunch>(f + 2).record(), w, out);
       return;
     }
     if (type != RecordType::DeferredLaunch || len != kDeferred) {
@@ -316,13 +313,8 @@ void ProfileWriter::append_frames(const char* p, size_t n, ByteWriter& out) {
     deferred(f, note, launch);
     fresh.clear();
     if (resolver && !note.forward) launch.stack_id = resolver->resolve(launch, note, &fresh);
-    for (const auto& rec : fresh) {
-      w.clear();
-      encode(w, rec);
-      out.u8(static_cast<uint8_t>(RecordType::BackwardStack));
-      out.str(w.data());
-    }
-    put_launch(launch, w, out);
+    for (const auto& rec : fresh) put_record(rec, w, out);
+    put_record(launch, w, out);
   });
 }
 

@@ -263,8 +263,21 @@ void follow(MemoTable& t, MemoEntry* cur, int i) {
   t.predicted = t.after[history_slot(t.history)];
 }
 
+// The entry that followed the thread's last launches' entries last time (MemoTable::predicted), or -1;
+// *lines its lines, if one.
+int predicted_index(const MemoTable& t, uint32_t* lines = nullptr) {
+  const uint32_t v = t.predicted;
+  if (lines) *lines = v >> 16;
+  return static_cast<int>(v & 0xffff) - 1;
+}
+
 // The slot of MemoTable::by_context for a launch's Python fingerprint and depth.
 size_t context_slot(uint64_t py_fast, uint64_t sp) { return mix(py_fast, sp) >> (64 - kContextBits); }
+
+// Entry i was found by a search or written by a walk for a launch with this fingerprint at this depth.
+void note_context(MemoTable& t, uint64_t py_fast, uint64_t sp, int i) {
+  if (py_fast) t.by_context[context_slot(py_fast, sp)] = static_cast<uint16_t>(i + 1);
+}
 
 // No entry to link the next launch's to.
 void forget_last(MemoTable& t) {
@@ -289,7 +302,7 @@ int predicted_entry(const MemoTable& t, uint64_t key, int np, uint64_t py_check,
   };
   const MemoEntry* last = t.last;
   if (!last) return -1;
-  if (const uint32_t h = history ? t.predicted & 0xffff : 0; h && of_key(&t.e[h - 1])) return static_cast<int>(h - 1);
+  if (const int p = history ? predicted_index(t) : -1; p >= 0 && of_key(&t.e[p])) return p;
   if (of_key(last->next)) return static_cast<int>(last->next - t.e);
   return of_key(last) ? static_cast<int>(last - t.e) : -1;
 }
@@ -637,11 +650,11 @@ AIFLAME_HOT bool StackCapture::prefetch() {
   const MemoEntry* last = mt->last;
   // The likely next entry: the one that followed the last launches' (MemoTable::after), else the one
   // that followed the last launch's (MemoTable::last).
-  const uint32_t h = history_ > 0 ? mt->predicted : 0;
-  const MemoEntry* nx = (h & 0xffff) ? &mt->e[(h & 0xffff) - 1] : last->next;
-  if (nx) {
+  uint32_t lines = 0;
+  const int p = history_ > 0 ? predicted_index(*mt, &lines) : -1;
+  if (const MemoEntry* nx = p >= 0 ? &mt->e[p] : last->next) {
     const char* at = reinterpret_cast<const char*>(nx);
-    for (uint32_t l = 0, n = std::min<uint32_t>((h & 0xffff) ? h >> 16 : last->next_lines, 16); l < n; l++)
+    for (uint32_t l = 0, n = std::min<uint32_t>(p >= 0 ? lines : last->next_lines, 16); l < n; l++)
       __builtin_prefetch(at + 64 * l);
     __builtin_prefetch(&mt->sets[static_cast<size_t>(nx - mt->e) / kMemoWays]);
   }
@@ -735,8 +748,8 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
       // Then, if none of them holds, the entry last found or written for this launch's fingerprint at its
       // depth (MemoTable::by_context).
       MemoEntry* const last = table->last;
-      const uint32_t h = history_ > 0 ? table->predicted & 0xffff : 0;
-      MemoEntry* cands[4] = {h ? &table->e[h - 1] : nullptr, last->next, last, nullptr};
+      const int p = history_ > 0 ? predicted_index(*table) : -1;
+      MemoEntry* cands[4] = {p >= 0 ? &table->e[p] : nullptr, last->next, last, nullptr};
       for (int k = 0; k < 4; k++) {
         if (k == 3 && context_)
           if (const uint16_t c = table->by_context[context_slot(py_fast, start.sp)]) cands[3] = &table->e[c - 1];
@@ -994,7 +1007,7 @@ StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint6
         held = &table->e[held_i];
         held->py_fast = py_fast;  // this launch's frames: the same code at the same instructions, if not the same shim frames
         mark_held(*table, held_i);
-        if (py_fast && context_) table->by_context[context_slot(py_fast, start.sp)] = static_cast<uint16_t>(held_i + 1);
+        if (context_) note_context(*table, py_fast, start.sp, held_i);
       }
       if (held && verify_memos_) checking = held->id;
       break;
@@ -1048,7 +1061,7 @@ StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint6
     set.used[slot_i % kMemoWays] = ++table->clock;
     follow(*table, slot, slot_i);
     note_donor(*table, slot_i, site ^ key_salt, start.sp);
-    if (py_fast && context_) table->by_context[context_slot(py_fast, start.sp)] = static_cast<uint16_t>(slot_i + 1);
+    if (context_) note_context(*table, py_fast, start.sp, slot_i);
   } else if (table) {
     forget_last(*table);
   }
