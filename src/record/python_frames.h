@@ -69,6 +69,14 @@ class PythonFrames {
   // The identity of a code object captured on this same thread (its frames are alive): false without
   // a known layout.
   bool identity(const void* code, CodeIdentity* out) const;
+  // Starts loading the lines identity() reads (PyNameCache::name_all).
+  void prefetch_identity(const void* code) const {
+    if (!layout_ok_) return;
+    const char* c = static_cast<const char*>(code);
+    __builtin_prefetch(c + L_.code_filename);
+    __builtin_prefetch(c + L_.code_qualname);
+    __builtin_prefetch(c + L_.code_firstlineno);
+  }
   std::string version() const { return version_; }
 
   // A thread's stack as capture_thread last read it (3.11+), for same_stack.

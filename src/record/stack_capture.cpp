@@ -556,9 +556,9 @@ int StackCapture::unwind(const unwind::Regs& start, uint64_t ra, uint64_t* out, 
 }
 
 // Under mu_ (intern_shared).
-PyFrame StackCapture::name_python(const RawPyFrame& f) {
+void StackCapture::name_python(const RawPyFrame* frames, int n, PyFrame* out) {
   PhaseScope phase(Phase::PythonNames);
-  return names_.name(python_, f, [&](const RawPyFrame& g) {
+  names_.name_all(python_, frames, n, out, [&](const RawPyFrame& g) {
     std::string file, function;
     uint32_t line = 0;
     python_.describe(g, &file, &function, &line);
@@ -586,7 +586,7 @@ uint32_t StackCapture::intern_shared(const uint64_t* content, size_t len, uint64
     PyFrame at[kMaxPython];
     Names() {}
   } names;
-  for (int i = 0; i < np; i++) names.at[i] = name_python(py[i]);
+  name_python(py, np, names.at);
   uint64_t t2 = stats ? CaptureStats::now() : 0;
   writer_.add_buffered_stack(id, content + 1, nn, names.at, np);
   if (stats) {

@@ -174,7 +174,7 @@ class StackCapture {
   bool donors_ = true;  // capture_walk's look for another key's walk that holds (take_donor, stack_capture.cpp)
   std::atomic<uint64_t> donor_checks_{0}, donated_{0};
   uint32_t intern_shared(const uint64_t* content, size_t len, uint64_t hash, int nn, const RawPyFrame* py, int np);
-  PyFrame name_python(const RawPyFrame& f);
+  void name_python(const RawPyFrame* frames, int n, PyFrame* out);  // under mu_
 
   ProfileWriter& writer_;
   StringTable& strings_;

@@ -134,14 +134,16 @@ extern "C" int aiflame_probe_capture_cached(char* buf, int size, int* described)
   int n = g_frames.capture(frames, 64);
   std::string out;
   *described = 0;
+  aiflame::PyFrame named[64];
+  g_names.name_all(g_frames, frames, n, named, [&](const aiflame::RawPyFrame& g) {
+    std::string file, function;
+    uint32_t line = 0;
+    g_frames.describe(g, &file, &function, &line);
+    ++*described;
+    return aiflame::PyFrame{intern(file), intern(function), line};
+  });
   for (int i = 0; i < n; i++) {
-    aiflame::PyFrame f = g_names.name(g_frames, frames[i], [&](const aiflame::RawPyFrame& g) {
-      std::string file, function;
-      uint32_t line = 0;
-      g_frames.describe(g, &file, &function, &line);
-      ++*described;
-      return aiflame::PyFrame{intern(file), intern(function), line};
-    });
+    const aiflame::PyFrame& f = named[i];
     const std::string& file = g_strings[f.file];
     out += g_strings[f.function] + " " + file.substr(file.rfind('/') + 1) + ":" + std::to_string(f.line) + "\n";
   }
