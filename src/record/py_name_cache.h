@@ -10,15 +10,16 @@
 // line) and holds only while those are the same; a code object at a reused address with the same
 // file object, name object and first line would name the same function.
 //
-// An open-addressing table of 48-byte entries (linear probing), not a node-based map: a hit is one
-// line of the table where std::unordered_map read a bucket and then its node, two dependent misses
-// with caches cold (a training loop's first steps, where new stacks come). name_all() prefetches
-// every frame's slot and code object before naming any, so that a stack's ~20 lookups miss together
-// rather than one after another (bench/RESULTS.md, thirty-sixth session: a new stack's Python names
-// were 2.3-4.8 us on the GPU hosts, ~0.2 us a frame).
+// name_all() names a whole stack's frames and keeps them, root first: the next stack's frames that are
+// the same code object (same identity) at the same instruction at the same height above the root are
+// named from there, without a lookup. A training loop's new stacks share most of their outer frames
+// with the stack named before them (the loop, the model's forward, the module calls), and each lookup
+// of the map was a cold miss or two, with its TLB miss: cold, a 12-frame stack's names took 1.5-3 us
+// on the development machine, the code objects' identity reads 0.1-0.8 of it (bench/capture/
+// names_bench.py).
 #pragma once
 #include <cstdint>
-#include <vector>
+#include <unordered_map>
 
 #include "profile/records.h"
 #include "record/python_frames.h"
@@ -27,32 +28,52 @@ namespace aiflame {
 
 class PyNameCache {
  public:
-  static constexpr size_t kMaxEntries = size_t{1} << 16;  // then cleared: 6 MB of slots at most
+  static constexpr size_t kMaxEntries = size_t{1} << 16;  // then cleared: ~6 MB at most
 
   // The frame's names if known and the code object is still the one named.
   const PyFrame* find(const void* code, int32_t lasti, const CodeIdentity& id) const {
-    if (slots_.empty()) return nullptr;
-    for (size_t i = slot(code, lasti);; i = (i + 1) & mask()) {
-      const Entry& e = slots_[i];
-      if (!e.code) return nullptr;
-      if (e.code == code && e.lasti == lasti)
-        return e.file == id.file && e.name == id.name && e.first_line == id.first_line ? &e.frame : nullptr;
-    }
+    auto it = map_.find(Key{code, lasti});
+    return it != map_.end() && it->second.id == id ? &it->second.frame : nullptr;
   }
   void put(const void* code, int32_t lasti, const CodeIdentity& id, const PyFrame& frame) {
-    if (!code) return;  // the empty slot's mark; no frame has a null code object
-    if (size_ >= kMaxEntries) clear();
-    if (2 * (size_ + 1) > slots_.size()) grow();
-    Entry* e = &slots_[slot(code, lasti)];
-    while (e->code && !(e->code == code && e->lasti == lasti)) e = &slots_[(static_cast<size_t>(e - slots_.data()) + 1) & mask()];
-    size_ += !e->code;
-    *e = Entry{code, id.file, id.name, lasti, id.first_line, frame};
+    if (map_.size() >= kMaxEntries) map_.clear();
+    map_[Key{code, lasti}] = Entry{id, frame};
   }
-  size_t size() const { return size_; }
+  size_t size() const { return map_.size(); }
 
-  // Starts loading the line of the slot where (code, lasti) would be (name_all's first pass).
-  void prefetch(const void* code, int32_t lasti) const {
-    if (!slots_.empty()) __builtin_prefetch(&slots_[slot(code, lasti)]);
+  // name() for each of frames[0..n) (leaf first), into out: a frame that the last stack named by
+  // name_all had at the same height above the root, with the same code object identity, takes that
+  // stack's name; the identities are loaded together first. Returns how many frames took it.
+  template <class NameIt>
+  int name_all(const PythonFrames& py, const RawPyFrame* frames, int n, PyFrame* out, NameIt&& name_it) {
+    for (int i = 0; i < n; i++) py.prefetch_identity(frames[i].code);
+    int reused = 0;
+    const int shared = n < last_n_ ? n : last_n_;
+    int h = 0;  // height above the root
+    for (; h < shared; h++) {
+      const RawPyFrame& f = frames[n - 1 - h];
+      const Last& l = last_[h];
+      CodeIdentity id;
+      if (!(l.raw == f) || !py.identity(f.code, &id) || !(id == l.id)) break;
+      out[n - 1 - h] = l.frame;
+      reused++;
+    }
+    for (; h < n; h++) {
+      const RawPyFrame& f = frames[n - 1 - h];
+      out[n - 1 - h] = name(py, f, name_it);
+      if (h < kLast) {
+        CodeIdentity id;
+        last_[h] = py.identity(f.code, &id) ? Last{f, id, out[n - 1 - h]} : Last{};
+      }
+    }
+    last_n_ = n < kLast ? n : kLast;
+    // A frame whose identity could not be read is kept as no frame (code nullptr): it matches none.
+    for (int k = 0; k < last_n_; k++)
+      if (!last_[k].raw.code) {
+        last_n_ = k;
+        break;
+      }
+    return reused;
   }
 
   // A frame captured on this thread (alive): its names from here while its code object is the one
@@ -67,45 +88,32 @@ class PyNameCache {
     if (known) put(f.code, f.lasti, id, frame);
     return frame;
   }
-  // name() for each of frames[0..n), into out: every frame's slot and code object loaded first.
-  template <class NameIt>
-  void name_all(const PythonFrames& py, const RawPyFrame* frames, int n, PyFrame* out, NameIt&& name_it) {
-    for (int i = 0; i < n; i++) {
-      prefetch(frames[i].code, frames[i].lasti);
-      py.prefetch_identity(frames[i].code);
-    }
-    for (int i = 0; i < n; i++) out[i] = name(py, frames[i], name_it);
-  }
 
  private:
-  struct Entry {  // CodeIdentity's fields inline: 48 bytes, where a CodeIdentity member padded it to 56
-    const void* code = nullptr;  // nullptr: an empty slot
-    const void* file = nullptr;
-    const void* name = nullptr;
-    int32_t lasti = 0;
-    int first_line = 0;
+  struct Key {
+    const void* code;
+    int32_t lasti;
+    bool operator==(const Key&) const = default;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const {
+      return std::hash<uint64_t>()(reinterpret_cast<uintptr_t>(k.code) * 0x9e3779b97f4a7c15ull ^ static_cast<uint32_t>(k.lasti));
+    }
+  };
+  struct Entry {
+    CodeIdentity id;
     PyFrame frame;
   };
-  static_assert(sizeof(PyFrame) == 12);
-  static_assert(sizeof(Entry) == 48, "a slot spans two lines at most");
-  size_t mask() const { return slots_.size() - 1; }
-  size_t slot(const void* code, int32_t lasti) const {
-    const uint64_t h = (reinterpret_cast<uintptr_t>(code) ^ static_cast<uint32_t>(lasti)) * 0x9e3779b97f4a7c15ull;
-    return static_cast<size_t>(h >> 40) & mask();
-  }
-  void clear() {
-    slots_.assign(slots_.size(), Entry{});
-    size_ = 0;
-  }
-  void grow() {
-    std::vector<Entry> old = std::move(slots_);
-    slots_.assign(old.empty() ? size_t{1024} : 2 * old.size(), Entry{});
-    size_ = 0;
-    for (const Entry& e : old)
-      if (e.code) put(e.code, e.lasti, CodeIdentity{e.file, e.name, e.first_line}, e.frame);
-  }
-  std::vector<Entry> slots_;  // a power of two in size, at most half full
-  size_t size_ = 0;
+  std::unordered_map<Key, Entry, KeyHash> map_;
+  // The last stack named by name_all, root first (its first kLast frames).
+  static constexpr int kLast = 64;
+  struct Last {
+    RawPyFrame raw;
+    CodeIdentity id;
+    PyFrame frame;
+  };
+  Last last_[kLast];
+  int last_n_ = 0;
 };
 
 }  // namespace aiflame

@@ -33,9 +33,9 @@ TEST(PyNameCache, AnotherCodeObjectAtTheSameAddressIsNamedAgain) {
   EXPECT_EQ(c.find(kCode, 40, id), nullptr) << "the old code object's entry is replaced";
 }
 
-// Open addressing: keys whose slots collide (one code object, many instructions; many code objects
-// in one array) are all found after the table grew, each with its own names, and a key put again
-// replaces its entry instead of adding one.
+// Many keys (one code object at many instructions; many code objects next to each other) are all found
+// after the table grew, each with its own names, and a key put again replaces its entry instead of
+// adding one.
 TEST(PyNameCache, EveryKeyIsFoundAfterTheTableGrows) {
   PyNameCache c;
   static char codes[4096];

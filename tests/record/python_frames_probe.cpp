@@ -129,13 +129,16 @@ uint32_t intern(const std::string& s) {
   return static_cast<uint32_t>(g_strings.size() - 1);
 }
 }  // namespace
+// Frames that the last aiflame_probe_capture_cached named from the stack named before it (PyNameCache::name_all).
+int g_names_reused = 0;
+extern "C" int aiflame_probe_names_reused() { return g_names_reused; }
 extern "C" int aiflame_probe_capture_cached(char* buf, int size, int* described) {
   aiflame::RawPyFrame frames[64];
   int n = g_frames.capture(frames, 64);
   std::string out;
   *described = 0;
   aiflame::PyFrame named[64];
-  g_names.name_all(g_frames, frames, n, named, [&](const aiflame::RawPyFrame& g) {
+  g_names_reused = g_names.name_all(g_frames, frames, n, named, [&](const aiflame::RawPyFrame& g) {
     std::string file, function;
     uint32_t line = 0;
     g_frames.describe(g, &file, &function, &line);
@@ -150,6 +153,40 @@ extern "C" int aiflame_probe_capture_cached(char* buf, int size, int* described)
   std::strncpy(buf, out.c_str(), static_cast<size_t>(size) - 1);
   buf[size - 1] = 0;
   return n;
+}
+
+// names_bench.py's cold figure: the median over `rounds` of one capture of this thread's Python frames
+// named through g_names (named = 1) or the capture alone (0), in ns, with every cache evicted before
+// each (a 64-MiB buffer written), as a training loop's first steps name their new stacks.
+extern "C" double aiflame_probe_names_cold(int rounds, int named) {
+  static std::vector<char> evict(size_t{64} << (getenv("NB_SMALL") ? 10 : 20));
+  std::vector<double> ns;
+  aiflame::RawPyFrame frames[64];
+  aiflame::PyFrame out[64];
+  for (int r = 0; r < rounds; r++) {
+    for (size_t i = 0; i < evict.size(); i += 64) evict[i] = static_cast<char>(r + i);
+    const auto t0 = std::chrono::steady_clock::now();
+    const int n = g_frames.capture(frames, 64);
+    if (named == 2) {
+      aiflame::CodeIdentity id;
+      for (int i = 0; i < n; i++) g_frames.prefetch_identity(frames[i].code);
+      for (int i = 0; i < n; i++) {
+        g_frames.identity(frames[i].code, &id);
+        asm volatile("" ::"r"(&id) : "memory");
+      }
+    } else if (named)
+      g_names.name_all(g_frames, frames, n, out, [&](const aiflame::RawPyFrame& g) {
+        std::string file, function;
+        uint32_t line = 0;
+        g_frames.describe(g, &file, &function, &line);
+        return aiflame::PyFrame{intern(file), intern(function), line};
+      });
+    const auto t1 = std::chrono::steady_clock::now();
+    asm volatile("" ::"r"(out) : "memory");
+    ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
+  }
+  std::sort(ns.begin(), ns.end());
+  return ns.empty() ? 0 : ns[ns.size() / 2];
 }
 
 // A thread parked outside the interpreter (GIL released), as the thread that called backward() is.

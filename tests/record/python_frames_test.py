@@ -346,6 +346,39 @@ check("cached names", first[:2] == ["cached %s:%d" % (name, line_of("LINE_CACHED
                                      "cached_inner %s:%d" % (name, line_of("LINE_CACHED_INNER"))], first)
 check("every frame described at the first capture", described_first == len(first) > 2, (described_first, first))
 check("none described again at the second", described_second == 0 and second == first, (described_second, second))
+check("the second's frames all named from the first's by position", with_gil.aiflame_probe_names_reused() == len(first),
+      (with_gil.aiflame_probe_names_reused(), first))
+
+
+# Stacks that share their outer frames and differ at the leaf end, named one after another: the shared
+# frames take their names by position, the others are looked up; each name is its own frame's.
+def cached_other(dll):
+    return cached(dll)  # LINE_CACHED_OTHER
+
+
+def named_here(f):
+    out, _ = f(with_gil)  # LINE_NAMED_HERE
+    return out, with_gil.aiflame_probe_names_reused()
+
+
+(a, reused_a), (b, reused_b), (c, reused_c) = [named_here(f) for f in (cached_inner, cached_other, cached_inner)]  # one place
+check("a stack that differs at its leaf end reuses only the frames above",
+      b[1] == "cached_other %s:%d" % (name, line_of("LINE_CACHED_OTHER")) and b[0] == a[0] and b[2:] == a[2:] and
+      reused_b == len(b) - 2, (reused_b, a, b))
+check("back to the first stack: its own names again", c == a and reused_c == len(c) - 2, (reused_c, c, a))
+
+
+# The same code object at another instruction at the same height: its own line, not the one named before.
+def two_lines(dll, first):
+    if first:
+        return cached(dll)  # LINE_TWO_A
+    return cached(dll)  # LINE_TWO_B
+
+
+(d, _), (e, reused_e) = [named_here(lambda dll: two_lines(dll, k)) for k in (True, False)]  # one place
+check("another instruction of the same code object at the same height is named anew",
+      d[1] == "two_lines %s:%d" % (name, line_of("LINE_TWO_A")) and e[1] == "two_lines %s:%d" % (name, line_of("LINE_TWO_B"))
+      and reused_e == len(e) - 2, (reused_e, d, e))
 
 
 def generated(fn_name):
