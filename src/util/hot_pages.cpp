@@ -89,6 +89,19 @@ struct Releaser {
 
 char* map_region() { return static_cast<char*>(map_huge_aligned(kRegion)); }
 
+// A region for a thread that found the stock empty, mapped on its launching thread: advised away from
+// huge pages, so that its first write faults in one 4-KiB page, not a 2-MiB one the kernel must find
+// and zero there. On the H100, jax_train (about 40 XLA threads starting within a second, the stock
+// holds 4) had one launch of 2.4-6.8 ms in each of five runs, a thread's fourth, walked; with the hot
+// pages off (AIFLAME_HOT=0: the tables on the heap) that launch took 101 us and the run's figure was
+// 1.18 us against 2.4-4.3 (bench/RESULTS.md, thirty-sixth session).
+char* map_small_region() {
+  void* p = mmap(nullptr, kRegion, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  madvise(p, kRegion, MADV_NOHUGEPAGE);  // also where the kernel's mode is "always"
+  return static_cast<char*>(p);
+}
+
 // Regions mapped and backed ahead, off the launch path (hot_pages_stock): a thread's first launch
 // takes one instead of mapping its own, whose first write had the kernel zero its huge page on the
 // launching thread. On the development machine a pool's new thread's first launch took 62-69 us
@@ -129,7 +142,7 @@ void* hot_alloc(size_t bytes, void** owner) {
     (void)releaser;
     r.tried = true;
     r.base = take_stocked();
-    if (!r.base) r.base = map_region();
+    if (!r.base) r.base = map_small_region();
     if (r.base) list_region(r.base, true);
   }
   void* p = nullptr;

@@ -3,7 +3,9 @@
 // backed by a huge page where the kernel gives one (MADV_HUGEPAGE; Ubuntu and Debian default to
 // "madvise"), else by the 4-KiB pages touched as the tables fill. A thread's region comes from a small
 // stock backed ahead by the recorder's collector (hot_pages_stock) where one is left: backing it on the
-// launching thread zeroed the huge page inside its first launch.
+// launching thread zeroed the huge page inside its first launch. A thread that finds the stock empty
+// (more threads starting at once than it holds) gets a region of 4-KiB pages instead: a huge page
+// faulted in on a launching thread cost a launch 2.4-6.8 ms on the H100 (hot_pages.cpp).
 //
 // Why: in a training loop the launch path's lines are cold at every launch, and so are their page
 // translations: these tables span ~230 4-KiB pages per thread (a memo alone is ~3 KiB), so each
