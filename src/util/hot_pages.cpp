@@ -92,7 +92,7 @@ char* map_region() { return static_cast<char*>(map_huge_aligned(kRegion)); }
 // A region for a thread that found the stock empty, mapped on its launching thread: advised away from
 // huge pages, so that its first write faults in one 4-KiB page, not a 2-MiB one the kernel must find
 // and zero there. On the H100, jax_train (about 40 XLA threads starting within a second, the stock
-// holds 4) had one launch of 2.4-6.8 ms in each of five runs, a thread's fourth, walked; with the hot
+// holds 4) had one launch of 2.4-6.8 ms in each of six runs, a thread's fourth, walked; with the hot
 // pages off (AIFLAME_HOT=0: the tables on the heap) that launch took 101 us and the run's figure was
 // 1.18 us against 2.4-4.3 (bench/RESULTS.md, thirty-sixth session).
 char* map_small_region() {
