@@ -22,6 +22,7 @@
 #include "record/debug_log.h"
 #include "record/recorder.h"
 #include "record/unwind/object_table.h"
+#include "util/hot_pages.h"
 
 namespace aiflame {
 
@@ -168,6 +169,10 @@ void session(Request r) {
   injection_skip_own_frames(rec->stacks());
   rec->start_autograd(opt);
   rec->write_modules_if_changed();
+  // Hot-page regions backed before the first launch can come (an attached program launches at once;
+  // the collector keeps the stock from then on): a thread that finds the stock empty gets a region of
+  // small pages for good (util/hot_pages.h).
+  hot_pages_stock();
   if (!backend->start()) {
     std::string why = control->start_refusal();
     (void)backend.release();  // its callbacks may be registered: leaked, as a started one is

@@ -24,6 +24,7 @@
 #include "record/gpu_backend.h"
 #include "record/module_map.h"
 #include "record/recorder.h"
+#include "util/hot_pages.h"
 
 namespace aiflame {
 namespace {
@@ -145,6 +146,10 @@ int initialize() {
   g_recorder = rec;
   g_pid = getpid();
   g_backend = backend.release();
+  // Hot-page regions backed before the first launch can come (the collector keeps the stock from
+  // then on): a thread that finds the stock empty gets a region of small pages for good
+  // (util/hot_pages.h).
+  hot_pages_stock();
   if (g_backend->start()) {
     g_backend_started = true;
     if (SamplingWindowControl* w = g_backend->sampling_windows()) w->start_window_thread();
