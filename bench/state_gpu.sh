@@ -2,9 +2,8 @@
 # Issue #22: where a machine stands, in one device call. The three loops at their default lengths with
 # the capture stats (AIFLAME_CAPTURE_STATS=1 AIFLAME_CAPTURE_PROBE=3: the breakdown, the walked launches,
 # the slowest launches), then two builds alternated with the product's defaults (bench/builds_ab_gpu.sh).
-# Usage: bench/state_gpu.sh [ROUNDS=1]   Env: A (.dist), B (.dist/old), WORKLOADS, STATS_WORKLOADS (the stats
-# runs only; WORKLOADS if unset), PROBE2=1 (the phase
-# probe, AIFLAME_CAPTURE_PROBE=2, on A as well)
+# Usage: bench/state_gpu.sh [ROUNDS=1]   Env: A (.dist), B (.dist/old), WORKLOADS, STATS_WORKLOADS (the
+# stats runs only; WORKLOADS if unset), PROBE2=1 (the phase probe, AIFLAME_CAPTURE_PROBE=2, on A as well)
 set -u
 a=${A:-.dist}
 lscpu | grep -E 'Model name|^CPU\(s\)' | sed 's/^/  /'

@@ -33,29 +33,6 @@ TEST(PyNameCache, AnotherCodeObjectAtTheSameAddressIsNamedAgain) {
   EXPECT_EQ(c.find(kCode, 40, id), nullptr) << "the old code object's entry is replaced";
 }
 
-// Many keys (one code object at many instructions; many code objects next to each other) are all found
-// after the table grew, each with its own names, and a key put again replaces its entry instead of
-// adding one.
-TEST(PyNameCache, EveryKeyIsFoundAfterTheTableGrows) {
-  PyNameCache c;
-  static char codes[4096];
-  const CodeIdentity id{&dummy[1], &dummy[2], 10};
-  for (int i = 0; i < 4096; i++) c.put(&codes[i], i % 7, id, PyFrame{1, static_cast<uint32_t>(i), 0});
-  for (int i = 0; i < 3000; i++) c.put(kCode, i, id, PyFrame{2, static_cast<uint32_t>(i), 0});
-  EXPECT_EQ(c.size(), 7096u);
-  for (int i = 0; i < 4096; i++) {
-    const PyFrame* p = c.find(&codes[i], i % 7, id);
-    ASSERT_NE(p, nullptr) << i;
-    EXPECT_EQ(*p, (PyFrame{1, static_cast<uint32_t>(i), 0}));
-    EXPECT_EQ(c.find(&codes[i], i % 7 + 7, id), nullptr);
-  }
-  for (int i = 0; i < 3000; i++) ASSERT_EQ(*c.find(kCode, i, id), (PyFrame{2, static_cast<uint32_t>(i), 0})) << i;
-  c.put(kCode, 5, id, PyFrame{3, 3, 3});
-  EXPECT_EQ(c.size(), 7096u);
-  EXPECT_EQ(*c.find(kCode, 5, id), (PyFrame{3, 3, 3}));
-  EXPECT_EQ(c.find(nullptr, 0, id), nullptr);
-}
-
 TEST(PyNameCache, ClearedWhenFull) {
   PyNameCache c;
   const CodeIdentity id{&dummy[1], &dummy[2], 10};

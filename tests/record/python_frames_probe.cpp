@@ -159,7 +159,7 @@ extern "C" int aiflame_probe_capture_cached(char* buf, int size, int* described)
 // named through g_names (named = 1) or the capture alone (0), in ns, with every cache evicted before
 // each (a 64-MiB buffer written), as a training loop's first steps name their new stacks.
 extern "C" double aiflame_probe_names_cold(int rounds, int named) {
-  static std::vector<char> evict(size_t{64} << (getenv("NB_SMALL") ? 10 : 20));
+  static std::vector<char> evict(size_t{64} << 20);
   std::vector<double> ns;
   aiflame::RawPyFrame frames[64];
   aiflame::PyFrame out[64];
@@ -167,14 +167,7 @@ extern "C" double aiflame_probe_names_cold(int rounds, int named) {
     for (size_t i = 0; i < evict.size(); i += 64) evict[i] = static_cast<char>(r + i);
     const auto t0 = std::chrono::steady_clock::now();
     const int n = g_frames.capture(frames, 64);
-    if (named == 2) {
-      aiflame::CodeIdentity id;
-      for (int i = 0; i < n; i++) g_frames.prefetch_identity(frames[i].code);
-      for (int i = 0; i < n; i++) {
-        g_frames.identity(frames[i].code, &id);
-        asm volatile("" ::"r"(&id) : "memory");
-      }
-    } else if (named)
+    if (named)
       g_names.name_all(g_frames, frames, n, out, [&](const aiflame::RawPyFrame& g) {
         std::string file, function;
         uint32_t line = 0;
