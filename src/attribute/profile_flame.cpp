@@ -10,6 +10,7 @@
 #include "attribute/batch_pipeline.h"
 #include "symbolize/nvidia/sass_cache.h"
 #include "symbolize/symbolizer.h"
+#include "util/env_switch.h"
 
 namespace aiflame {
 
@@ -25,7 +26,8 @@ namespace {
 // Two threads when the machine has two cores: one reads and attributes batches, the other aggregates.
 // AIFLAME_REPORT_THREADS=1 keeps everything on one thread.
 unsigned report_threads() {
-  if (const char* v = std::getenv("AIFLAME_REPORT_THREADS"); v && *v) return std::strtoul(v, nullptr, 10) < 2 ? 1 : 2;
+  // A bad value is the default (the CLI refuses it before any work: cli/env_check.h).
+  if (auto n = count_value(std::getenv("AIFLAME_REPORT_THREADS"))) return *n < 2 ? 1 : 2;
   return std::thread::hardware_concurrency() >= 2 ? 2 : 1;
 }
 

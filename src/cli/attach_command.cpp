@@ -7,11 +7,13 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <sstream>
 #include <thread>
 
 #include "attribute/attribution.h"
@@ -20,6 +22,7 @@
 #include "cli/commands.h"
 #include "cli/finalize.h"
 #include "cli/process_table.h"
+#include "cli/record_output.h"
 #include "cli/stream_hint.h"
 #include "cli/summary.h"
 #include "record/record_options.h"
@@ -28,9 +31,16 @@
 namespace aiflame {
 namespace {
 
-// Exit statuses: 2 bad input (no such process), 3 attach refused or failed.
+// Exit statuses (record's --help): 2 bad input (no such process), 3 attach refused or failed, or
+// --wait ran out of --duration; 125 (kRecordOwnFailure) a profile could not be named.
 constexpr int kBadInput = 2;
 constexpr int kRefused = 3;
+
+std::string fmt_seconds(double s) {
+  std::ostringstream o;
+  o << s;
+  return o.str();
+}
 
 volatile sig_atomic_t g_interrupts = 0;
 void on_interrupt(int) { g_interrupts = g_interrupts + 1; }
@@ -92,11 +102,16 @@ struct Target {
 
 // Loads the library into t.pid and waits until its recording started. An error is the line to print
 // and *code the exit status.
-Status start_one(const RecordArgs& a, const std::string& lib, const std::string& settings, Target& t, int* code) {
+// With --duration, waiting (--wait) ends with it: the duration bounds the whole command.
+Status start_one(const RecordArgs& a, const std::string& lib, const std::string& settings, Target& t, int* code,
+                 std::chrono::steady_clock::time_point wait_until) {
   *code = kRefused;
   bool announced = false;
   for (;;) {
     if (g_interrupts) return Error{"interrupted before process " + std::to_string(t.pid) + " was attached"};
+    if (announced && std::chrono::steady_clock::now() >= wait_until)
+      return Error{"process " + std::to_string(t.pid) + " did not start using CUDA within --duration " +
+                   fmt_seconds(a.duration_s) + " s; nothing recorded"};
     if (!alive(t.pid)) return Error{"process " + std::to_string(t.pid) + " ended before aiflame could attach"};
     if (a.wait && !cuda_loaded(t.pid)) {
       if (!announced && !a.quiet())
@@ -106,7 +121,12 @@ Status start_one(const RecordArgs& a, const std::string& lib, const std::string&
       continue;
     }
     unlink(t.status.c_str());
-    auto res = inject_and_attach(t.pid, lib, settings);
+    // What is left of --duration once the wait is over (0: until Ctrl-C).
+    uint64_t left_ms = 0;
+    if (wait_until != std::chrono::steady_clock::time_point::max())
+      left_ms = static_cast<uint64_t>(std::max<int64_t>(
+          1, std::chrono::duration_cast<std::chrono::milliseconds>(wait_until - std::chrono::steady_clock::now()).count()));
+    auto res = inject_and_attach(t.pid, lib, settings + "AIFLAME_ATTACH_DURATION_MS=" + std::to_string(left_ms) + "\n");
     if (!res) return Error{res.error()};
     std::string line;
     if (res->attach_rc != 0) {
@@ -139,7 +159,8 @@ Status start_one(const RecordArgs& a, const std::string& lib, const std::string&
 
 }  // namespace
 
-int run_attach(const RecordArgs& a, const std::string& lib, const std::string& output) {
+int run_attach(const RecordArgs& a, const std::string& lib, const std::string& output, const std::string& prefix,
+               const Publish& previous) {
   struct sigaction sa = {};
   sa.sa_handler = on_interrupt;
   sigemptyset(&sa.sa_mask);
@@ -149,7 +170,7 @@ int run_attach(const RecordArgs& a, const std::string& lib, const std::string& o
   for (int pid : a.pids) {
     Target t;
     t.pid = pid;
-    t.profile = output + "." + std::to_string(pid);
+    t.profile = prefix + "." + std::to_string(pid);
     t.status = t.profile + ".status";
     t.stop = t.profile + ".stop";
     auto ok = check_target(pid, lib);
@@ -159,7 +180,7 @@ int run_attach(const RecordArgs& a, const std::string& lib, const std::string& o
     }
     targets.push_back(t);
   }
-  std::string base = library_settings(a, output);
+  std::string base = library_settings(a, prefix);
   uint64_t duration_ms = static_cast<uint64_t>(std::llround(a.duration_s * 1000));
   auto t_start = std::chrono::steady_clock::now();
   std::vector<Target> started;
@@ -168,9 +189,9 @@ int run_attach(const RecordArgs& a, const std::string& lib, const std::string& o
   for (auto& t : targets) {
     unlink(t.stop.c_str());
     std::string settings = base + "AIFLAME_ATTACH_STATUS=" + t.status + "\nAIFLAME_ATTACH_STOP=" + t.stop +
-                           "\nAIFLAME_ATTACH_DURATION_MS=" + std::to_string(duration_ms) +
                            "\nAIFLAME_ATTACH_CLI_PID=" + std::to_string(getpid()) + "\n";
-    auto ok = start_one(a, lib, settings, t, &code);
+    auto wait_until = duration_ms ? t_start + std::chrono::milliseconds(duration_ms) : std::chrono::steady_clock::time_point::max();
+    auto ok = start_one(a, lib, settings, t, &code, wait_until);
     if (!ok) {
       failure = ok.error();
       unlink(t.status.c_str());
@@ -237,7 +258,29 @@ int run_attach(const RecordArgs& a, const std::string& lib, const std::string& o
     else std::cerr << "aiflame: process " << t.pid << " left no profile at " << t.profile << "\n";
   }
   if (files.empty()) return kRefused;
-  if (files.size() == 1 && rename(files[0].c_str(), output.c_str()) == 0) files[0] = output;
+  bool unnamed = false;
+  // Named as a started program's profiles are: FILE for one, FILE.<pid> for several; a name taken
+  // meanwhile by what is not ours to move gets FILE-2 (record_output.h).
+  for (auto& f : files) {
+    std::string pid_text = f.substr(prefix.size() + 1);
+    Publish pub = previous;
+    if (files.size() > 1) {
+      pub = plan_publish(f, output + "." + pid_text);
+      pub.had_previous = false;
+    }
+    pub.tmp = f;
+    int named = publish_profile(pub, a.force);
+    if (!named) {
+      std::cerr << "aiflame: cannot name the profile " << pub.final_name << " (" << std::strerror(errno) << "); it is kept as "
+                << f << "\n";
+      unnamed = true;
+      continue;
+    }
+    if (named == 2)
+      std::cerr << "aiflame: " << pub.final_name << " was named by another run meanwhile (kept); this run's profile is "
+                << pub.published << "\n";
+    f = pub.published;
+  }
 
   std::vector<ProcessRow> rows;
   GpuSymbolizerOptions gpu{a.sass_timeout_s > 0, find_nvdisasm(a.nvdisasm)};
@@ -276,7 +319,8 @@ int run_attach(const RecordArgs& a, const std::string& lib, const std::string& o
               << std::chrono::duration<double>(t_end - t_start).count() << " s; symbolizing and the summary took "
               << std::chrono::duration<double>(std::chrono::steady_clock::now() - t_end).count() << " s\n";
   }
-  return failure.empty() ? 0 : code;
+  if (!failure.empty()) return code;
+  return unnamed ? kRecordOwnFailure : 0;
 }
 
 }  // namespace aiflame

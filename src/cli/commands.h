@@ -68,14 +68,19 @@ inline constexpr int kRecordOwnFailure = 125;
 // `report` and `diff`: 0 done, 1 bad input or a failed write, 2 bad usage, 3 the filters matched no
 // sample (report writes its output, empty; diff writes none).
 inline constexpr int kReportNothingMatched = 3;
+// `report DIR`: 4, a profile of the directory could not be read (each named); the rest is written.
+inline constexpr int kReportMembersLeftOut = 4;
 
 void add_record_command(CLI::App& app, RecordArgs& args);
 void add_report_command(CLI::App& app, ReportArgs& args);
 void add_demo_command(CLI::App& app, DemoArgs& args);
 
 int run_record(const RecordArgs& args);
-// `aiflame record --pid PID...`: `library` and `output` (absolute, already rotated) as run_record found them.
-int run_attach(const RecordArgs& args, const std::string& library, const std::string& output);
+struct Publish;
+// `aiflame record --pid PID...`: `library` and `output` (absolute) as run_record found them; the
+// processes write PREFIX.<pid>, named at the end as `previous` (record_output.h) allows.
+int run_attach(const RecordArgs& args, const std::string& library, const std::string& output, const std::string& prefix,
+               const Publish& previous);
 int run_report(const ReportArgs& args);
 int run_demo(const DemoArgs& args, const std::string& self_path);
 

@@ -60,6 +60,10 @@ int run_diff(const DiffArgs& a) {
       std::cerr << "aiflame: " << st.error() << "\n";
       return 2;
     }
+    if (Status st = check_output_not_input(a.output, {a.before, a.after}); !st) {
+      std::cerr << "aiflame: " << st.error() << "\n";
+      return 2;
+    }
   }
   auto options = load_options(a, format);
   if (!options) {

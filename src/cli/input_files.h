@@ -8,6 +8,11 @@
 
 namespace aiflame {
 
-Result<std::vector<std::string>> expand_inputs(const std::vector<std::string>& inputs);
+// members: the files that came from a directory (report draws the rest when one of them fails);
+// skipped: a line for each other file of a directory (empty, or not an aiflame profile), never left
+// out in silence.
+Result<std::vector<std::string>> expand_inputs(const std::vector<std::string>& inputs,
+                                               std::vector<std::string>* members = nullptr,
+                                               std::vector<std::string>* skipped = nullptr);
 
 }  // namespace aiflame

@@ -7,6 +7,7 @@
 
 #include "cli/commands.h"
 #include "cli/diff_command.h"
+#include "cli/env_check.h"
 
 namespace {
 
@@ -49,13 +50,18 @@ int main(int argc, char** argv) {
   aiflame::DiffArgs diff;
   aiflame::add_diff_command(app, diff);
   app.get_subcommand("record")->footer(
-      "Exit status: the program's own (128+N when signal N ended it); 125: aiflame itself failed once the "
-      "program had run (its profile could not be written; one line says why and gives the program's "
-      "status); 2: bad usage, nothing run; 126/127: the command could not be run / was not found.");
+      "Exit status: the program's own (128+N when signal N ended it), also when it ran unprofiled because "
+      "-o could not be written or there is no driver (a line says so; --require-profile refuses to run it "
+      "instead); 125: the profile was lost after the program had run (a failed write at the end; one line "
+      "says why and gives the program's status); 2: bad usage, or an -o that is a device, FIFO or link: "
+      "nothing run; 126: the command exists but cannot be executed; 127: no such command. With --pid: 0 "
+      "recorded; 2: bad usage or no such process; 3: the attach was refused or failed, or --wait ran out of "
+      "--duration (one line says why); 125: a profile could not be named.");
   app.get_subcommand("report")->footer(
       "Exit status: 0 written; 1 bad input or the output could not be written; 2 bad usage; 3 the filters "
       "(--kernels, --stalls, --devices, --pids...) matched no sample: a warning names them, the output is "
-      "written, empty.");
+      "written, empty; 4 a profile of a directory input could not be read (damaged): each is named, the "
+      "others are drawn and written.");
   app.get_subcommand("diff")->footer(
       "Exit status: 0 written; 1 bad input or the output could not be written; 2 bad usage; 3 the filters "
       "(--kernels, --stalls, --devices, --pids...) matched no sample of BEFORE or AFTER: a warning names "
@@ -71,6 +77,10 @@ int main(int argc, char** argv) {
   // foresaw) is one line and status 1 (record: 125, its status for a failure of aiflame's own, which
   // the program's status cannot be mistaken for), never std::terminate's abort and core dump.
   const int failed = app.got_subcommand("record") ? aiflame::kRecordOwnFailure : 1;
+  if (aiflame::Status env = aiflame::check_env_switches(); !env) {
+    std::cerr << "aiflame: " << env.error() << "\n";
+    return 2;
+  }
   try {
     if (app.got_subcommand("record")) return aiflame::run_record(rec);
     if (app.got_subcommand("report")) return aiflame::run_report(rep);

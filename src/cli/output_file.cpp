@@ -53,13 +53,33 @@ class FdBuf : public std::streambuf {
 
 }  // namespace
 
+namespace {
+std::string dir_of(const std::string& path);
+}
+
 Status check_output_path(const std::string& path, bool force) {
   struct stat st;
-  if (::lstat(path.c_str(), &st) != 0) return Ok{};
-  if (S_ISLNK(st.st_mode))
-    return Error{path + " is a symbolic link; aiflame does not write through links (remove it or choose another name)"};
-  if (!S_ISREG(st.st_mode)) return Error{path + " exists and is not a regular file; choose another name"};
-  if (!force) return Error{path + " exists; pass --force to overwrite it"};
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (S_ISLNK(st.st_mode))
+      return Error{path + " is a symbolic link; aiflame does not write through links (remove it or choose another name)"};
+    if (!S_ISREG(st.st_mode)) return Error{path + " exists and is not a regular file; choose another name"};
+    if (!force) return Error{path + " exists; pass --force to overwrite it"};
+  }
+  // A directory the output cannot be created in is found before the input is read (a 1.1 GB input
+  // took 26 s to read before the write said so).
+  const std::string dir = dir_of(path);
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) return Error{"cannot create " + path + ": " + dir + ": " + std::strerror(errno)};
+  return Ok{};
+}
+
+Status check_output_not_input(const std::string& path, const std::vector<std::string>& inputs) {
+  struct stat out;
+  if (path.empty() || ::stat(path.c_str(), &out) != 0) return Ok{};
+  for (const auto& in : inputs) {
+    struct stat st;
+    if (::stat(in.c_str(), &st) == 0 && st.st_dev == out.st_dev && st.st_ino == out.st_ino)
+      return Error{path + " is the input " + in + "; aiflame does not overwrite what it reads (choose another output name)"};
+  }
   return Ok{};
 }
 

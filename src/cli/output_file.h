@@ -8,6 +8,7 @@
 #include <functional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "util/result.h"
 
@@ -16,6 +17,10 @@ namespace aiflame {
 // The checks write_output_file makes first, for commands to run before their work: a symlink or a
 // non-regular file at path is refused, an existing file needs force.
 Status check_output_path(const std::string& path, bool force);
+
+// Refuses an output that is one of the inputs (the same file by device and inode: another name, a
+// hard link, a path through a link), which --force would otherwise replace with what was read from it.
+Status check_output_not_input(const std::string& path, const std::vector<std::string>& inputs);
 
 Status write_output_file(const std::string& path, const std::function<void(std::ostream&)>& fill, bool force);
 

@@ -13,7 +13,9 @@
 #include <random>
 
 #include <chrono>
+#include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <iomanip>
 #include <cstring>
 #include <iostream>
@@ -23,11 +25,13 @@
 #include "cli/commands.h"
 #include "cli/finalize.h"
 #include "cli/process_table.h"
+#include "cli/record_output.h"
 #include "symbolize/nvidia/nvdisasm.h"
 #include "cli/stream_hint.h"
 #include "cli/summary.h"
 #include "profile/profile_writer.h"
 #include "record/record_options.h"
+#include "util/env_switch.h"
 
 namespace aiflame {
 
@@ -39,16 +43,47 @@ std::string self_dir() {
   return p.substr(0, p.rfind('/'));
 }
 
+namespace {
+
+// CLI11's PositiveNumber and NonNegativeNumber name their range up to the largest double, 309 digits.
+CLI::Validator pid_number() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        char* end = nullptr;
+        errno = 0;
+        long n = std::strtol(v.c_str(), &end, 10);
+        if (v.empty() || *end || errno || n < 1 || n > INT_MAX) return "takes process ids (1 or more), not '" + v + "'";
+        return "";
+      },
+      "PID");
+}
+
+CLI::Validator seconds_number() {
+  return CLI::Validator(
+      [](std::string& v) -> std::string {
+        char* end = nullptr;
+        double s = std::strtod(v.c_str(), &end);
+        if (v.empty() || *end || !(s >= 0) || s > 1e9) return "takes seconds (0 or more), not '" + v + "'";
+        return "";
+      },
+      "SECONDS");
+}
+
+}  // namespace
+
 void add_record_command(CLI::App& app, RecordArgs& a) {
   auto* sub = app.add_subcommand("record", "Run a command and record GPU samples, kernels and launch stacks");
   sub->add_option("-o,--output", a.output,
-                  "Profile file to write (an existing one is kept as FILE.old; several CUDA processes: FILE.<pid> each). "
-                  "Checked before the program starts: a missing or read-only directory, a directory as FILE or a "
-                  "full disk is said in one line, and the program then runs unprofiled")
+                  "Profile file to write (an existing one is kept as FILE.old; several CUDA processes: FILE.<pid> each; "
+                  "a name another run took meanwhile: FILE-2, said). Checked before the program starts: a device, "
+                  "FIFO or symbolic link as FILE is refused (exit 2, never moved or written); a missing or read-only "
+                  "directory, a directory as FILE or a full disk is said in one line, and the program then runs "
+                  "unprofiled")
       ->capture_default_str();
   sub->add_flag("-f,--force", a.force, "Overwrite the output file instead of rotating it to FILE.old");
   sub->add_flag("--require-profile", a.require_profile,
-                "Do not start the program when its profile cannot be written (exit 2) instead of running it unprofiled");
+                "Do not start the program when it cannot be profiled (exit 2): its profile cannot be written, or "
+                "there is no NVIDIA driver; without it the program runs unprofiled, with a line that says why");
   // The injection library's options, from its schema: each value is checked here by the parser the
   // library runs, and handed over in the option's environment variable.
   for (const RecordOptionSpec& spec : record_option_schema()) {
@@ -78,9 +113,9 @@ void add_record_command(CLI::App& app, RecordArgs& a) {
   sub->add_option("command", a.command, "The command to profile, after --")->expected(-1);
   sub->add_option("--pid", a.pids, "Attach to running process(es) instead of starting one (repeat or comma-separate "
                   "for several): no restart, no environment variable; needs ptrace (root, or the same user)")
-      ->delimiter(',')->check(CLI::PositiveNumber);
+      ->delimiter(',')->check(pid_number());
   sub->add_option("--duration", a.duration_s, "With --pid: seconds to record, then detach (default: until Ctrl-C)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(seconds_number());
   sub->add_flag("--wait", a.wait, "With --pid: wait for the process to create its CUDA context instead of refusing");
 }
 
@@ -95,18 +130,9 @@ void forward_signal(int sig) {
   if (child > 0) kill(child, sig);
 }
 
-// A profile this run created, under its run-unique name, and the name it gets at the end.
-struct Publish {
-  std::string tmp, final_name, old_name;
-  volatile sig_atomic_t done = 0;
-};
-
-// Moves whatever is at final_name out of the way (to old_name, or replaced with force), then names
-// the profile. Only calls that are safe in a signal handler: the end phase's interrupt publishes too.
-bool publish_now(const Publish& p, bool force) {
-  struct stat st;
-  if (!force && lstat(p.final_name.c_str(), &st) == 0) rename(p.final_name.c_str(), p.old_name.c_str());
-  return rename(p.tmp.c_str(), p.final_name.c_str()) == 0;
+// Said even with -q: the profile is not where the user asked for it.
+std::string taken_note(const std::string& wanted, const std::string& got) {
+  return wanted + " was named by another run meanwhile (kept); this run's profile is " + got;
 }
 
 // What the end phase's interrupt handler publishes: set up before the handler is installed.
@@ -119,7 +145,14 @@ const char* g_interrupt_note = "";
 void end_phase_interrupt(int sig) {
   if (g_pending)
     for (auto& p : *g_pending)
-      if (!p.done && publish_now(p, g_pending_force)) p.done = 1;
+      if (!p.done)
+        if (int named = publish_profile(p, g_pending_force)) {
+          p.done = 1;
+          if (named == 2) {
+            const char* parts[] = {"aiflame: interrupted: ", p.final_name.c_str(), " was taken; the profile is ", p.published, "\n"};
+            for (const char* part : parts) (void)!write(2, part, strlen(part));
+          }
+        }
   (void)!write(2, g_interrupt_note, strlen(g_interrupt_note));
   _exit(128 + sig);
 }
@@ -250,13 +283,17 @@ int run_record(const RecordArgs& a) {
   }
   std::string lib = find_library(a);
   if (lib.empty() || !exists(lib)) {
-    std::cerr << "aiflame: injection library libaiflame_cupti.so not found next to aiflame; pass --lib PATH or set AIFLAME_LIB\n";
+    // The path the user gave, when one was given: not the default name.
+    const char* env_lib = std::getenv("AIFLAME_LIB");
+    if (!a.lib.empty()) std::cerr << "aiflame: --lib " << a.lib << ": no such file (the injection library libaiflame_cupti.so)\n";
+    else if (env_lib && *env_lib) std::cerr << "aiflame: AIFLAME_LIB=" << env_lib << ": no such file (the injection library libaiflame_cupti.so)\n";
+    else std::cerr << "aiflame: injection library libaiflame_cupti.so not found next to aiflame; pass --lib PATH or set AIFLAME_LIB\n";
     return 2;
   }
   // Windows mode gives exact samples and costs about 2% of a long single-threaded training run on the
   // H100, but it ran eight threads on eight streams 4x slower or hung them, and its few windows leave
   // short runs nearly without samples (bench/RESULTS.md, "Recorder v2, third session").
-  if (a.option("pc_mode") == "windows" && !std::getenv("AIFLAME_EXPERIMENTAL")) {
+  if (a.option("pc_mode") == "windows" && !switch_on("AIFLAME_EXPERIMENTAL")) {
     std::cerr << "aiflame: --pc-mode windows is experimental: it can stall programs that launch from several threads "
                  "(docs/attribution.md); use the default continuous mode, or set AIFLAME_EXPERIMENTAL=1 to try it\n";
     return 2;
@@ -266,6 +303,16 @@ int run_record(const RecordArgs& a) {
     return 2;
   }
   std::string output = absolute(a.output);
+  // A device node, FIFO, socket or link at -o is never ours to write, move or delete: refused before
+  // anything runs, as `report -o` refuses it.
+  if (std::string refusal = record_output_refusal(output); !refusal.empty()) {
+    std::cerr << "aiflame: cannot record to " << output << ": " << refusal
+              << (a.pids.empty() ? "; the program was not started\n" : "; nothing attached\n");
+    return 2;
+  }
+  // What is at -o now: the only file the end may move to FILE.old (or replace with -f). A profile
+  // another run names there meanwhile is kept, and this run's gets FILE-2.
+  const Publish previous = plan_publish("", output);
   // The injection library writes PREFIX.<pid>; the prefix is this run's own (two runs with the same
   // -o never take each other's files), and the files are named FILE (or FILE.<pid>) only at the end.
   const std::string prefix = output + ".rec-" + run_id();
@@ -279,18 +326,16 @@ int run_record(const RecordArgs& a) {
     std::cerr << "aiflame: cannot record to " << output << ": " << problem
               << "; the program runs unprofiled (--require-profile: do not run it)\n";
   }
+  // Without a driver no process can be profiled: --require-profile refuses to start the program.
+  if (a.require_profile && a.pids.empty() && !driver_present()) {
+    std::cerr << "aiflame: no NVIDIA driver here (libcuda.so.1 not found), so nothing can be recorded; the program was "
+                 "not started (--require-profile)\n";
+    return 2;
+  }
   if (!a.pids.empty()) {
-    // Attaching: the processes write FILE.<pid> themselves (attach_command.cpp), and the CLI names FILE at
-    // the end; an existing FILE is moved aside now, as before #25's run prefix.
-    if (exists(output)) {
-      if (a.force) {
-        unlink(output.c_str());
-      } else if (rename(output.c_str(), (output + ".old").c_str()) != 0) {
-        std::cerr << "aiflame: cannot move the existing " << output << " to .old: " << std::strerror(errno) << "\n";
-        return 2;
-      }
-    }
-    return run_attach(a, lib, output);
+    // Attaching: the processes write PREFIX.<pid> themselves (attach_command.cpp), and the CLI names
+    // them at the end as a started program's are named.
+    return run_attach(a, lib, output, prefix, previous);
   }
   auto t_start = std::chrono::steady_clock::now();
 
@@ -350,7 +395,8 @@ int run_record(const RecordArgs& a) {
   for (int sig : {SIGQUIT, SIGUSR1, SIGUSR2}) sigaction(sig, &sa, nullptr);
   if (got == static_cast<ssize_t>(sizeof exec_errno)) {
     std::cerr << "aiflame: cannot run '" << a.command[0] << "': " << std::strerror(exec_errno) << "\n";
-    return 127;
+    // As a shell: 127 when there is no such command, 126 when it exists but cannot be executed.
+    return exec_errno == ENOENT || exec_errno == ENOTDIR ? 127 : 126;
   }
   int rc = exit_status_of(status);
   auto t_exit = std::chrono::steady_clock::now();
@@ -362,23 +408,28 @@ int run_record(const RecordArgs& a) {
               << kRecordOwnFailure << ")\n";
     return kRecordOwnFailure;
   };
-  if (!problem.empty()) return own_failure("no profile was written: cannot record to " + output + ": " + problem);
+  // The program ran unprofiled as the first line said it would (--require-profile refuses instead):
+  // its status is the one a wrapped job's caller needs; 125 is for a profile lost unforeseen.
+  if (!problem.empty()) return rc;
 
   auto files = per_process_files(prefix);
   if (files.empty() && !driver_present()) {
     std::string why = "no NVIDIA driver here (libcuda.so.1 not found), so the program ran unprofiled: install the "
                       "NVIDIA driver, or record on a machine with a GPU";
     if (!a.quiet()) std::cerr << "aiflame: " << why << "\n";
-    Publish empty{prefix + "." + std::to_string(pid), output, output + ".old"};
+    Publish empty = previous;
+    empty.tmp = prefix + "." + std::to_string(pid);
     if (Status st = write_empty_profile(empty.tmp, pid, a.command, why); !st) {
       unlink(empty.tmp.c_str());
       return own_failure("cannot write the profile " + output + ": " + st.error());
     }
-    if (!publish_now(empty, a.force)) {
+    int named = publish_profile(empty, a.force);
+    if (!named) {
       int e = errno;
       unlink(empty.tmp.c_str());
       return own_failure("cannot name the profile " + output + ": " + std::strerror(e));
     }
+    if (named == 2) std::cerr << "aiflame: " << taken_note(output, empty.published) << "\n";
     return rc;
   }
   if (files.empty()) {
@@ -401,8 +452,14 @@ int run_record(const RecordArgs& a) {
   const bool several = files.size() + lost.size() > 1;
   for (const auto& f : files) {
     std::string pid_text = f.substr(prefix.size() + 1);
-    std::string final_name = several ? output + "." + pid_text : output;
-    pending.push_back({f, final_name, final_name + ".old"});
+    if (several) {
+      // FILE.<pid> names are new in every run: one that is taken is kept, and this one is FILE.<pid>-2.
+      pending.push_back(plan_publish(f, output + "." + pid_text));
+      pending.back().had_previous = false;
+    } else {
+      pending.push_back(previous);
+      pending.back().tmp = f;
+    }
   }
   std::string note = "\naiflame: interrupted: the profiles are kept as they were recorded, without the native and "
                      "GPU names of this step (aiflame report names what it can)\n";
@@ -424,12 +481,13 @@ int run_record(const RecordArgs& a) {
     sigset_t block, old;
     sigfillset(&block);
     sigprocmask(SIG_BLOCK, &block, &old);
-    bool named = publish_now(pub, a.force);
+    int named = publish_profile(pub, a.force);
     int e = errno;
     pub.done = 1;
     sigprocmask(SIG_SETMASK, &old, nullptr);
-    const std::string& name = named ? pub.final_name : pub.tmp;
+    const std::string name = named ? std::string(pub.published) : pub.tmp;
     if (!named) failures.push_back("cannot name the profile " + pub.final_name + " (" + std::strerror(e) + "); it is kept as " + pub.tmp);
+    if (named == 2) std::cerr << "aiflame: " << taken_note(pub.final_name, name) << "\n";
     if (a.quiet()) continue;
     if (!p) {
       std::cerr << "aiflame: " << p.error() << "\n";

@@ -53,10 +53,15 @@ int run_report(const ReportArgs& a) {
       return 2;
     }
   }
-  auto inputs = expand_inputs(a.inputs);
+  std::vector<std::string> members, skipped;
+  auto inputs = expand_inputs(a.inputs, &members, &skipped);
   if (!inputs) {
     std::cerr << "aiflame: " << inputs.error() << "\n";
     return 1;
+  }
+  if (Status st = check_output_not_input(a.output, *inputs); !st) {
+    std::cerr << "aiflame: " << st.error() << "\n";
+    return 2;
   }
   auto options = load_options(a, format);
   if (!options) {
@@ -64,6 +69,9 @@ int run_report(const ReportArgs& a) {
     return 2;
   }
   LoadOptions& lo = *options;
+  lo.may_fail.insert(members.begin(), members.end());
+  if (!a.quiet)
+    for (const auto& line : skipped) std::cerr << "aiflame: warning: " << line << "\n";
   if (!a.quiet && inputs->size() == 1)
     lo.on_profile = [](const std::string& input, const ProfileFlame& r) {
       print_summary(r.profile, r.stats, input, std::cerr);
@@ -77,11 +85,17 @@ int run_report(const ReportArgs& a) {
     return 1;
   }
   FlameData& data = loaded->data;
+  // A directory's member that failed is named, its picture left out, and the status says so (4).
+  for (const auto& why : loaded->left_out) std::cerr << "aiflame: " << why << "; left out of the picture\n";
+  if (!a.quiet && inputs->size() > 1)
+    for (const auto& f : loaded->cut_short)
+      std::cerr << "aiflame: " << f << ": the profile was cut short (the program was killed or crashed); it is read up "
+                   "to its last flush\n";
   if (!a.quiet && data.processes.size() > 1) print_process_table(data.processes, std::cerr);
   // A filter item that matches nothing is said (a typo must not be a silent empty output), and a
   // picture the filters emptied is status 3.
   if (std::string w = loaded->filter_warning(); !a.quiet && !w.empty()) std::cerr << "aiflame: warning: " << w << "\n";
-  const int done = loaded->filtered_out ? kReportNothingMatched : 0;
+  const int done = loaded->filtered_out ? kReportNothingMatched : !loaded->left_out.empty() ? kReportMembersLeftOut : 0;
   data.title = a.title.empty() ? "AI Flame Graph: " + data.process : a.title;
   data.subtitle = loaded->command + "  |  " + std::to_string(loaded->samples) + " GPU samples, " +
                   std::to_string(loaded->kernels) + " kernels";

@@ -22,8 +22,13 @@ void print_summary(const Profile& p, const AttributionStats& stats, const std::s
                      "({} unwound), {} stacks, {} cubins\n",
                      path, p.process ? p.process->pid : 0, secs, stats.samples, stats.dropped, p.kernels.size(),
                      devices.size(), p.launch_count(), p.launches_unwound(), p.stacks.size(), p.cubins.size());
-  out << fmt::format("aiflame: {:.2f}% of GPU samples attributed to a launch stack ({:.2f}% inside their drain window)\n",
-                     stats.percent_attributed(), stats.samples ? 100.0 * stats.in_window / stats.samples : 100.0);
+  // A share of no samples is no figure: "100.00% attributed" over 0 samples read as a good profile.
+  if (stats.samples == 0)
+    out << "aiflame: no GPU samples in this profile: nothing to attribute (PC sampling was off or not permitted, "
+           "nothing ran on the GPU, or the profile ends before its first samples)\n";
+  else
+    out << fmt::format("aiflame: {:.2f}% of GPU samples attributed to a launch stack ({:.2f}% inside their drain window)\n",
+                       stats.percent_attributed(), 100.0 * stats.in_window / stats.samples);
   if (stats.exact > 0)
     out << fmt::format("aiflame: {:.2f}% of GPU samples matched exactly by launch id (windows mode)\n",
                        100.0 * stats.exact / static_cast<double>(stats.samples));

@@ -168,7 +168,7 @@ std::string FlameInput::own_error(std::string error) const {
 
 bool FlameInput::empty() { return stream_->peek(1).empty(); }
 
-Result<FlameData> FlameInput::read() {
+Result<FlameData> FlameInput::read(const TextFrameOptions& frames) {
   const std::string& nm = name();
   auto lines = [&](auto& parser, const char* what) -> Result<FlameData> {
     std::string_view line;
@@ -190,7 +190,7 @@ Result<FlameData> FlameInput::read() {
       return lines(parser, "iaprof output");
     }
     case InputFormat::Folded: {
-      FoldedParser parser;
+      FoldedParser parser(frames);
       return lines(parser, "folded stacks");
     }
     case InputFormat::Unknown: break;

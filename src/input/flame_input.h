@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "flame/flame_data.h"
+#include "input/folded_reader.h"
 #include "input/input_stream.h"
 #include "util/result.h"
 
@@ -44,7 +45,8 @@ class FlameInput {
   bool empty();
   // The flame graph of a text input, read line by line. An aiflame profile is an error here: it is
   // attributed on its way to a picture (report/load_flame.h opens it at profile_path()).
-  Result<FlameData> read();
+  // Folded stacks keep the CPU frames `frames` allows (folded_reader.h).
+  Result<FlameData> read(const TextFrameOptions& frames = {});
 
  private:
   FlameInput() = default;

@@ -1,6 +1,8 @@
 #include "input/folded_reader.h"
 
+#include <algorithm>
 #include <cctype>
+#include <cstddef>
 #include <functional>
 #include <string>
 #include <unordered_set>
@@ -66,14 +68,41 @@ bool looks_like_runtime(std::string_view s) {
   return false;
 }
 
+FrameKind cpu_frame_kind(std::string_view name) {
+  if (starts_with(name, "py::")) return FrameKind::Python;
+  if (ends_with(name, "_[k]")) return FrameKind::Runtime;  // no kernel-mode kind yet
+  if (name == "[unattributed]") return FrameKind::Unattributed;
+  if (looks_like_python(name)) return FrameKind::Python;
+  return looks_like_runtime(name) ? FrameKind::Runtime : FrameKind::Native;
+}
+
 }  // namespace
 
 Frame classify_cpu_frame(std::string_view name) {
-  if (starts_with(name, "py::")) return {std::string(name.substr(4)), FrameKind::Python};
-  if (ends_with(name, "_[k]")) return {std::string(name), FrameKind::Runtime};  // no kernel-mode kind yet
-  if (name == "[unattributed]") return {std::string(name), FrameKind::Unattributed};
-  if (looks_like_python(name)) return {std::string(name), FrameKind::Python};
-  return {std::string(name), looks_like_runtime(name) ? FrameKind::Runtime : FrameKind::Native};
+  FrameKind kind = cpu_frame_kind(name);
+  if (kind == FrameKind::Python && starts_with(name, "py::")) name.remove_prefix(4);
+  return {std::string(name), kind};
+}
+
+std::vector<std::string_view> trim_cpu_names(const std::vector<std::string_view>& names, const TextFrameOptions& opt) {
+  size_t sep = names.size();
+  for (size_t i = 1; i < names.size() && sep == names.size(); i++)
+    if (names[i] == "-") sep = i;
+  size_t process = names.empty() ? 0 : (names.size() > 1 && 1 < sep && all_digits(names[1])) ? 2 : 1;
+  // A plain CPU profile (no "-") has no process frames of its own: all of its frames are CPU frames.
+  if (sep == names.size()) process = 0;
+  std::vector<std::string_view> out(names.begin(), names.begin() + static_cast<std::ptrdiff_t>(std::min(process, sep)));
+  size_t kept = 0;
+  for (size_t i = out.size(); i < sep && !(opt.max_depth && kept >= opt.max_depth); i++) {
+    FrameKind k = cpu_frame_kind(names[i]);
+    if ((k == FrameKind::Python && !opt.python) || ((k == FrameKind::Native || k == FrameKind::Runtime) && !opt.native))
+      continue;
+    out.push_back(names[i]);
+    kept++;
+  }
+  out.insert(out.end(), names.begin() + static_cast<std::ptrdiff_t>(sep), names.end());
+  if (out.empty()) out.push_back("[empty]");
+  return out;
 }
 
 std::vector<Frame> classify_folded_frames(const std::vector<std::string_view>& names) {
@@ -149,7 +178,7 @@ struct FoldedParser::Index {
   std::unordered_set<uint32_t, Hash, Eq> seen;
 };
 
-FoldedParser::FoldedParser() : index_(std::make_unique<Index>(&d_.stacks)) {}
+FoldedParser::FoldedParser(TextFrameOptions opt) : index_(std::make_unique<Index>(&d_.stacks)), opt_(opt) {}
 FoldedParser::~FoldedParser() = default;
 
 bool FoldedParser::add_line(std::string_view line, size_t number) {
@@ -189,6 +218,7 @@ bool FoldedParser::add_line(std::string_view line, size_t number) {
     if (q == std::string_view::npos) break;
     p = q + 1;
   }
+  if (opt_.trims()) names = trim_cpu_names(names, opt_);
   d_.stacks.push_back({classify_folded_frames(names), count});
   auto [it, fresh] = index_->seen.insert(static_cast<uint32_t>(d_.stacks.size() - 1));
   if (!fresh) {

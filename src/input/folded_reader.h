@@ -11,11 +11,25 @@
 
 namespace aiflame {
 
+// What of a text input's CPU frames is kept: report's --no-python, --no-native (native and runtime
+// frames) and --max-depth (CPU frames from the root, after the process frames), as they shape a
+// recorded profile's stacks. Applied to the names before they are interned, so a stack of millions of
+// frames costs what is kept.
+struct TextFrameOptions {
+  bool python = true;
+  bool native = true;
+  size_t max_depth = 0;  // 0: all
+  bool trims() const { return !python || !native || max_depth; }
+};
+
+// The names of one stack (root first) with the CPU frames `opt` leaves out removed.
+std::vector<std::string_view> trim_cpu_names(const std::vector<std::string_view>& names, const TextFrameOptions& opt);
+
 // Folded stacks a line at a time, for inputs streamed from a file or a pipe: what it keeps is the
 // picture (each distinct stack once, identical ones summed), never the text.
 class FoldedParser {
  public:
-  FoldedParser();
+  explicit FoldedParser(TextFrameOptions opt = {});
   ~FoldedParser();
   // False on a malformed line; error() then names it by `number`.
   bool add_line(std::string_view line, size_t number);
@@ -30,6 +44,7 @@ class FoldedParser {
   std::string error_;
   std::string last_stack_;  // the previous line's stack text, and its stack's index
   uint32_t last_index_ = 0;
+  TextFrameOptions opt_;
 };
 
 // Parses a whole folded file. Blank lines and '#' comments are skipped; any other line without a

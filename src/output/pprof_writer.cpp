@@ -11,6 +11,7 @@
 
 #include "output/device_split.h"
 #include "output/profile.pb.h"
+#include "util/utf8.h"
 
 namespace aiflame {
 
@@ -31,7 +32,8 @@ class Builder {
 
   int64_t str(std::string_view s) {
     auto [it, fresh] = strings_.try_emplace(std::string(s), static_cast<int64_t>(strings_.size()));
-    if (fresh) p_.add_string_table(it->first);
+    // proto3 strings are UTF-8: names from binaries may not be (libprotobuf logged an ERROR line).
+    if (fresh) p_.add_string_table(is_valid_utf8(it->first) ? it->first : valid_utf8(it->first));
     return it->second;
   }
   // `name` is the name as a user reads it (demangled, "<module>", template arguments kept).

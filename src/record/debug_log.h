@@ -5,12 +5,13 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "util/env_switch.h"
+
 namespace aiflame {
 
 inline bool debug_enabled() {
   static const bool on = [] {
-    const char* v = std::getenv("AIFLAME_DEBUG");
-    return v && *v && *v != '0';
+    return switch_on("AIFLAME_DEBUG");  // "1" only: a typo never turns tracing on
   }();
   return on;
 }

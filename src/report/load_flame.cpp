@@ -18,12 +18,21 @@ Result<LoadedFlame> load_flame(const std::vector<std::string>& inputs, const Loa
   for (const std::string& input : inputs) {
     // Folded stacks and iaprof's text output are read too, recognised by their content. Each input
     // is opened once (a pipe or a FIFO cannot be opened again) and streamed.
+    // A directory's member that cannot be read is named and left out; the others are drawn.
+    auto failed = [&](const std::string& why) -> bool {
+      if (!options.may_fail.count(input)) return false;
+      out.left_out.push_back(why);
+      return true;
+    };
     auto in = FlameInput::open(input);
-    if (!in) return Error{in.error()};
+    if (!in) {
+      if (failed(in.error())) continue;
+      return Error{in.error()};
+    }
     // An empty input goes to the profile reader, whose message says what leaves an empty profile.
     const bool profile = in->format() == InputFormat::Aiflame || (in->format() == InputFormat::Unknown && in->empty());
     if (!profile) {
-      auto d = in->read();
+      auto d = in->read(TextFrameOptions{options.frames.python, options.frames.native, options.frames.max_depth});
       if (!d) return Error{d.error()};
       out.samples += d->total();
       if (out.command.empty()) out.command = std::string(input_format_name(in->format())) + " " + input;
@@ -31,12 +40,19 @@ Result<LoadedFlame> load_flame(const std::vector<std::string>& inputs, const Loa
       continue;
     }
     auto path = in->profile_path();  // the file itself, or a copy of a piped profile
-    if (!path) return Error{path.error()};
+    if (!path) {
+      if (failed(path.error())) continue;
+      return Error{path.error()};
+    }
     // Streamed: the profile is read without its PC batches, which then pass one at a time through
     // attribution into the frame lists (profile_flame.h).
     auto r = flame_from_profile_file(*path, options.frames, options.gpu);
-    if (!r) return Error{in->own_error(r.error())};
+    if (!r) {
+      if (failed(in->own_error(r.error()))) continue;
+      return Error{in->own_error(r.error())};
+    }
     const Profile& p = r->profile;
+    if (p.truncated) out.cut_short.push_back(input);
     r->flame.processes[0].file = input;
     if (options.on_profile) options.on_profile(input, *r);
     // Without a time series nothing points at a stack's index: equal stacks are summed as they come.
@@ -54,7 +70,9 @@ Result<LoadedFlame> load_flame(const std::vector<std::string>& inputs, const Loa
     out.kernels += p.kernels.size();
     if (out.command.empty() && p.process) out.command = p.process->command;
   }
-  if (inputs.size() > 1) out.command = std::to_string(inputs.size()) + " processes";
+  if (!out.left_out.empty() && out.left_out.size() == inputs.size())
+    return Error{"no profile could be read; the first: " + out.left_out[0]};
+  if (inputs.size() > 1) out.command = std::to_string(inputs.size() - out.left_out.size()) + " processes";
   summary.command = out.command;
   summary.devices.assign(devices.begin(), devices.end());
   if (!summary.processes) summary.samples = out.samples;

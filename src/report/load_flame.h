@@ -6,6 +6,7 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ struct LoadOptions {
   // Called after each aiflame profile is read, with its picture still unmerged (report prints the
   // profile's summary there).
   std::function<void(const std::string& path, const ProfileFlame&)> on_profile;
+  // Inputs (a directory's members) that may fail alone: named in LoadedFlame::left_out, the rest
+  // drawn. Any other input that fails fails the load.
+  std::set<std::string> may_fail;
 };
 
 struct LoadedFlame {
@@ -40,6 +44,8 @@ struct LoadedFlame {
   std::string command;
   std::vector<std::string> unmatched;  // filter items that matched no sample, one phrase each
   bool filtered_out = false;           // the filters left nothing of a picture that had samples
+  std::vector<std::string> left_out;   // "FILE: why" for each may_fail input that could not be read
+  std::vector<std::string> cut_short;  // the profiles cut short (read up to their last flush)
   // What the filters did, for a warning line ("the filters matched no sample: --stalls x (...)");
   // empty when every item matched.
   std::string filter_warning() const;

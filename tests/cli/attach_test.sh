@@ -70,9 +70,17 @@ start ctx env AIFLAME_CUPTI="$FAKE_CUPTI" FAKE_CUDA_CONTEXT_AFTER_MS=2500 "$TARG
 "$AIFLAME" record --pid "$PID" --duration 1 -o "$T/x.data" 2>"$T/err"
 rc=$?
 check "no CUDA context: exit 3, one line naming --wait" '[ $rc -eq 3 ] && [ "$(wc -l <"$T/err")" -eq 1 ] && grep -q "no CUDA context yet.*--wait" "$T/err"'
-"$AIFLAME" record --pid "$PID" --wait --duration 0.5 -o "$T/w.data" 2>"$T/err"
+"$AIFLAME" record --pid "$PID" --wait --duration 4 -o "$T/w.data" 2>"$T/err"
 rc=$?
 check "--wait: waits for the context, then records" '[ $rc -eq 0 ] && grep -q "waiting for process $PID to create a CUDA context" "$T/err" && grep -qE "[1-9][0-9]* launches" "$T/err"'
+# --duration bounds the wait too (issue #68: it waited on for ever): a process that never uses CUDA.
+start nocuda "$TARGET" 300
+t0=$(date +%s)
+timeout 60 "$AIFLAME" record --pid "$PID" --wait --duration 1 -o "$T/n.data" 2>"$T/err"
+rc=$?
+check "--wait --duration 1 on a process without CUDA: gives up, status 3, said (rc $rc)" \
+  '[ $rc -eq 3 ] && [ $(($(date +%s) - t0)) -lt 30 ] && tail -1 "$T/err" | grep -q "did not start using CUDA within --duration 1 s"'
+kill "$PID" 2>/dev/null
 
 # A statically linked program (no glibc to call dlopen in).
 if cc -static -O1 -o "$T/static" "$SRC/tests/cli/attach/attach_target.c" -lpthread 2>/dev/null; then

@@ -21,6 +21,11 @@ else
   "$AIFLAME" report "$T/p.data" -o "$T/p.folded" 2>"$T/rerr"
   check "empty profile readable" '[ $? -eq 0 ] && [ ! -s "$T/p.folded" ] && grep -q "recorded warning: no NVIDIA driver" "$T/rerr"'
   rm -f "$T/p.data"
+  # --require-profile: nothing can be recorded without a driver, so the program is not started.
+  "$AIFLAME" record --require-profile -o "$T/p.data" -- sh -c 'echo ran' >"$T/out" 2>"$T/err"
+  rc=$?
+  check "--require-profile without a driver: not run, status 2, one line" \
+    '[ $rc -eq 2 ] && [ ! -s "$T/out" ] && [ "$(grep -c "" "$T/err")" -eq 1 ] && grep -q "no NVIDIA driver.*not started" "$T/err" && [ ! -e "$T/p.data" ]'
 fi
 
 # Signals reach the program: a TERM to aiflame ends the child, whose status comes back.

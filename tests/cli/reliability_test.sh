@@ -22,17 +22,17 @@ if grep -q __asan_init "$AIFLAME" 2>/dev/null; then vlimit() { :; }; else vlimit
 rc=$?
 check "missing dir: said first, in one line" 'head -1 "$T/err" | grep -q "nodir does not exist"'
 check "missing dir: the program still ran" 'grep -qx ran "$T/out"'
-check "missing dir: status 125, the program's own status named" '[ $rc -eq 125 ] && tail -1 "$T/err" | grep -q "exited with status 3"'
+check "missing dir: the program's status (3), the loss said in one line" '[ $rc -eq 3 ] && [ "$(lines "$T/err")" -eq 1 ] && grep -q "runs unprofiled" "$T/err"'
 
 mkdir "$T/ddir"
 echo mine >"$T/ddir/keep"
 "$AIFLAME" record -o "$T/ddir" -- true 2>"$T/err"
 rc=$?
 check "-o DIR: the directory is not renamed" '[ -f "$T/ddir/keep" ] && [ ! -e "$T/ddir.old" ]'
-check "-o DIR: says it is a directory, status 125" '[ $rc -eq 125 ] && grep -q "is a directory" "$T/err"'
+check "-o DIR: says it is a directory, the program's status" '[ $rc -eq 0 ] && [ "$(lines "$T/err")" -eq 1 ] && grep -q "is a directory" "$T/err"'
 "$AIFLAME" record -f -o "$T/ddir" -- true 2>"$T/err"
 rc=$?
-check "-o DIR -f: not replaced, status 125" '[ $rc -eq 125 ] && [ -f "$T/ddir/keep" ]'
+check "-o DIR -f: not replaced, the program's status" '[ $rc -eq 0 ] && [ -f "$T/ddir/keep" ]'
 
 "$AIFLAME" record --require-profile -o "$T/nodir/p.data" -- sh -c 'echo ran' >"$T/out" 2>"$T/err"
 rc=$?
@@ -43,18 +43,18 @@ if [ "$(id -u)" -ne 0 ]; then
   chmod 555 "$T/ro"
   "$AIFLAME" record -o "$T/ro/p.data" -- true 2>"$T/err"
   rc=$?
-  check "read-only dir: said, status 125" '[ $rc -eq 125 ] && head -1 "$T/err" | grep -q "cannot create files in"'
+  check "read-only dir: said, the program's status" '[ $rc -eq 0 ] && head -1 "$T/err" | grep -q "cannot create files in"'
   chmod 755 "$T/ro"
 elif mount -t tmpfs -o size=512k,ro tmpfs "$T/ro" 2>/dev/null; then
   # As root (permissions do not stop root): a read-only file system, then a full one.
   "$AIFLAME" record -o "$T/ro/p.data" -- true 2>"$T/err"
   rc=$?
-  check "read-only file system: said, status 125" '[ $rc -eq 125 ] && head -1 "$T/err" | grep -q "Read-only file system"'
+  check "read-only file system: said, the program's status" '[ $rc -eq 0 ] && head -1 "$T/err" | grep -q "Read-only file system"'
   umount "$T/ro"
   mount -t tmpfs -o size=512k tmpfs "$T/ro" && head -c 600000 /dev/zero >"$T/ro/fill" 2>/dev/null
   "$AIFLAME" record -o "$T/ro/p.data" -- sh -c 'echo ran' >"$T/out" 2>"$T/err"
   rc=$?
-  check "full file system: said first, program ran, status 125" '[ $rc -eq 125 ] && head -1 "$T/err" | grep -q "no space left" && grep -qx ran "$T/out"'
+  check "full file system: said first, program ran, its status" '[ $rc -eq 0 ] && head -1 "$T/err" | grep -q "no space left" && grep -qx ran "$T/out"'
   umount "$T/ro"
 fi
 
@@ -81,21 +81,54 @@ check "0-byte profile: not left as the output" '[ ! -e "$T/z.data" ]'
 "$AIFLAME" record -q -o "$T/q.data" -- true 2>"$T/err"
 check "-q: nothing on stderr" '[ ! -s "$T/err" ]'
 
-# Two runs with the same -o at the same time: each finalizes its own file only, and names it FILE
-# (the later one moves the earlier to FILE.old). Before: both took both files, as FILE.<pid>.
-prog() { echo "cp '$FIX' \"\$AIFLAME_OUTPUT.\$\$\"; sleep $1"; }
-"$AIFLAME" record -q --sass-timeout 0 -o "$T/c.data" -- sh -c "$(prog 2)" 2>"$T/err1" &
-a=$!
-sleep 0.5
-"$AIFLAME" record -q --sass-timeout 0 -o "$T/c.data" -- sh -c "$(prog 0)" 2>"$T/err2"
-rc2=$?
-wait $a
-rc1=$?
-check "concurrent runs: both succeed" '[ $rc1 -eq 0 ] && [ $rc2 -eq 0 ]'
-check "concurrent runs: one profile each, as FILE and FILE.old" '[ -s "$T/c.data" ] && [ -s "$T/c.data.old" ] && ! ls "$T" | grep -Eq "^c\.data\.[0-9]+$"'
+# Four runs with the same -o at the same time (each program waits until all four have started):
+# each finalizes its own file only; the file there before is moved to FILE.old once, and every run's
+# profile survives, as FILE, FILE-2, FILE-3, FILE-4, the name said. Before #25 they took each other's
+# files; before #68 only FILE and FILE.old remained.
+echo previous >"$T/c.data"
+mkdir "$T/started"
+prog() { echo "cp '$FIX' \"\$AIFLAME_OUTPUT.\$\$\"; : >'$T/started/'\$\$; i=0; while [ \$(ls '$T/started' | wc -l) -lt 4 ] && [ \$i -lt 600 ]; do sleep 0.05; i=\$((i+1)); done"; }
+for i in 1 2 3 4; do "$AIFLAME" record -q --sass-timeout 0 -o "$T/c.data" -- sh -c "$(prog)" 2>"$T/err$i" & done
+rcs=""; for j in $(jobs -p); do wait "$j"; rcs="$rcs$?"; done
+check "concurrent runs: all four succeed ($rcs)" '[ "$rcs" = 0000 ]'
+check "concurrent runs: the earlier file kept as FILE.old" 'grep -qx previous "$T/c.data.old"'
+check "concurrent runs: four profiles, FILE and FILE-2..4" '[ -s "$T/c.data" ] && [ -s "$T/c.data-2" ] && [ -s "$T/c.data-3" ] && [ -s "$T/c.data-4" ] && [ ! -e "$T/c.data-5" ]'
+check "concurrent runs: three say where their profile went" '[ "$(cat "$T"/err? | grep -c "named by another run meanwhile (kept); this run.s profile is $T/c.data-[234]$")" -eq 3 ]'
 check "concurrent runs: no run-private file left" '! ls "$T" | grep -q "rec-"'
-"$AIFLAME" report -q "$T/c.data" -o "$T/c.folded" && "$AIFLAME" report -q "$T/c.data.old" -o "$T/c.old.folded"
-check "concurrent runs: both profiles readable and whole" 'cmp -s "$T/c.folded" "$T/c.old.folded" && [ -s "$T/c.folded" ]'
+ok=0
+for f in "$T/c.data" "$T/c.data-2" "$T/c.data-3" "$T/c.data-4"; do
+  "$AIFLAME" report -q "$f" -o "$T/c.folded" -f && cmp -s "$T/c.folded" "$SRC/tests/data/demo_matmul.folded" && ok=$((ok + 1))
+done
+check "concurrent runs: all four profiles readable and whole ($ok)" '[ $ok -eq 4 ]'
+
+# A device node, FIFO or link at -o is refused before the program starts, with -f too, and left as
+# it is (issue #68: as root, `record -o /dev/full` renamed the device to /dev/full.old; -f deleted it).
+# Copies in the temporary directory, never the real /dev entries.
+mkfifo "$T/fifo.data"
+nodes="fifo.data"
+if [ "$(id -u)" -eq 0 ] && mknod "$T/full.dev" c 1 7 2>/dev/null; then nodes="$nodes full.dev"; fi
+ln -s "$T/victim" "$T/link.data" && echo secret >"$T/victim" && nodes="$nodes link.data"
+for n in $nodes; do
+  for force in "" -f; do
+    "$AIFLAME" record $force -o "$T/$n" -- sh -c 'echo ran' >"$T/out" 2>"$T/err"
+    rc=$?
+    check "-o $n $force: status 2, not run, one line" '[ $rc -eq 2 ] && [ ! -s "$T/out" ] && [ "$(lines "$T/err")" -eq 1 ] && grep -q "was not started" "$T/err"'
+    check "-o $n $force: left as it was" '[ ! -e "$T/$n.old" ] && ! ls "$T" | grep -q "^$n-"'
+  done
+done
+check "the FIFO is still a FIFO" '[ -p "$T/fifo.data" ]'
+case $nodes in *full.dev*) check "the device node is still /dev/full's" '[ -c "$T/full.dev" ] && [ "$(stat -c %t:%T "$T/full.dev")" = 1:7 ]' ;; esac
+check "the link and its target untouched" '[ -L "$T/link.data" ] && grep -qx secret "$T/victim"'
+# A FIFO put at -o (or at -o.old) while the program runs is not replaced either: the profile is FILE-2.
+for force in "" -f; do
+  rm -rf "$T/late" && mkdir "$T/late"
+  "$AIFLAME" record -q $force -o "$T/late/p.data" -- sh -c "cp '$FIX' \"\$AIFLAME_OUTPUT.\$\$\"; mkfifo '$T/late/p.data'" 2>"$T/err"
+  rc=$?
+  check "FIFO made during the run $force: kept, the profile is FILE-2" '[ $rc -eq 0 ] && [ -p "$T/late/p.data" ] && [ -s "$T/late/p.data-2" ] && [ ! -e "$T/late/p.data.old" ] && grep -q "p.data-2" "$T/err"'
+done
+rm -rf "$T/late" && mkdir "$T/late" && echo previous >"$T/late/p.data" && mkfifo "$T/late/p.data.old"
+"$AIFLAME" record -q -o "$T/late/p.data" -- sh -c "cp '$FIX' \"\$AIFLAME_OUTPUT.\$\$\"" 2>"$T/err"
+check "a FIFO at FILE.old: neither it nor FILE replaced" '[ -p "$T/late/p.data.old" ] && grep -qx previous "$T/late/p.data" && [ -s "$T/late/p.data-2" ]'
 
 # Ctrl-C while the end phase waits for nvdisasm: aiflame stops at once and keeps the profile.
 printf '#!/bin/sh\necho $$ >>"%s/nvdisasm.pids"\nexec sleep 30\n' "$T" >"$T/slow_nvdisasm" && chmod +x "$T/slow_nvdisasm"
@@ -149,6 +182,21 @@ timeout 20 "$AIFLAME" report -q "$T/fifo" >"$T/fifo.out" 2>"$T/err"
 rc=$?
 check "FIFO: no hang (rc $rc)" '[ $rc -eq 0 ] && cmp -s "$T/file.out" "$T/fifo.out"'
 
+# Bounds for every input kind (issue #68 item 7). --max-depth shapes folded input too: one stack of
+# 200,000 frames, at most 8 of them kept (before: all, and an SVG of 40 MB).
+awk 'BEGIN { for (i = 0; i < 200000; i++) printf "%sf%d", (i ? ";" : ""), i; print " 5" }' >"$T/deep.folded"
+"$AIFLAME" report -q "$T/deep.folded" --max-depth 8 --format folded >"$T/deep.out" 2>"$T/err"
+check "--max-depth 8 on a 200,000-frame folded stack: 8 frames" '[ $? -eq 0 ] && [ "$(cat "$T/deep.out")" = "f0;f1;f2;f3;f4;f5;f6;f7 5" ]'
+printf 'app;py::step (t.py:3);at::mm;-;gemm;selected 4\n' >"$T/kinds.folded"
+"$AIFLAME" report -q --plain --format folded --no-python "$T/kinds.folded" >"$T/np.out" && "$AIFLAME" report -q --plain --format folded --no-native "$T/kinds.folded" >"$T/nn.out"
+check "--no-python and --no-native on folded input" 'grep -qx "app;at::mm;-;gemm;selected 4" "$T/np.out" && grep -qx "app;step (t.py:3);-;gemm;selected 4" "$T/nn.out"'
+# An output that cannot be created is found before the input is read: a FIFO nobody writes would
+# block the report for ever if it were opened first.
+mkfifo "$T/never.fifo"
+timeout 20 "$AIFLAME" report -q "$T/never.fifo" -o "$T/no/such/dir/x.svg" 2>"$T/err"
+rc=$?
+check "an uncreatable output found before reading the input (rc $rc)" '[ $rc -eq 2 ] && grep -q "cannot create .*no/such/dir" "$T/err"'
+
 # Output failures are said; a killed report leaves no temporary file.
 "$AIFLAME" report -q "$FIX" >/dev/full 2>"$T/err"
 rc=$?
@@ -163,6 +211,26 @@ check "report killed mid-write (SIGXFSZ): no temporary file left" '[ -z "$(ls -A
 (ulimit -f 1; trap "" XFSZ; exec "$AIFLAME" report -q "$FIX" -o "$T/outdir/big.svg") 2>"$T/err"
 rc=$?
 check "-o on a full disk: status 1, one line" '[ $rc -eq 1 ] && [ "$(lines "$T/err")" -eq 1 ] && grep -q "writing" "$T/err" && [ -z "$(ls -A "$T/outdir")" ]'
+
+# A directory is read as strictly as its files (issue #68 item 5): an empty or foreign member is
+# named; a damaged member is named and the rest drawn, status 4 (before: one bad member of 101 failed
+# the whole report, with no output); a member cut short gets its note.
+mkdir "$T/dir"
+cp "$FIX" "$T/dir/a.aiflame" && cp "$FIX" "$T/dir/b.aiflame" && : >"$T/dir/empty.aiflame"
+cp "$SRC/tests/data/demo_matmul.folded" "$T/dir/notes.txt"
+cp "$FIX" "$T/dir/flipped.aiflame" && printf '\xff' | dd of="$T/dir/flipped.aiflame" bs=1 seek=200 conv=notrunc 2>/dev/null
+head -c 40 "$FIX" >"$T/dir/cut.aiflame"
+"$AIFLAME" report "$T/dir" -o "$T/dir.folded" 2>"$T/err"
+rc=$?
+check "directory with a damaged member: status 4, the rest written" '[ $rc -eq 4 ] && [ -s "$T/dir.folded" ]'
+check "directory: the damaged member named, left out" 'grep -q "flipped.aiflame.*left out of the picture" "$T/err"'
+check "directory: the empty member named" 'grep -q "empty.aiflame: an empty file" "$T/err"'
+check "directory: the foreign member named" 'grep -q "notes.txt: not an aiflame profile" "$T/err"'
+check "directory: the member cut short has its note" 'grep -q "cut.aiflame: the profile was cut short" "$T/err"'
+"$AIFLAME" report -q "$T/dir/a.aiflame" "$T/dir/b.aiflame" -o "$T/two.folded"
+check "directory: the readable members drawn as when named" 'cmp -s "$T/two.folded" "$T/dir.folded"'
+"$AIFLAME" report -q "$T/dir/a.aiflame" "$T/dir/flipped.aiflame" -o "$T/named.folded" 2>"$T/err"
+check "a damaged file named on the command line still fails the report (status 1)" '[ $? -eq 1 ] && [ ! -e "$T/named.folded" ]'
 
 # Filters that match nothing: a warning naming them, status 3.
 for filter in "--stalls bogus" "--devices 7" "--pids rank_99"; do

@@ -59,5 +59,23 @@ TEST(Summary, EveryLaunchWalkedHasNoOtherLaunchesClause) {
             "each (20.00 us of the figure)");
 }
 
+
+// Issue #68: a profile of 0 samples read "100.00% of GPU samples attributed".
+TEST(Summary, AProfileWithoutSamplesSaysSoInsteadOfAShare) {
+  Profile p;
+  std::ostringstream out;
+  print_summary(p, AttributionStats{}, "/nonexistent/x.aiflame", out);
+  EXPECT_EQ(out.str().find("% of GPU samples attributed"), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("aiflame: no GPU samples in this profile"), std::string::npos) << out.str();
+  AttributionStats some;
+  some.samples = 4;
+  some.attributed = 3;
+  some.in_window = 2;
+  std::ostringstream with;
+  print_summary(p, some, "/nonexistent/x.aiflame", with);
+  EXPECT_NE(with.str().find("aiflame: 75.00% of GPU samples attributed to a launch stack (50.00% inside"), std::string::npos)
+      << with.str();
+}
+
 }  // namespace
 }  // namespace aiflame
