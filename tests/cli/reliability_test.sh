@@ -190,6 +190,10 @@ check "--max-depth 8 on a 200,000-frame folded stack: 8 frames" '[ $? -eq 0 ] &&
 printf 'app;py::step (t.py:3);at::mm;-;gemm;selected 4\n' >"$T/kinds.folded"
 "$AIFLAME" report -q --plain --format folded --no-python "$T/kinds.folded" >"$T/np.out" && "$AIFLAME" report -q --plain --format folded --no-native "$T/kinds.folded" >"$T/nn.out"
 check "--no-python and --no-native on folded input" 'grep -qx "app;at::mm;-;gemm;selected 4" "$T/np.out" && grep -qx "app;step (t.py:3);-;gemm;selected 4" "$T/nn.out"'
+# pprof of names that are not UTF-8: no libprotobuf ERROR line, even under -q (issue #68 item 8).
+printf 'app;bad\xff\xfename;-;k;selected 3\n' >"$T/bad_utf8.folded"
+"$AIFLAME" report -q "$T/bad_utf8.folded" --format pprof -o "$T/bad_utf8.pb" 2>"$T/err"
+check "pprof of non-UTF-8 names: written, nothing on stderr" '[ $? -eq 0 ] && [ -s "$T/bad_utf8.pb" ] && [ ! -s "$T/err" ]'
 # An output that cannot be created is found before the input is read: a FIFO nobody writes would
 # block the report for ever if it were opened first.
 mkfifo "$T/never.fifo"
