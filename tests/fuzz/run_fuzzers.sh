@@ -26,6 +26,8 @@ harnesses=(
   "report_stream|tests/data/demo_matmul.aiflame tests/data/multigpu.aiflame tests/data/demo_inline.aiflame tests/fuzz/corpus/profile_reader/crafted_*.aiflame|262144"
   "folded_reader||65536"
   "iaprof_reader|tests/data/iaprof_current.txt tests/data/iaprof_interval.txt|65536"
+  # A file as report reads a text input: format detection, gzip (mutated inside), the line stream.
+  "text_input|tests/data/iaprof_interval.txt|65536"
   "cubin||65536"
   "nvdisasm|tests/data/nvdisasm/demo_c_g_gi_plr_head.txt|65536"
   # Regexes are command-line arguments: a few KB. 20 s: a filter input takes microseconds (RE2 matches
