@@ -80,29 +80,57 @@ Publish plan_publish(const std::string& tmp, const std::string& final_name) {
   return p;
 }
 
+namespace {
+
+bool same_file(const struct stat& st, const Publish& p) { return st.st_dev == p.previous_dev && st.st_ino == p.previous_ino; }
+
+// Names `from` base-2, base-3... (the first that is free) into out; false when none could be made.
+bool name_numbered(const char* from, const std::string& base, char* out, size_t size) {
+  for (unsigned n = 2; n < 10000; n++) {
+    if (!numbered_name(base, n, out, size)) return false;
+    if (rename_noreplace(from, out)) return true;
+    if (errno != EEXIST) return false;
+  }
+  return false;
+}
+
+// Moves the previous file away from final_name: to old_name, or removed with force. The file at
+// final_name is first renamed aside (atomically: whatever is there at that instant), then checked: a
+// profile another run named there meanwhile is put back (or beside, as final_name-N), never moved
+// over old_name nor removed. True when final_name is free of the previous file.
+bool move_previous(const Publish& p, bool force) {
+  char aside[4096];
+  const std::string& tmp = p.tmp;
+  static constexpr char kSuffix[] = ".aside";
+  if (tmp.size() + sizeof kSuffix > sizeof aside) return false;
+  memcpy(aside, tmp.data(), tmp.size());
+  memcpy(aside + tmp.size(), kSuffix, sizeof kSuffix);
+  if (rename(p.final_name.c_str(), aside) != 0) return errno == ENOENT;
+  struct stat st;
+  if (lstat(aside, &st) == 0 && same_file(st, p) && ours_to_move(st, aside)) {
+    if (force ? unlink(aside) == 0 : rename(aside, p.old_name.c_str()) == 0) return true;
+  }
+  // Not the previous file (or it could not be moved on): back where it was, or beside it.
+  char beside[4096];
+  if (!rename_noreplace(aside, p.final_name.c_str())) name_numbered(aside, p.final_name, beside, sizeof beside);
+  return false;
+}
+
+}  // namespace
+
 int publish_profile(Publish& p, bool force) {
   const char* final_name = p.final_name.c_str();
   if (rename_noreplace(p.tmp.c_str(), final_name)) return set_published(p, p.final_name), 1;
   if (errno != EEXIST) return 0;
-  struct stat st;
-  // Still the file that was there when the run started: moved aside, or replaced with --force.
-  if (p.had_previous && lstat(final_name, &st) == 0 && st.st_dev == p.previous_dev && st.st_ino == p.previous_ino &&
-      ours_to_move(st, final_name)) {
-    if (force) {
-      if (rename(p.tmp.c_str(), final_name) == 0) return set_published(p, p.final_name), 1;
-    } else {
-      struct stat old;
-      bool old_free = lstat(p.old_name.c_str(), &old) != 0 || ours_to_move(old, p.old_name.c_str());
-      if (old_free && rename(final_name, p.old_name.c_str()) == 0 && rename_noreplace(p.tmp.c_str(), final_name))
-        return set_published(p, p.final_name), 1;
-    }
-  }
+  struct stat st, old;
+  // Still the file that was there when the run started: moved aside, or replaced with --force; an
+  // old_name that is not a regular file this user may write is never replaced.
+  if (p.had_previous && lstat(final_name, &st) == 0 && same_file(st, p) && ours_to_move(st, final_name) &&
+      (force || lstat(p.old_name.c_str(), &old) != 0 || ours_to_move(old, p.old_name.c_str())) &&
+      move_previous(p, force) && rename_noreplace(p.tmp.c_str(), final_name))
+    return set_published(p, p.final_name), 1;
   // Taken by another run's profile (or by what is not ours to move): the first free FILE-N.
-  for (unsigned n = 2; n < 10000; n++) {
-    if (!numbered_name(p.final_name, n, p.published, sizeof p.published)) break;
-    if (rename_noreplace(p.tmp.c_str(), p.published)) return 2;
-    if (errno != EEXIST) break;
-  }
+  if (name_numbered(p.tmp.c_str(), p.final_name, p.published, sizeof p.published)) return 2;
   p.published[0] = '\0';
   return 0;
 }
