@@ -802,7 +802,7 @@ extern "C" int aiflame_bench_parked() { return g_parked.load(); }
 extern "C" void aiflame_bench_unpark() { g_release = 1; }
 
 // Every object loaded in this process gets its unwind rows built here, one at a time, each named on
-// stderr before its build (bench/probes/build_all_objects.py): a build that crashes names its object.
+// stderr before its build (bench/probes/build_all_objects.py at d9aa39d): a build that crashes names its object.
 // Returns the number of objects built.
 extern "C" int aiflame_bench_build_all() {
   auto& table = aiflame::unwind::ObjectTable::instance();
@@ -834,7 +834,7 @@ __attribute__((noinline)) void pool_thread_first_capture(aiflame::Capturer& c) {
   asm volatile("");
 }
 
-// One launch's capture on the calling thread (bench/probes/pool_threads.py calls it from new Python
+// One launch's capture on the calling thread (bench/probes/pool_threads.py at d9aa39d calls it from new Python
 // threads: a pool's thread launching for the first time, its native stack through the interpreter,
 // ctypes and libffi), caches and TLB evicted first, with the shared rows off (0) or on (1). Returns its
 // nanoseconds; *lookups and *shared the walk's frames not in the thread's cache and, of them, those

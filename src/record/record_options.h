@@ -20,7 +20,7 @@ inline constexpr uint32_t kDefaultPeriodLog2 = 22;
 // Windows mode samples only inside short windows, so it samples densely there: at CUPTI's own period
 // (0). Inside a kernel-serialized window a launch costs the program 0.8-0.9 ms at CUPTI's period and
 // 0.4-0.55 ms at 2^18, but gives ~1,500 samples from a 13-us kernel against ~1-11 at 2^18
-// (bench/probes/serialized_cost.cu, H100, 2026-11-24). The 276-600 ms that once looked like the cost
+// (bench/probes/serialized_cost.cu at d9aa39d, H100, 2026-11-24). The 276-600 ms that once looked like the cost
 // of a fine period is CUPTI's one-time start at a context's first sampled launch, paid at any period.
 inline constexpr uint32_t kWindowsPeriodLog2 = 0;
 
@@ -45,7 +45,7 @@ struct MeasurementSwitches {
   bool stall_config = false;
   uint32_t sleep_span_ms = 0;
   bool free_names = false;
-  // Windows mode experiments (bench/windows_eval.sh): launch callbacks and kernel records switched on
+  // Windows mode experiments (bench/windows_eval.sh at d9aa39d): launch callbacks and kernel records switched on
   // only while a window is open or due, and PC sampling disabled (not just stopped) between windows.
   // All three on by default: between windows CUPTI does no work per launch at all. Enabled PC
   // sampling, even stopped, ran the kernels of eight streams one at a time (threads 3-4x) and cost a
@@ -55,13 +55,13 @@ struct MeasurementSwitches {
   bool win_toggle_activity = true;
   bool win_disable_between = true;
   // Windows mode: a window around a kernel of aiflame's own when a context is created, so that CUPTI's
-  // one-time start of sampling (0.3-0.6 s, bench/probes/window_toggle.cu) is paid there and not in
+  // one-time start of sampling (0.3-0.6 s, bench/probes/window_toggle.cu at d9aa39d) is paid there and not in
   // the program's first window; and, to measure the floor, no window at all.
   bool win_prime = true;
   // Windows mode: CUPTI's hardware buffer for samples, MB (0: CUPTI's default, 512 MB). Sampling's
   // start at a context's first sampled launch and each Disable take time with the buffer's size: a
   // Disable/Enable cycle cost 0.38 s at the default, 0.11 s at 32 MB, 0.10 s at 8 and 2 MB
-  // (bench/probes/window_toggle.cu, H100). 32 MB holds a window's samples.
+  // (bench/probes/window_toggle.cu at d9aa39d, H100). 32 MB holds a window's samples.
   uint32_t hw_buffer_mb = 32;
   uint32_t continuous_hw_buffer_mb = 0;  // continuous mode: CUPTI's hardware buffer, MiB (0: continuous_hw_buffer_mb())
   bool win_never = false;

@@ -105,7 +105,7 @@ char* map_small_region() {
 // Regions mapped and backed ahead, off the launch path (hot_pages_stock): a thread's first launch
 // takes one instead of mapping its own, whose first write had the kernel zero its huge page on the
 // launching thread. On the development machine a pool's new thread's first launch took 62-69 us
-// (median), 11-12 with its region from the stock (bench/probes/pool_threads.py; bench/RESULTS.md,
+// (median), 11-12 with its region from the stock (bench/probes/pool_threads.py at d9aa39d; bench/RESULTS.md,
 // twentieth session).
 constexpr int kStock = 4;  // 8 MiB backed while unused
 std::atomic<char*> g_stock[kStock];

@@ -803,7 +803,7 @@ TEST(CuptiBackend, SwitchesTakeEffectWhenTheRecorderStartsAfterTheBackendIsMade)
 
 // Windows mode: kernel-serialized sampling with start/stop control in short windows, opened at a
 // launch's entry once one is due and closed at a launch's exit once it has lasted its length, both on
-// the launching thread (Stop from another thread hung on the H100: bench/probes/serialized_where.cu);
+// the launching thread (Stop from another thread hung on the H100: bench/probes/serialized_where.cu at d9aa39d);
 // each window's samples carry their launches' correlation ids.
 TEST(CuptiBackend, WindowsModeOpensAndClosesWindowsAtLaunches) {
   RecordOptions o;

@@ -69,7 +69,7 @@ TEST(RecordOptions, MeasurementSwitchesFromTheEnvironment) {
     unsetenv(v);
 }
 
-// The Python walk's prefetch (an A/B of bench/capture_variants_gpu.sh's nopf): on unless set to 0.
+// The Python walk's prefetch (an A/B of bench/capture_variants_gpu.sh's nopf, at d9aa39d): on unless set to 0.
 TEST(RecordOptions, ThePythonPrefetchIsOnUnlessSwitchedOff) {
   EXPECT_TRUE(record_options_from_env().measure.py_prefetch);
   setenv("AIFLAME_PY_PREFETCH", "0", 1);

@@ -76,7 +76,7 @@ __attribute__((format(printf, 1, 2))) void win_trace_line(const char* fmt, ...) 
 bool priming_on_this_thread() { return *AIFLAME_TLS(tls::kPriming, t_priming); }  // at each launch callback
 
 // Kernel-serialized sampling starts once per context, at the first launch inside a window, and that
-// start cost 0.3-0.6 s on the H100 (bench/probes/window_toggle.cu: every Enable pays it again, so
+// start cost 0.3-0.6 s on the H100 (bench/probes/window_toggle.cu at d9aa39d: every Enable pays it again, so
 // sampling stays enabled between windows). Paid here, when the context is created, it falls in the
 // program's CUDA start-up instead of its first window, which may be inside the work the user times:
 // a window around one launch of aiflame's own kernel. False (the first window then pays) when a
@@ -270,7 +270,7 @@ bool CuptiBackend::configure_sampling(Context& c) {
   // defaults 4.8 million launches ran cleanly (bench/RESULTS.md). AIFLAME_STALL_CONFIG=1 and
   // AIFLAME_SLEEP_SPAN_MS=N set them for experiments (MeasurementSwitches).
   // Windows mode sets it, as NVIDIA's start/stop sample and Parca's library do (kernel-serialized
-  // sampling with start/stop delivered samples that way on the H100, bench/probes/serialized_where.cu).
+  // sampling with start/stop delivered samples that way on the H100, bench/probes/serialized_where.cu at d9aa39d).
   if (windows || measure_.stall_config)
     add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_STALL_REASON).attributeData.stallReasonData = {n, idx.data()};
   add(CUPTI_PC_SAMPLING_CONFIGURATION_ATTR_TYPE_SAMPLING_DATA_BUFFER)
@@ -606,7 +606,7 @@ bool CuptiBackend::window_enter(Context& c, uint64_t now) {
       // waits for autograd's engine thread): after 50 ms this thread launches into the window without
       // taking it over. A thread other than the opener that closed the window (Stop, Disable) while
       // the others launched hung eight threads on eight streams on the H100 (bench/RESULTS.md), as a
-      // Stop from another thread hung bench/probes/serialized_where.cu.
+      // Stop from another thread hung bench/probes/serialized_where.cu at d9aa39d.
       const auto limit = std::chrono::milliseconds(50);
       auto t0 = std::chrono::steady_clock::now(), t = t0;
       while (c.window_open.load(std::memory_order_acquire) && t - t0 < limit) {
@@ -812,7 +812,7 @@ uint64_t CuptiBackend::tick_windows() {
   api_.cuptiGetTimestamp(&now);
   bool due = false;
   // An open window is never closed from here: cuptiPCSamplingStop from a thread other than the
-  // launching one hung the program (bench/probes/serialized_where.cu, start and stop on a thread).
+  // launching one hung the program (bench/probes/serialized_where.cu at d9aa39d, start and stop on a thread).
   // A window whose program stopped launching stays open at no cost until the next launch or exit.
   for (Context* c : all) {
     if (!c->enabled || c->window_open.load()) continue;
