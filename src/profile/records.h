@@ -145,7 +145,7 @@ struct BackwardCallerRecord {
 };
 
 // Not a record of the file: what a backward launch's stack id is resolved from off the launch path
-// (AIFLAME_AUTOGRAD_DEFER, AutogradTracker::resolve): backward()'s caller (0: none found), and the
+// (AutogradTracker::resolve): backward()'s caller (0: none found), and the
 // sequence number and torch thread id of the autograd node being evaluated (node: one was current).
 // forward: a forward launch instead, the first of its thread after a new node (seq: peek(), tid: the
 // thread's torch id), which the resolver remembers for the backward launches that look for it.

@@ -1,4 +1,4 @@
-// AIFLAME_CALLBACK_AB=1: CUPTI's launch callbacks switched off and on in random slices of one run, so
+// AIFLAME_LAB=callback_ab=1: CUPTI's launch callbacks switched off and on in random slices of one run, so
 // that what the launch callback and aiflame's launch path cost the program's steps can be measured
 // inside one process (issue #24); =2 CUPTI's kernel records instead (only without PC sampling, since
 // CUPTI refuses to switch them on while sampling is enabled); =3 both.

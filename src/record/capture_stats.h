@@ -1,4 +1,4 @@
-// Where the launch path's time goes, for `AIFLAME_CAPTURE_STATS=1` (a measurement switch, off by
+// Where the launch path's time goes, for `AIFLAME_LAB=capture_stats` (a measurement switch, off by
 // default): the recorder times each part of every launch with the TSC and prints one line at the end.
 // Issue #22: bench/capture measured 0.35 us per launch on the development machine while the H100's
 // training loops reported 4.1-4.5 us of "stack capture cost"; this splits that figure by part.
@@ -23,7 +23,7 @@ struct CaptureStats {
               UnwindWalked,
               // Looking for the Python thread that called backward() (once per graph task: the other
               // threads' frames read with process_vm_readv). Inside AutogradBackward only with
-              // AIFLAME_AUTOGRAD_DEFER=0; deferred (the default) the recorder's caller scanner does it.
+              // resolved at the launch; deferred (the recorder's way) the recorder's caller scanner does it.
               CallerScan,
               // Inside CallerScan: reading the threads' Python stacks (PythonFrames::capture_thread).
               CallerRead,

@@ -1,4 +1,4 @@
-// AIFLAME_LAUNCH_AB=1: what the whole launch path costs the program's wall time, measured inside one
+// AIFLAME_LAB=launch_ab: what the whole launch path costs the program's wall time, measured inside one
 // run so that the host's drift between runs cancels (issues #22 and #24). The run's time is cut into
 // slices of 2^24 clock ticks (5.6-8.4 ms on a 2-3 GHz TSC); a hash of each slice's index makes it an
 // "on" slice (launches captured and recorded as usual) or an "off" slice (the launch callback returns

@@ -1,4 +1,4 @@
-// AIFLAME_CAPTURE_PROBE=3 (issue 22): how the launch path's time per launch is spread, not only its
+// AIFLAME_LAB=capture_probe=3 (issue 22): how the launch path's time per launch is spread, not only its
 // mean. The summary's figure is a mean; a mean of 0.7 us can be every launch at 0.7 or most at 0.3
 // and a few at tens of microseconds (walks, a row build's first frames, the host descheduling the
 // thread). Each launching thread counts its launches into quarter-octave buckets of clock ticks
@@ -16,7 +16,7 @@ namespace aiflame {
 class LaunchHistogram {
  public:
   // On_launch of launches that took their memo, and of the others (walked, or without memos); with
-  // AIFLAME_CAPTURE_PROBE=2 also the capture of a launch from its memo, and the same again at once.
+  // AIFLAME_LAB=capture_probe=2 also the capture of a launch from its memo, and the same again at once.
   // The memo launches again by the time since their thread's previous launch ended (kind_after_gap):
   // under 2^15 ticks (~10-15 us), under 2^18 (~90-120 us), longer (the program ran a while in
   // between: its own code and data took the caches). And again by whether the capture took the memo it
@@ -64,7 +64,7 @@ class LaunchHistogram {
   static std::string line(const Summary& s);
 };
 
-// The slowest launches of a recording (AIFLAME_CAPTURE_PROBE=2 or 3), with what each did: a short
+// The slowest launches of a recording (AIFLAME_LAB=capture_probe=2 or 3), with what each did: a short
 // run's figure can be half made of a few walks of milliseconds (twenty-fifth session: hf_gpt2.py's
 // 191 walks took 26 ms in one 60-step run, its 39,417 memo launches 29 ms), whose cause the
 // histogram does not tell.

@@ -40,10 +40,8 @@ class PythonFrames {
   // check: if not null, set to hash(out, n), computed by the in-place walk as it reads the frames (a
   // second pass over them was ~13 instructions a frame of a launch's ~140 per Python frame, issue 22).
   // in_place = false: the interpreter asked whether it is initialized and for the thread's state
-  // through its functions even where they are read in place (AIFLAME_AUTOGRAD_AB=4, a measurement).
+  // through its functions even where they are read in place (AIFLAME_LAB=autograd_ab=4, a measurement).
   int capture(RawPyFrame* out, int max, uint64_t* check = nullptr, bool in_place = true);
-  // false: the interpreter's `initialized` flag and thread-state key never read in place (AIFLAME_PY_STATE=0).
-  void set_state_in_place(bool on) { state_in_place_ = on; }
   // Whether they are read in place now (found and checked on a thread with a thread state).
   bool initialized_in_place() const { return initialized_at_.load(std::memory_order_relaxed) != nullptr; }
   bool thread_state_in_place() const { return tss_.load(std::memory_order_relaxed) != nullptr; }
@@ -159,7 +157,6 @@ class PythonFrames {
   void* (*main_interp_)() = nullptr;
   void* (*thread_head_)(void*) = nullptr;
   void* (*thread_next_)(void*) = nullptr;
-  bool state_in_place_ = true;
   std::atomic<int> state_search_{0};  // 0: not yet; 1: being searched; 2: done (found or not)
   std::atomic<const int*> initialized_at_{nullptr};
   std::atomic<const PyTss*> tss_{nullptr};

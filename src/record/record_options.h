@@ -29,9 +29,10 @@ inline constexpr uint32_t kWindowsPeriodLog2 = 0;
 // Windows: kernel-serialized sampling in short windows at launch boundaries; exact launch ids.
 enum class PcMode : uint32_t { Continuous = 0, Windows = 1 };
 
-// Measurement switches for bench/storm_breakdown.sh (bench/RESULTS.md, "Launch storm") and CUPTI
-// experiments, not options of `aiflame record`: read once at start like the options, never on the
-// launch path. The host buffer CUPTI fills with kernel records (MB), the device buffer (MB, 0:
+// The lab's switches (AIFLAME_LAB=name[=value],...; lab_option_schema): instruments of
+// bench/storm_breakdown.sh and the launch path's measurements, and CUPTI settings kept for experiments,
+// not options of `aiflame record` (its --help does not list them): read once at start like the options,
+// never on the launch path. The host buffer CUPTI fills with kernel records (MB), the device buffer (MB, 0:
 // CUPTI's), buffers handed over zeroed, cuptiActivityFlushAll every N drains (0: never), what the
 // launch callback skips (1: everything, 2: all after the timestamp and context lookup), the
 // stall-reason list and decode-thread sleep span configured (see cupti_pc_sampling.cpp for why not by
@@ -49,7 +50,7 @@ struct MeasurementSwitches {
   // only while a window is open or due, and PC sampling disabled (not just stopped) between windows.
   // All three on by default: between windows CUPTI does no work per launch at all. Enabled PC
   // sampling, even stopped, ran the kernels of eight streams one at a time (threads 3-4x) and cost a
-  // storm's launch ~1 us (bench/RESULTS.md, "Recorder v2, third session"); AIFLAME_WIN_DISABLE_BETWEEN=0
+  // storm's launch ~1 us (bench/RESULTS.md, "Recorder v2, third session"); AIFLAME_LAB=win_disable_between=0
   // keeps sampling enabled between windows (windows of one launch, primed at context creation).
   bool win_toggle_callbacks = true;
   bool win_toggle_activity = true;
@@ -89,68 +90,24 @@ struct MeasurementSwitches {
   uint32_t win_skip_max = 0;
   // Time each part of the launch path and print the breakdown when recording ends (capture_stats.h).
   bool capture_stats = false;
-  // Walk every native frame at every launch: no frames taken from the thread's previous walk (the
-  // incremental walk's A/B on the GPU machine, issue 22).
-  bool full_unwind = false;
-  // AIFLAME_MEMO_KEY_KERNEL: the walk memo's key includes the kernel (site). Off by default since
-  // 2026-11-27: one native path launches many kernels (cuDNN's engines), and with four memos per key
-  // leaving the kernel out took 0.08-0.16 us a launch off on the H200 (bench/RESULTS.md).
-  bool memo_key_kernel = false;
-  // AIFLAME_MEMO_KEY_NODE: a backward launch's walk memo is keyed by its autograd node's class too
-  // (AutogradTracker::Pending::node_type). Without it an engine thread's launches, which have no Python
-  // frames, share one key per depth, more native paths than its four memos.
-  bool memo_key_node = true;
-  uint32_t memos_per_key = 4;   // AIFLAME_MEMOS_PER_KEY: walk memos one key keeps (1-4; 2 before 2026-11-27)
-  // AIFLAME_MEMO_DONORS: a launch with no memo of its own key checks the memos of other keys' walks
-  // at its depth before walking (take_donor in stack_capture.cpp).
-  bool memo_donors = true;
-  // AIFLAME_MEMO_HISTORY: the likely next walk memo from the thread's last n launches, 0 to 4
-  // (StackCapture::set_memo_history; 0: from the last launch's memo alone).
-  uint32_t memo_history = 4;
-  // AIFLAME_MEMO_CONTEXT: a launch whose predicted memos fail checks the one last found for its Python
-  // fingerprint and depth (StackCapture::set_memo_context).
-  bool memo_context = true;
-  // AIFLAME_MEMO_EVICT_LRU: when none of a key's memos holds, the walk replaces the one used (held or
-  // written) least recently, instead of the last one checked. With the last one checked, that is the
-  // same way every time, so memos that no longer hold (a warm-up's paths) are never evicted: the cold
-  // benchmark's four timed paths got 0% from their memos (bench/RESULTS.md, twelfth session). The
-  // default since the thirteenth session: on the H200 the training loops' capture did not move with
-  // it (paired medians -0.07 to +0.11 us, single pairs -0.33 to +0.20), and the development
-  // machine's hot benchmark went back under #22's 0.5 us (0.85 -> 0.30).
-  bool memo_evict_lru = true;
-  // AIFLAME_PY_PREFETCH: at a capture's start, prefetch the frames the thread's last Python walk
-  // visited (~200 of a launch's ~2,600 instructions on the capture benchmark, 20 Python frames).
-  bool py_prefetch = true;
-  // AIFLAME_PY_STATE: Python's initialized flag and thread-state key read in place (record/py_runtime_fields.h;
-  // 0: its functions called at every launch).
-  bool py_state = true;
-  // AIFLAME_SHARED_ROWS: a thread's walk finds the rows other threads looked up (unwind/shared_rows.h).
-  bool shared_rows = true;
-  bool verify_memos = false;  // AIFLAME_VERIFY_MEMOS: a memo's stack against a full walk, at every launch
-  bool launch_ab = false;     // AIFLAME_LAUNCH_AB: the launch path on and off in slices of one run (record/launch_ab.h)
-  // AIFLAME_CALLBACK_AB: in slices of one run, 1 CUPTI's launch callbacks off and on, 2 its kernel
-  // records (without PC sampling: CUPTI refuses them while sampling is enabled), 3 both, 4 continuous PC
-  // sampling in 2-4 s slices (with 1 and 2 as chosen: 7 all three, as windows of continuous sampling
-  // would; record/callback_ab.h); +8 the launch callbacks off throughout
+  bool verify_memos = false;  // a memo's stack against a full walk, at every launch that took one
+  bool launch_ab = false;     // the launch path on and off in slices of one run (record/launch_ab.h)
+  // In slices of one run, 1 CUPTI's launch callbacks off and on, 2 its kernel records (without PC
+  // sampling: CUPTI refuses them while sampling is enabled), 3 both, 4 continuous PC sampling in 2-4 s
+  // slices (with 1 and 2 as chosen: 7 all three, as windows of continuous sampling would;
+  // record/callback_ab.h); +8 the launch callbacks off throughout
   uint32_t callback_ab = 0;
-  // AIFLAME_CAPTURE_PROBE: 1, the stack lines of each launch's likely memo timed (StackCapture::set_probe_lines);
-  // 2, the launch path's parts run again at once after each launch and timed (Recorder::PhaseProbe)
-  // 4, thread-local and global accesses timed before each launch (record/tls_probe.h)
+  // 1, the stack lines of each launch's likely memo timed (StackCapture::set_probe_lines); 2, the launch
+  // path's parts run again at once after each launch and timed (Recorder::PhaseProbe); 3, each launch's
+  // time counted into a histogram; 4, thread-local and global accesses timed before each launch
+  // (record/tls_probe.h)
   uint32_t capture_probe = 0;
-  // AIFLAME_AUTOGRAD_AB: 1, the autograd tracking on and off in alternate slices (Recorder::autograd_ab); 2, the
-  // capture's predicted memo instead (StackCapture::capture's `predict`); 3, torch's thread-locals read in place
-  // (AutogradTracker::before_capture's `in_place`); 4, Python's initialized flag and thread state read in place
-  // (PythonFrames::capture's `in_place`); 5, the lean launch path (Recorder::launch_lean)
+  // 1, the autograd tracking on and off in alternate slices (Recorder::autograd_ab); 2, the capture's
+  // predicted memo instead (StackCapture::capture's `predict`); 3, torch's thread-locals read in place
+  // (AutogradTracker::before_capture's `in_place`); 4, Python's initialized flag and thread state read in
+  // place (PythonFrames::capture's `in_place`); 5, the lean launch path (Recorder::launch_lean)
   uint32_t autograd_ab = 0;
-  // AIFLAME_AUTOGRAD_DEFER (default on; 0 resolves at the launch): the forward table and the backward
-  // launches' interning run in the collector's flush (AutogradTracker::set_deferred). H200, 2026-11-27:
-  // the same shares under forward code, the capture 0.0-0.25 us per launch cheaper (bench/RESULTS.md).
-  bool autograd_defer = true;
-  bool torch_tls = true;  // AIFLAME_TORCH_TLS: torch's thread-locals read in place where they can be (0: its functions called)
-  // AIFLAME_CFI_READAHEAD: objects' CFI read ahead (2, the default: all of every object's at its first
-  // snapshot; 1: each object's search table, and a queued object's whole CFI; 0: not). unwind::ObjectTable.
-  uint32_t cfi_readahead = 2;
-  uint32_t autograd_light = 0;   // AIFLAME_AUTOGRAD_LIGHT: 1 the tracker without its tables, 2 nor its calls into torch
+  uint32_t autograd_light = 0;  // 1 the tracker without its tables, 2 nor its calls into torch
 };
 
 struct RecordOptions {
@@ -172,6 +129,7 @@ struct RecordOptions {
   uint32_t window_budget_permille = 20;  // windows mode: the share of the run windows may take (20: 2%)
   bool kernel_activity = true;
   bool keep_cubins = true;
+  bool autograd = true;  // the autograd tracking (record/autograd/autograd_tracker.h)
   bool quiet = false;
   std::string cupti_path;  // empty: search (see load_cupti)
   MeasurementSwitches measure;
@@ -192,14 +150,18 @@ struct RecordOptionSpec {
 
 std::span<const RecordOptionSpec> record_option_schema();
 const RecordOptionSpec* find_record_option(std::string_view name);
+// The lab's switches, each set by its name in AIFLAME_LAB (`env` is "AIFLAME_LAB" for all); a name
+// without a value is set to 1.
+std::span<const RecordOptionSpec> lab_option_schema();
 
 // Environment variables of aiflame that are not options of the injection library (read by the CLI,
 // the debug log or the tests); they draw no "unknown" warning.
 std::span<const char* const> other_aiflame_variables();
 
-// Parses every option of the schema from `lookup` (an environment). A bad value keeps the default and
-// adds one line to *warnings naming the variable and the value; so does an AIFLAME_ variable of
-// `names` that is neither an option nor another aiflame variable.
+// Parses every option of the schema from `lookup` (an environment), then AIFLAME_LAB. A bad value keeps
+// the default and adds one line to *warnings naming the variable (or the lab switch) and the value; so
+// does an AIFLAME_ variable of `names` that is neither an option nor another aiflame variable, and a
+// name in AIFLAME_LAB that is not a lab switch.
 RecordOptions parse_record_options(const std::function<const char*(const char*)>& lookup,
                                    const std::vector<std::string>& names, std::vector<std::string>* warnings);
 // The same, from this process's environment.

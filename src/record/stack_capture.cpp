@@ -410,7 +410,7 @@ int take_donor(const MemoTable& t, const LocalStacks& local, const unwind::Regs&
   return -1;
 }
 
-// With AIFLAME_CAPTURE_STATS=1 and AIFLAME_DEBUG=1: for a launch that found no memo for its key, the
+// With AIFLAME_LAB=capture_stats and AIFLAME_DEBUG=1: for a launch that found no memo for its key, the
 // key's parts the last time its stack was walked on this thread, and one debug line when they differ
 // (the first 40 times): which part of the key varies between launches of one stack.
 struct KeyParts {
@@ -640,7 +640,7 @@ AIFLAME_HOT bool StackCapture::prefetch() {
   // walked; what a walk reads (the previous walk's stack lines, record and cache sets) if the thread's
   // last launch walked (the next likely does as well), else only once this launch turns out to have
   // no memo.
-  if (use_python_ && python_prefetch_) python_.prefetch();
+  if (use_python_) python_.prefetch();
   if (policy_ == UnwindPolicy::Off) return false;
   unwind::prefetch_for_check();
   const MemoTable* mt = thread_memo();
@@ -661,7 +661,7 @@ AIFLAME_HOT bool StackCapture::prefetch() {
   return walk;
 }
 
-// AIFLAME_CAPTURE_PROBE=1: every stack line the likely next memo's check reads, loaded twice, each round
+// AIFLAME_LAB=capture_probe=1: every stack line the likely next memo's check reads, loaded twice, each round
 // timed (the memo's own lines loaded first, untimed). The lines lie on this thread's stack (a memo of
 // this thread's table, read by a walk on it), which stays mapped while the thread lives. The first
 // round meets them as the capture would, the second just after they were loaded.
@@ -806,7 +806,7 @@ uint64_t StackCapture::thread_fast_holds() const {
   return t && t->owner == serial_ ? t->fast_holds : 0;
 }
 
-// AIFLAME_VERIFY_MEMOS: the launch that took stack `held` from its memo walked again in full, every
+// AIFLAME_LAB=verify_memos: the launch that took stack `held` from its memo walked again in full, every
 // frame, and the two stacks compared.
 void StackCapture::verify_memo(const unwind::Regs& start, uint64_t ra, const RawPyFrame* py, int np, uint32_t held,
                                bool by_fingerprint) {
@@ -877,7 +877,7 @@ StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint6
   bool slot_is_found = false, slot_direct = false, predicted_failed = false, searched = false;
   unwind::WalkMemo* record = nullptr;
   auto choose = [&] {
-    const int per_key = std::min(memos_per_key_, kMemosPerKey);
+    constexpr int per_key = kMemosPerKey;
     searched = true;
     n_found = 0;
     for (int c = 0; c < 2 && n_found < per_key; c++) {
@@ -945,7 +945,7 @@ StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint6
   int nn = 0;
   MemoEntry* held = nullptr;
   int held_i = -1, checks_made = 0;  // the stats: memos checked until one held
-  uint32_t checking = 0;  // AIFLAME_VERIFY_MEMOS: the stack id of a memo that held, walked again in full
+  uint32_t checking = 0;  // AIFLAME_LAB=verify_memos: the stack id of a memo that held, walked again in full
   bool donated = false;   // the native frames and memo of another key's walk that held (take_donor)
   if (policy_ != UnwindPolicy::Off) {
     const unwind::WalkMemo* checks[kMemosPerKey];
@@ -1015,7 +1015,7 @@ StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint6
   }
   if (held && slot_is_found) *slot_key = key;  // not walked: the slot keeps its memo
   if (table) {
-    // Before the verification's return below: with AIFLAME_VERIFY_MEMOS the table learns the order of
+    // Before the verification's return below: with AIFLAME_LAB=verify_memos the table learns the order of
     // the paths as without it (it returned first, so a launch after one verified here was never predicted).
     table->walked = !held;
     if (held) follow(*table, held, held_i);

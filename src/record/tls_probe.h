@@ -1,4 +1,4 @@
-// AIFLAME_CAPTURE_PROBE=4 (a measurement of issue 22): what a thread-local costs the launch path where
+// AIFLAME_LAB=capture_probe=4 (a measurement of issue 22): what a thread-local costs the launch path where
 // the program ran between two launches. The injection library reaches its thread-locals through TLS
 // descriptors (-mtls-dialect=gnu2): each access is an indirect call into ld.so's _dl_tlsdesc_return
 // (a launch made 22, now 12: callgrind on BM_OnLaunchCold), whose target the branch predictors may have

@@ -5,7 +5,7 @@
 // each thread-local's address is an indirect call into ld.so (_dl_tlsdesc_return), which a launch
 // runs with the branch predictors cold, and GCC takes it again after any call or branch. On the H200
 // such an access cost 10.8-12.0 ns before each launch of a training loop against 7.0-7.3 for a
-// global's (AIFLAME_CAPTURE_PROBE=4, twenty-ninth session). Taking each address once per function
+// global's (AIFLAME_LAB=capture_probe=4, twenty-ninth session). Taking each address once per function
 // brought a launch from 22 calls to 12 (twenty-ninth session); callgrind still counted 10 in the timed
 // part of a launch and 2 in the callback around it (BM_OnLaunchCold, thirty-first session), none with
 // this. A library in glibc's static TLS block has its thread-locals at one offset from the thread

@@ -83,7 +83,7 @@ extern "C" int aiflame_probe_fingerprint(uint64_t* out) {
 }
 
 // A StackCapture with Python frames (the launch path's capture) writing to `path`, every launch that
-// takes its memo walked again in full and compared (AIFLAME_VERIFY_MEMOS).
+// takes its memo walked again in full and compared (AIFLAME_LAB=verify_memos).
 namespace {
 struct Stacks {
   aiflame::ProfileWriter writer;

@@ -180,8 +180,8 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
   void note_launcher(Context& c);
   void set_launch_callbacks(bool on);
   void set_kernel_records(bool on);  // CONCURRENT_KERNEL activity records on or off
-  void callback_ab_tick();  // AIFLAME_CALLBACK_AB: the collector's switch, when due
-  void switch_sampling(bool on);  // AIFLAME_CALLBACK_AB=4: continuous PC sampling disabled or enabled again
+  void callback_ab_tick();  // AIFLAME_LAB=callback_ab: the collector's switch, when due
+  void switch_sampling(bool on);  // AIFLAME_LAB=callback_ab=4: continuous PC sampling disabled or enabled again
   void switch_sampling_at_launch();  // ... by the launching thread, when the collector asked for it
   static void print_ab_switch(uint64_t start, uint64_t done, bool on);  // the line bench/callback_ab.py reads
   uint64_t synchronize(Context& c);  // returns the nanoseconds it took
@@ -217,8 +217,8 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
   unsigned drains_ = 0;
   std::map<uint32_t, std::unique_ptr<DeviceClaim>> claims_;  // per device ordinal, under contexts_mu_
   std::atomic<bool> launch_callbacks_on_{true};
-  std::unique_ptr<CallbackAB> callback_ab_;  // AIFLAME_CALLBACK_AB, continuous mode; the collector's
-  std::atomic<int> sampling_switch_{0};        // AIFLAME_CALLBACK_AB=4: 1 off, 2 on, asked of the next launch's exit
+  std::unique_ptr<CallbackAB> callback_ab_;  // AIFLAME_LAB=callback_ab, continuous mode; the collector's
+  std::atomic<int> sampling_switch_{0};        // AIFLAME_LAB=callback_ab=4: 1 off, 2 on, asked of the next launch's exit
   // Windows mode: when the window thread last switched the launch callbacks back on (CUPTI's clock).
   // A launch that entered its driver call while they were off has no entry callback, so it is not in
   // Context::launches_out, and a window opened at once could take its kernel: on the H100 eight

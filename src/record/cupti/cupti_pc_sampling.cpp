@@ -52,7 +52,7 @@ $L_done:
 }
 )";
 
-// AIFLAME_WIN_TRACE (MeasurementSwitches::win_trace): one line per window phase, stamped with
+// AIFLAME_LAB=win_trace (MeasurementSwitches::win_trace): one line per window phase, stamped with
 // CLOCK_MONOTONIC in microseconds and the thread id, written at once (a hung program prints no summary).
 __attribute__((format(printf, 1, 2))) void win_trace_line(const char* fmt, ...) {
   timespec ts;
@@ -267,8 +267,8 @@ bool CuptiBackend::configure_sampling(Context& c) {
   // both set, CUPTI 13.0 crashed inside cuptiPCSamplingGetData (strdup of a null name) after 0.4-1
   // million launches of gpt_train.py, three times in three runs; with the sleep span alone (10 ms) it
   // crashed once after 1.66 million launches (and ran 2.6 million cleanly once); with both at CUPTI's
-  // defaults 4.8 million launches ran cleanly (bench/RESULTS.md). AIFLAME_STALL_CONFIG=1 and
-  // AIFLAME_SLEEP_SPAN_MS=N set them for experiments (MeasurementSwitches).
+  // defaults 4.8 million launches ran cleanly (bench/RESULTS.md). AIFLAME_LAB=stall_config and
+  // AIFLAME_LAB=sleep_span_ms=N set them for experiments (MeasurementSwitches).
   // Windows mode sets it, as NVIDIA's start/stop sample and Parca's library do (kernel-serialized
   // sampling with start/stop delivered samples that way on the H100, bench/probes/serialized_where.cu at d9aa39d).
   if (windows || measure_.stall_config)
@@ -363,7 +363,7 @@ void CuptiBackend::drain(Context& c) {
   // Windows mode: data is fetched on the launching threads (CUPTI wants a flush after every range).
   if (c.windows) return;
   std::lock_guard<std::mutex> lock(c.mu);
-  if (!c.enabled || !c.configured) return;  // not configured: switched off by AIFLAME_CALLBACK_AB=4
+  if (!c.enabled || !c.configured) return;  // not configured: switched off by AIFLAME_LAB=callback_ab=4
   drain_locked(c);
 }
 
@@ -399,7 +399,7 @@ void CuptiBackend::drain_locked(Context& c) {
 }
 
 void CuptiBackend::drain_all() {
-  if (callback_ab_) callback_ab_tick();  // AIFLAME_CALLBACK_AB (record/callback_ab.h)
+  if (callback_ab_) callback_ab_tick();  // AIFLAME_LAB=callback_ab (record/callback_ab.h)
   std::vector<Context*> all;
   {
     std::lock_guard<std::mutex> lock(contexts_mu_);
@@ -414,7 +414,7 @@ void CuptiBackend::drain_all() {
   if (rec_.options().kernel_activity && every && ++drains_ % every == 0 && !window_open) api_.cuptiActivityFlushAll(0);
 }
 
-// AIFLAME_CALLBACK_AB=4 (record/callback_ab.h), continuous mode, on a launching thread at a launch's
+// AIFLAME_LAB=callback_ab=4 (record/callback_ab.h), continuous mode, on a launching thread at a launch's
 // exit (switch_sampling_at_launch): off drains the context and disables sampling (Disable flushes what
 // CUPTI still held into the configured buffer); on enables and configures it again. A context whose
 // sampling failed stays as it is.
@@ -653,7 +653,7 @@ bool CuptiBackend::window_enter(Context& c, uint64_t now) {
   }
 }
 
-// AIFLAME_WIN_SKIP_MAX=N: a due window passes over K launches first, K uniform in [0, N) and drawn
+// AIFLAME_LAB=win_skip_max=N: a due window passes over K launches first, K uniform in [0, N) and drawn
 // afresh for each window (record_options.h says why). Windows open only while one thread launches, so
 // the count is kept with relaxed atomics.
 bool CuptiBackend::skip_before_window(Context& c) {

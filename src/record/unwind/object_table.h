@@ -139,7 +139,7 @@ class ObjectTable {
     std::lock_guard<std::mutex> lock(mu_);
     ensure_thread();
   }
-  // AIFLAME_CFI_READAHEAD: 2 (the default since the thirty-fourth session), every object's whole CFI
+  // The read-ahead level: 2 (the default), every object's whole CFI
   // (.eh_frame_hdr and .eh_frame) at its first snapshot; 1, each object's header then and a queued
   // object's whole CFI; 0, none. With the page cache cold (a machine's first run), the first steps'
   // walks read FDEs in place from disk: on an H100, level 2 took the three training loops' capture

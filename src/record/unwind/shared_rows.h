@@ -29,9 +29,6 @@ void shared_rows_back();
 // The region (null before it is mapped, or when it could not be): tests.
 const void* shared_rows_region();
 
-// On by default; off (AIFLAME_SHARED_ROWS=0) for A/B: no row found, none stored.
-void set_shared_rows(bool on);
-
 // The line (of two slots) that `key` maps to: keys of one line take each other's slots (tests).
 uint32_t shared_row_line(uint64_t key);
 

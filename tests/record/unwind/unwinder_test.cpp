@@ -897,7 +897,7 @@ TEST_F(Unwinder, ThroughAFrameRealignedWithADrapRegisterEqualsLibunwind) {
   EXPECT_GE(walks[2].status.reused + 2u, walks[2].ours.size());  // taken from the record, through realigned's frame
 }
 
-// unwind_here(..., incremental = false) (AIFLAME_FULL_UNWIND=1): every frame walked, the same frames.
+// unwind_here(..., incremental = false) (StackCapture::set_incremental_unwind(false)): every frame walked, the same frames.
 __attribute__((noinline)) int walk_twice(void* arg) {
   auto* w = static_cast<Both*>(arg);  // [0]: incremental, [1]: every frame walked
   uint64_t frames[2][256];
