@@ -10,7 +10,7 @@
 # Env:   AIFLAME_BIN (default .dist), RUN_TIMEOUT (seconds per run, default 150), VERIFY_STATS (1: the
 #        verify run with AIFLAME_LAB=capture_stats as well, its breakdown; the stats take the launch path
 #        that checks a memo by its key, so 0, the default, verifies the product's path: the Python
-#        fingerprint's memos, thirtieth session), MODES (default "plain verify default": which runs).
+#        fingerprint's memos), MODES (default "plain verify default": which runs).
 set -u
 bin=${AIFLAME_BIN:-.dist}
 limit=${RUN_TIMEOUT:-150}

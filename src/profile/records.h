@@ -269,7 +269,7 @@ struct EndRecord {
   uint64_t windows = 0;           // windows mode: sampling windows opened and closed
   uint64_t window_ns = 0;         // windows mode: their summed length
   // Of `launches`: those whose native stack was walked (no memo held: a call path new to the thread),
-  // and their part of capture_ns (absent in files before the thirty-third session: 0).
+  // and their part of capture_ns (absent in older files: 0).
   uint64_t walked_launches = 0;
   uint64_t walked_ns = 0;
 };

@@ -8,14 +8,14 @@
 // callbacks and the kernel records switch along (7: windows of continuous sampling with nothing
 // between them); +8 keeps the launch callbacks off throughout (12: sampling with nothing else on the
 // launch path).
-// Between runs this host's plain loops moved 20-28% (hf_gpt2.py, fourteenth session, pinned or not),
+// Between runs this host's plain loops moved 20-28% (hf_gpt2.py, pinned or not),
 // more than the 3% to be told apart; steps of one run, seconds apart, do not drift that much. Each
 // switch is printed with its CLOCK_MONOTONIC time; the workloads print their steps' end times with
 // STEP_TIMES=1, and bench/callback_ab.py compares the steps of the two kinds of slice. What is not
 // switched stays as configured: with =1 the A/B sees the launch callback (CUPTI's part and aiflame's),
 // not the records or the sampling. Launches in off slices have no stack (or no kernel record, or no
 // sample): a profile made with the switch is for this measurement only. The collector switches (every
-// `interval`), except PC sampling: from the collector, CUPTI hung the programs (bench/RESULTS.md).
+// `interval`), except PC sampling: from the collector, CUPTI hung the programs.
 #pragma once
 #include <cstdint>
 
@@ -30,7 +30,7 @@ class CallbackAB {
   static constexpr uint64_t kMinSliceNs = 100'000'000, kMaxSliceNs = 300'000'000;
 
   // PC sampling (=4): each Enable pays CUPTI's start again (0.3-0.4 s at its default hardware buffer,
-  // bench/RESULTS.md "Fifteenth session"), so its slices are long beside that.
+  // measured on the H200), so its slices are long beside that.
   static constexpr uint64_t kMinSamplingSliceNs = 2'000'000'000, kMaxSamplingSliceNs = 4'000'000'000;
 
   explicit CallbackAB(uint64_t seed, uint64_t min_ns = kMinSliceNs, uint64_t max_ns = kMaxSliceNs)

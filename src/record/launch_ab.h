@@ -7,7 +7,7 @@
 // misses) fall in it. Mean interval on minus off is the launch path's cost per launch. The
 // in-callback timer ("stack capture cost") cannot see the misses: on resnet_train.py the launch
 // callback and capture alone cost 1.14-1.44x of the plain loop in five pairs, ~2-5 us a launch, where
-// the timer read 0.9-1.3 us (H200, thirteenth session).
+// the timer read 0.9-1.3 us (H200).
 //
 // Intervals longer than 2^18 ticks (87-130 us: a wait for the GPU, a data loader) are left out and
 // counted: they fall in both kinds alike and only add noise. With 2^22 (1.4-2 ms) the two halves of

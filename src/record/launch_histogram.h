@@ -65,7 +65,7 @@ class LaunchHistogram {
 };
 
 // The slowest launches of a recording (AIFLAME_LAB=capture_probe=2 or 3), with what each did: a short
-// run's figure can be half made of a few walks of milliseconds (twenty-fifth session: hf_gpt2.py's
+// run's figure can be half made of a few walks of milliseconds (hf_gpt2.py's
 // 191 walks took 26 ms in one 60-step run, its 39,417 memo launches 29 ms), whose cause the
 // histogram does not tell.
 struct LaunchOutlier {

@@ -56,7 +56,7 @@ class PythonFrames {
   // instruction pointer, shim frames included; and how many it would visit), computed without
   // storing a frame or working out an offset. Equal fingerprints mean (but for a 2^-64 chance) equal
   // words, so the walk would return the same frames. ~17 instructions a frame, where capture()'s
-  // walk with its hash took ~45 and the launch path's largest part (callgrind, thirtieth session).
+  // walk with its hash took ~45 and the launch path's largest part (callgrind).
   // False where the in-place walk is not what capture() would run (the layout not checked yet,
   // 3.10's frame objects, the interpreter's state asked through its functions) or the thread visits
   // more than kFingerprintFrames: then the caller walks. Updates the record prefetch() reads.

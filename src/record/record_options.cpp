@@ -61,7 +61,7 @@ constexpr RecordOptionSpec kSchema[] = {
     {"pc_sampling", "AIFLAME_PC_SAMPLING", "--no-pc-sampling", "0", "0 or 1",
      "Record launches and kernel times only, no GPU samples. For programs that launch short "
      "kernels on several streams from several threads: CUPTI's PC sampling runs those one at "
-     "a time (bench/RESULTS.md)",
+     "a time",
      FLAG_OPTION(pc_sampling)},
     {"pc_mode", "AIFLAME_PC_MODE", "--pc-mode", nullptr, "'continuous' or 'windows'",
      "How GPU samples are taken: 'continuous' (the default: sampling, kernel records and launch stacks all "

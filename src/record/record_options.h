@@ -14,7 +14,7 @@
 
 namespace aiflame {
 
-// Chosen by measurement on an H100 (bench/RESULTS.md): 2^22 cycles keeps gpt_train.py within budget
+// Chosen by measurement on an H100: 2^22 cycles keeps gpt_train.py within budget
 // while giving tens of thousands of samples per second on a busy GPU.
 inline constexpr uint32_t kDefaultPeriodLog2 = 22;
 // Windows mode samples only inside short windows, so it samples densely there: at CUPTI's own period
@@ -25,7 +25,7 @@ inline constexpr uint32_t kDefaultPeriodLog2 = 22;
 inline constexpr uint32_t kWindowsPeriodLog2 = 0;
 
 // Continuous: sampling runs all the time, samples carry no launch id (CUPTI promises concurrent
-// kernels; on the H100 kernels of concurrent streams still ran one at a time, bench/RESULTS.md).
+// kernels; on the H100 kernels of concurrent streams still ran one at a time).
 // Windows: kernel-serialized sampling in short windows at launch boundaries; exact launch ids.
 enum class PcMode : uint32_t { Continuous = 0, Windows = 1 };
 
@@ -50,7 +50,7 @@ struct MeasurementSwitches {
   // only while a window is open or due, and PC sampling disabled (not just stopped) between windows.
   // All three on by default: between windows CUPTI does no work per launch at all. Enabled PC
   // sampling, even stopped, ran the kernels of eight streams one at a time (threads 3-4x) and cost a
-  // storm's launch ~1 us (bench/RESULTS.md, "Recorder v2, third session"); AIFLAME_LAB=win_disable_between=0
+  // storm's launch ~1 us; AIFLAME_LAB=win_disable_between=0
   // keeps sampling enabled between windows (windows of one launch, primed at context creation).
   bool win_toggle_callbacks = true;
   bool win_toggle_activity = true;
@@ -79,13 +79,13 @@ struct MeasurementSwitches {
   bool win_trace = false;
   // Windows mode: the wait for the GPU's queue before a window opens (cuCtxSynchronize) counts in the
   // window's cost, which spaces windows by the budget. In a GPU-bound program that wait is time the
-  // GPU works anyway, and charging it spaced keep1's windows 2-3 s apart on gpt_train.py (seventh
-  // session): 0 charges only the window from the synchronize's end.
+  // GPU works anyway, and charging it spaced keep1's windows 2-3 s apart on gpt_train.py: 0
+  // charges only the window from the synchronize's end.
   bool win_charge_sync = true;
   // Windows mode: a due window opens at the launch K after the first one the launch callbacks see, K
   // uniform in [0, N) (0: at the first). The first launch after a time is picked with a chance that
   // grows with the gap before it, so windows of one launch favoured the launch after a sync
-  // (eighth session: 100% path_a in three of four 3:1 arrangements); K spreads the pick evenly over
+  // (100% path_a in three of four 3:1 arrangements); K spreads the pick evenly over
   // the launches of any period shorter than N.
   uint32_t win_skip_max = 0;
   // Time each part of the launch path and print the breakdown when recording ends (capture_stats.h).

@@ -122,7 +122,7 @@ class Recorder {
   // (40-70 ms); the capture cost per launch of the two kinds of slices. A step whose forward and
   // backward fall in different slices finds fewer forward launches, so "with" reads a little high.
   //
-  // A walked launch costs 5-15 us and a memo's 0.3-1 us (H200, ninth session), and a training run's
+  // A walked launch costs 5-15 us and a memo's 0.3-1 us (H200), and a training run's
   // walks crowd into its first steps, so a slice that holds more of them reads tens of times the
   // tracking's cost: one resnet_train run read +0.73 us, another -0.05. stratified_us() compares walked
   // launches with walked ones and the others with the others, weighted by each kind's share of all

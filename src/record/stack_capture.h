@@ -48,8 +48,7 @@ class StackCapture {
  public:
   // The launches whose memo entries predict the next launch's (set_memo_history). Four: on the H100,
   // of the launches from a memo over 30 steps, 90.4/85.6/77.5% took theirs by the prediction with none
-  // (hf_gpt2/resnet_train/gpt_train), 94.7/86.6/86.6% with two and 95.7/89.6/96.9% with four
-  // (bench/RESULTS.md, thirty-fifth session).
+  // (hf_gpt2/resnet_train/gpt_train), 94.7/86.6/86.6% with two and 95.7/89.6/96.9% with four.
   static constexpr int kDefaultMemoHistory = 4;
   StackCapture(ProfileWriter& w, StringTable& strings);
   // unstable_sample: no longer used (every launch is unwound); kept for the recorder's call.
@@ -75,7 +74,7 @@ class StackCapture {
   void set_memo_donors(bool on) { donors_ = on; }
   // n > 0: the memo a launch checks first is the one that followed the thread's last n launches' the
   // last time they came in that order (0 to 4, default 4); 0: the one that followed the
-  // last launch's, as before the thirty-fifth session. Set before the first capture.
+  // last launch's (tests compare the two). Set before the first capture.
   void set_memo_history(int n) { history_ = std::clamp(n, 0, 4); }
   // true: a launch whose predicted memos all fail checks the memo last found or written for its Python
   // fingerprint at its depth before searching its key's (default on; tests compare it off).
@@ -127,7 +126,7 @@ class StackCapture {
   };
   // site: the kernel and API of the launch; not needed to find its stack any more (kept for callers).
   // predict = false: the memo that likely follows the previous launch's is not checked alone first
-  // (AIFLAME_LAB=autograd_ab=2, a measurement): the key's set is searched, as before the eighteenth session.
+  // (AIFLAME_LAB=autograd_ab=2, a measurement): the key's set is searched.
   // key_salt: mixed into the walk memo's key whatever the switches (the launch's autograd node class).
   // py_in_place = false: the interpreter's state asked through its functions (AIFLAME_LAB=autograd_ab=4).
   // fast = false: the predicted memo checked inside the walk's loop, as any other (AIFLAME_LAB=autograd_ab=5).

@@ -901,8 +901,7 @@ RecordOptions one_launch_windows() {
 }
 
 // A kernel of another thread inside a kernel-serialized window is never fetched after, and eight
-// threads on eight streams hung on the H100 with windows of one launch (bench/RESULTS.md, the sixth
-// session): a window opens only once the launches of other threads already past their entry have
+// threads on eight streams hung on the H100 with windows of one launch: a window opens only once the launches of other threads already past their entry have
 // reached their exit (given up after 2 ms, never a wait without end), and a count left by a launch
 // whose exit never came (the callbacks went off meanwhile) is dropped when the callbacks come back on.
 TEST(CuptiBackend, AWindowOpensOnlyOnceOtherThreadsLaunchesInFlightHaveEnded) {

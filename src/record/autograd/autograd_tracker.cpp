@@ -416,7 +416,7 @@ AIFLAME_HOT AutogradTracker::Launch AutogradTracker::on_backward(uint32_t stack_
     t.asked = false;
   }
   // Deferred, the collector reads the caller's stack (~25 us of system calls on the H200, 0.08-0.12
-  // us per backward launch when a launch did it: bench/RESULTS.md, eleventh session).
+  // us per backward launch when a launch did it).
   const bool ask = hot_.defer && wake_ && !hot_.light;
   if (python_ && !t.caller && !t.self && t.tries < kCallerTries) {
     if (ask) {

@@ -74,7 +74,7 @@ class AutogradTracker : public ProfileWriter::BackwardResolver {
   // inside its windows). Forward launches are then mostly unseen, so backward kernels are placed
   // under backward() but not under their forward code, and the node layout probe (which expects the
   // forward launches of the first nodes) is not run: it failed every keep1 run on the H200 with a
-  // false "layout check failed" warning (bench/RESULTS.md, the seventh session).
+  // false "layout check failed" warning.
   void set_launches_sampled(bool sampled) { launches_sampled_ = sampled; }
   // Called now and then off the launch path (the collector): looks for torch again until found.
   void poll();

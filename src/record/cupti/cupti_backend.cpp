@@ -156,8 +156,8 @@ bool CuptiBackend::start() {
   // the program's first launch (its start-up, not the loop it times); it switches them off.
   set_launch_callbacks(true);
   if (measure_.callback_ab && !windows) {
-    // Kernel records cannot be switched on while PC sampling is enabled (CUPTI_ERROR_NOT_COMPATIBLE,
-    // third session): their A/B needs --no-pc-sampling, or sampling switched with them (=6, =7: they
+    // Kernel records cannot be switched on while PC sampling is enabled (CUPTI_ERROR_NOT_COMPATIBLE
+    // on CUPTI 13.0): their A/B needs --no-pc-sampling, or sampling switched with them (=6, =7: they
     // come on before sampling is enabled and go off after it is disabled).
     const bool records_ok = !o.pc_sampling || (measure_.callback_ab & 4);
     if ((measure_.callback_ab & 2) && (!records_ok || !o.kernel_activity || !api_.cuptiActivityDisable)) {
@@ -395,7 +395,7 @@ void CuptiBackend::callback_ab_tick() {
   if (measure_.callback_ab & 4) {
     // PC sampling is switched by the program's next launch, not here: disabled and enabled from the
     // collector, hf_gpt2.py, resnet_train.py, timm_train.py and gpt_train.py all hung within 1-3 cycles
-    // (H200, CUPTI 13.0, bench/RESULTS.md). What is switched with it (+1 the launch callbacks, +2 the
+    // (H200, CUPTI 13.0). What is switched with it (+1 the launch callbacks, +2 the
     // kernel records) comes on here, before sampling, and goes off at that launch, after it; with the
     // launch callbacks off (+8) they come on until then, to carry the switch.
     if (on && (measure_.callback_ab & 2)) set_kernel_records(true);

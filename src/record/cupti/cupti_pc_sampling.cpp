@@ -267,7 +267,7 @@ bool CuptiBackend::configure_sampling(Context& c) {
   // both set, CUPTI 13.0 crashed inside cuptiPCSamplingGetData (strdup of a null name) after 0.4-1
   // million launches of gpt_train.py, three times in three runs; with the sleep span alone (10 ms) it
   // crashed once after 1.66 million launches (and ran 2.6 million cleanly once); with both at CUPTI's
-  // defaults 4.8 million launches ran cleanly (bench/RESULTS.md). AIFLAME_LAB=stall_config and
+  // defaults 4.8 million launches ran cleanly. AIFLAME_LAB=stall_config and
   // AIFLAME_LAB=sleep_span_ms=N set them for experiments (MeasurementSwitches).
   // Windows mode sets it, as NVIDIA's start/stop sample and Parca's library do (kernel-serialized
   // sampling with start/stop delivered samples that way on the H100, bench/probes/serialized_where.cu at d9aa39d).
@@ -588,13 +588,13 @@ pid_t this_thread_id() {
 // A window belongs to the thread that opened it: its launches are the window's, and only it fetches
 // and closes. Another thread that launches while it is open waits here, at its launch's entry, until
 // it closes (at most kWindowWaitLimit): with eight threads launching on eight streams into one
-// kernel-serialized window, the program hung on the H100 within two windows (bench/RESULTS.md),
+// kernel-serialized window, the program hung on the H100 within two windows,
 // while one thread's windows never did. Its wait is the window's cost to it, about one launch's
 // ~1 ms in a window. Tried and reverted: once the owner had been idle 5 ms (blocked on this thread, as
 // backward() on autograd's engine), launching into the window for the rest of it without waiting:
 // a 28-s gpt_train.py run then kept 14 GPU samples of 60 window launches (the other thread's kernels
 // ran in the kernel-serialized range with nobody fetching after them) and eight threads on eight
-// streams hung, 2 of 2 (bench/RESULTS.md, "Recorder v2: the fourth session").
+// streams hung, 2 of 2.
 bool CuptiBackend::window_enter(Context& c, uint64_t now) {
   for (;;) {
     if (c.window_open.load(std::memory_order_seq_cst)) {
@@ -605,7 +605,7 @@ bool CuptiBackend::window_enter(Context& c, uint64_t now) {
       // The owner may not launch again soon (its work done, or blocked on this thread: backward()
       // waits for autograd's engine thread): after 50 ms this thread launches into the window without
       // taking it over. A thread other than the opener that closed the window (Stop, Disable) while
-      // the others launched hung eight threads on eight streams on the H100 (bench/RESULTS.md), as a
+      // the others launched hung eight threads on eight streams on the H100, as a
       // Stop from another thread hung bench/probes/serialized_where.cu at d9aa39d.
       const auto limit = std::chrono::milliseconds(50);
       auto t0 = std::chrono::steady_clock::now(), t = t0;
@@ -773,7 +773,7 @@ void CuptiBackend::window_exit(CUcontext ctx) {
   uint64_t now = 0;
   api_.cuptiGetTimestamp(&now);
   // (A context's first window of one launch, to pay CUPTI's start in the program's start-up, left the
-  // short split and demo runs one launch of samples in all: bench/RESULTS.md.)
+  // short split and demo runs one launch of samples in all.)
   bool full = ++c->window_count >= rec_.options().window_launches;
   if (c->windows->decide(now, full) == SamplingWindows::Action::Close) close_window_locked(*c, now);
 }
