@@ -37,7 +37,7 @@ enum Slot : int {
   kAutogradSets,  // and t_sets
   kWriterLast,  // profile/profile_writer.cpp: t_last
   kPyWalk,      // record/python_frames.cpp: t_pywalk
-  kPriming,     // record/cupti/cupti_pc_sampling.cpp: t_priming (the launch callback's enter and exit)
+  kPriming,     // record/cupti/cupti_windows.cpp: t_priming (the launch callback's enter and exit)
   kTestA,       // tests only
   kTestB,
   kSlots
