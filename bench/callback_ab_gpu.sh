@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# CUPTI's per-launch costs to a training loop, inside one run (issue #24; record/callback_ab.h): per
+# CUPTI's per-launch costs to a training loop, inside one run (issue #24; record/measure/callback_ab.h): per
 # workload and mode, RUNS recordings with AIFLAME_LAB=callback_ab=N and STEP_TIMES=1, each read by
 # bench/callback_ab.py. Modes: default (AIFLAME_LAB=callback_ab=1 at the defaults: continuous PC sampling
 # and kernel records on throughout, the A/B sees the launch callback and aiflame's launch path), nopc

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The launch path's wall-time cost per launch, measured inside each run (AIFLAME_LAB=launch_ab,
-# src/record/launch_ab.h), against the launch path's own timer, on the GPU machine. Variants:
+# src/record/measure/launch_ab.h), against the launch path's own timer, on the GPU machine. Variants:
 #   default   the default recording
 #   nocapture --unwind off --no-python: the launch record and the autograd tracking without a stack
 #   cbonly    --no-pc-sampling with AIFLAME_ACTIVITY=0: the launch path alone, no CUPTI sampling or records

@@ -30,7 +30,7 @@
 #include "util/static_tls.h"
 #include "record/autograd/autograd_tracker.h"
 #include "record/module_map.h"
-#include "record/capture_stats.h"
+#include "record/measure/capture_stats.h"
 #include "record/python_frames.h"
 #include "record/recorder.h"
 #include "record/stack_capture.h"

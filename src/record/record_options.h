@@ -91,16 +91,16 @@ struct MeasurementSwitches {
   // Time each part of the launch path and print the breakdown when recording ends (capture_stats.h).
   bool capture_stats = false;
   bool verify_memos = false;  // a memo's stack against a full walk, at every launch that took one
-  bool launch_ab = false;     // the launch path on and off in slices of one run (record/launch_ab.h)
+  bool launch_ab = false;     // the launch path on and off in slices of one run (record/measure/launch_ab.h)
   // In slices of one run, 1 CUPTI's launch callbacks off and on, 2 its kernel records (without PC
   // sampling: CUPTI refuses them while sampling is enabled), 3 both, 4 continuous PC sampling in 2-4 s
   // slices (with 1 and 2 as chosen: 7 all three, as windows of continuous sampling would;
-  // record/callback_ab.h); +8 the launch callbacks off throughout
+  // record/measure/callback_ab.h); +8 the launch callbacks off throughout
   uint32_t callback_ab = 0;
   // 1, the stack lines of each launch's likely memo timed (StackCapture::set_probe_lines); 2, the launch
   // path's parts run again at once after each launch and timed (Recorder::PhaseProbe); 3, each launch's
   // time counted into a histogram; 4, thread-local and global accesses timed before each launch
-  // (record/tls_probe.h)
+  // (record/measure/tls_probe.h)
   uint32_t capture_probe = 0;
   // 1, the autograd tracking on and off in alternate slices (Recorder::autograd_ab); 2, the capture's
   // predicted memo instead (StackCapture::capture's `predict`); 3, torch's thread-locals read in place

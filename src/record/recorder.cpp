@@ -11,7 +11,7 @@
 #include <condition_variable>
 #include <cstdio>
 
-#include "record/capture_stats.h"
+#include "record/measure/capture_stats.h"
 #include "record/crash_report.h"
 #include "record/module_map.h"
 #include "record/unwind/object_table.h"

@@ -14,12 +14,12 @@
 
 #include "profile/profile_writer.h"
 #include "record/autograd/autograd_tracker.h"
-#include "record/launch_ab.h"
+#include "record/measure/launch_ab.h"
 #include "record/record_options.h"
 #include "record/stack_capture.h"
 #include "record/string_table.h"
-#include "record/launch_histogram.h"
-#include "record/tls_probe.h"
+#include "record/measure/launch_histogram.h"
+#include "record/measure/tls_probe.h"
 #include "util/tsc_clock.h"
 
 namespace aiflame {

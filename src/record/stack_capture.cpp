@@ -1,6 +1,6 @@
 #include "record/stack_capture.h"
 
-#include "record/capture_stats.h"
+#include "record/measure/capture_stats.h"
 #include "record/crash_report.h"
 #include "record/debug_log.h"
 #include "record/unwind/object_table.h"

@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "profile/profile.h"
-#include "record/capture_stats.h"
+#include "record/measure/capture_stats.h"
 #include "record/recorder.h"
 #include "record/unwind/object_table.h"
 #include "fake_torch.h"

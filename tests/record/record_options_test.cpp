@@ -59,7 +59,7 @@ TEST(RecordOptions, TheAutogradAbTakesOneToFive) {
   unsetenv("AIFLAME_LAB");
 }
 
-// The capture probes: 4 (thread-local accesses timed, record/tls_probe.h) is the last.
+// The capture probes: 4 (thread-local accesses timed, record/measure/tls_probe.h) is the last.
 TEST(RecordOptions, TheCaptureProbeTakesOneToFour) {
   EXPECT_EQ(record_options_from_env().measure.capture_probe, 0u);
   setenv("AIFLAME_LAB", "capture_probe=4", 1);

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "profile/profile.h"
-#include "record/capture_stats.h"
+#include "record/measure/capture_stats.h"
 #include "record/unwind/object_table.h"
 #include "test_util.h"
 

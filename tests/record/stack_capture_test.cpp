@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "profile/profile.h"
-#include "record/capture_stats.h"
+#include "record/measure/capture_stats.h"
 #include "test_util.h"
 #include "record/unwind/object_table.h"
 

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <unistd.h>
 
-#include "record/capture_stats.h"
+#include "record/measure/capture_stats.h"
 #include "record/debug_log.h"
 #include "util/hot_pages.h"
 #include "util/hot_path.h"

@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "record/callback_ab.h"
+#include "record/measure/callback_ab.h"
 #include "record/cupti/cupti_api.h"
 #include "record/device_claim.h"
 #include "record/gpu_backend.h"

@@ -289,7 +289,7 @@ void CuptiBackend::drain_locked(Context& c) {
 }
 
 void CuptiBackend::drain_all() {
-  if (callback_ab_) callback_ab_tick();  // AIFLAME_LAB=callback_ab (record/callback_ab.h)
+  if (callback_ab_) callback_ab_tick();  // AIFLAME_LAB=callback_ab (record/measure/callback_ab.h)
   std::vector<Context*> all;
   {
     std::lock_guard<std::mutex> lock(contexts_mu_);
@@ -304,7 +304,7 @@ void CuptiBackend::drain_all() {
   if (rec_.options().kernel_activity && every && ++drains_ % every == 0 && !window_open) api_.cuptiActivityFlushAll(0);
 }
 
-// AIFLAME_LAB=callback_ab=4 (record/callback_ab.h), continuous mode, on a launching thread at a launch's
+// AIFLAME_LAB=callback_ab=4 (record/measure/callback_ab.h), continuous mode, on a launching thread at a launch's
 // exit (switch_sampling_at_launch): off drains the context and disables sampling (Disable flushes what
 // CUPTI still held into the configured buffer); on enables and configures it again. A context whose
 // sampling failed stays as it is.

@@ -1,4 +1,4 @@
-#include "record/capture_stats.h"
+#include "record/measure/capture_stats.h"
 
 #include <fmt/format.h>
 

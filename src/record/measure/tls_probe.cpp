@@ -1,4 +1,4 @@
-#include "record/tls_probe.h"
+#include "record/measure/tls_probe.h"
 
 #include <x86intrin.h>
 

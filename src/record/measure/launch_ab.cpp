@@ -1,4 +1,4 @@
-#include "record/launch_ab.h"
+#include "record/measure/launch_ab.h"
 
 #include <cmath>
 

@@ -1,7 +1,7 @@
 // LaunchAB (AIFLAME_LAB=launch_ab): the launch path's wall-time cost per launch, from slices with and
 // without it in one run. A simulated program on a nanosecond clock: each launch takes `base` ns, plus
 // `extra` in slices with the launch path; every `burst` launches it waits `idle` ns (a synchronize).
-#include "record/launch_ab.h"
+#include "record/measure/launch_ab.h"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "record/launch_histogram.h"
+#include "record/measure/launch_histogram.h"
 
 #include <gtest/gtest.h>
 

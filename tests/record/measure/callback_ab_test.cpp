@@ -1,4 +1,4 @@
-#include "record/callback_ab.h"
+#include "record/measure/callback_ab.h"
 
 #include <gtest/gtest.h>
 
