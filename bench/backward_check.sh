@@ -50,7 +50,7 @@ check() {  # script args...
   local profiles=("$out/$name.aiflame"*)
   "$bin/aiflame" report --force "${profiles[@]}" -o "$out/$name.folded" 2>&1 | tee "$out/$name.report.log" |
     grep -E "autograd|attributed|capture cost"
-  # Every graph task's caller found (read while backward() runs, off the launch path since 2026-11-27):
+  # Every graph task's caller found (read while backward() runs, off the launch path):
   # one lost graph task in 25 showed here as 96.0% while the samples' shares still read 100%.
   local under
   under=$(grep -o '[0-9.]*% under their backward() call' "$out/$name.report.log" | head -1 | grep -o '^[0-9.]*')

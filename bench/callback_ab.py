@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """What CUPTI's launch callback and aiflame's launch path cost a training loop's steps, inside one run.
 
-Reads a log holding `aiflame record`'s stderr with AIFLAME_CALLBACK_AB=1 ("aiflame: callback A/B
+Reads a log holding `aiflame record`'s stderr with AIFLAME_LAB=callback_ab=1 ("aiflame: callback A/B
 START DONE on|off": each switch of the launch callbacks, CLOCK_MONOTONIC ns) and the workload's
 stdout with STEP_TIMES=1 ("step_end_ns T0 T1 ...": the loop's start, then each step's end). A step
 counts for the slice it lies in whole (steps across a switch count for neither). Prints the median
@@ -11,7 +11,7 @@ steps of either kind.
 
 --guard-ms N leaves out, in addition, every step that starts less than N ms after a switch ended:
 a switch whose cost lands on the program's next launches rather than inside the switch (PC sampling,
-AIFLAME_CALLBACK_AB=4: each Enable pays CUPTI's start again at the next launch, 0.1-0.4 s). It also
+AIFLAME_LAB=callback_ab=4: each Enable pays CUPTI's start again at the next launch, 0.1-0.4 s). It also
 prints what the switches cost: the steps from each switch to the guard's end, less as many median
 steps of the switch's new kind.
 

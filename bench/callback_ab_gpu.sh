@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# CUPTI's per-launch costs to a training loop, inside one run (issue #24; record/callback_ab.h): per
-# workload and mode, RUNS recordings with AIFLAME_CALLBACK_AB and STEP_TIMES=1, each read by
-# bench/callback_ab.py. Modes: default (AIFLAME_CALLBACK_AB=1 at the defaults: continuous PC sampling
+# CUPTI's per-launch costs to a training loop, inside one run (issue #24; record/measure/callback_ab.h): per
+# workload and mode, RUNS recordings with AIFLAME_LAB=callback_ab=N and STEP_TIMES=1, each read by
+# bench/callback_ab.py. Modes: default (AIFLAME_LAB=callback_ab=1 at the defaults: continuous PC sampling
 # and kernel records on throughout, the A/B sees the launch callback and aiflame's launch path), nopc
-# (the same with --no-pc-sampling), records (AIFLAME_CALLBACK_AB=2 with --no-pc-sampling: the kernel
-# records switched, the launch callbacks on throughout), sampling (AIFLAME_CALLBACK_AB=4: continuous PC
-# sampling switched in 2-4 s slices, everything else at the defaults), sampling-floor (AIFLAME_CALLBACK_AB=12
+# (the same with --no-pc-sampling), records (AIFLAME_LAB=callback_ab=2 with --no-pc-sampling: the kernel
+# records switched, the launch callbacks on throughout), sampling (AIFLAME_LAB=callback_ab=4: continuous PC
+# sampling switched in 2-4 s slices, everything else at the defaults), sampling-floor (AIFLAME_LAB=callback_ab=12
 # and AIFLAME_ACTIVITY=0: PC sampling switched, no launch callback and no kernel record at all), cwindows
-# (AIFLAME_CALLBACK_AB=7: sampling, launch callbacks and kernel records switched together, as windows of
+# (AIFLAME_LAB=callback_ab=7: sampling, launch callbacks and kernel records switched together, as windows of
 # continuous sampling with nothing between them would; cwindows-p20 the same at --period 20). The sampling
 # modes leave out the steps within GUARD_MS (1000) after a switch: each Enable pays CUPTI's start again at
 # the program's next launches.
@@ -33,7 +33,7 @@ for w in ${WORKLOADS:-hf_gpt2 resnet_train}; do
         *) echo "unknown mode $mode"; continue ;;
       esac
       log=$out/${w}_${mode}_$r.log
-      env "${envs[@]}" AIFLAME_CALLBACK_AB=$ab timeout -k 5 "${RUN_TIMEOUT:-120}" "$bin/aiflame" record -f --sass-timeout 0 "${opts[@]}" \
+      env "${envs[@]}" AIFLAME_LAB=callback_ab=$ab timeout -k 5 "${RUN_TIMEOUT:-120}" "$bin/aiflame" record -f --sass-timeout 0 "${opts[@]}" \
         -o "$out/$w.aiflame" -- env STEPS="${STEPS:-300}" STEP_TIMES=1 python3 "bench/workloads/$w.py" >"$log" 2>&1
       echo "$w $mode run $r: exit $? $(grep -o 'loop_s [0-9.]*' "$log")"
       python3 bench/callback_ab.py "${guard[@]}" "$log" "  $w $mode $r"

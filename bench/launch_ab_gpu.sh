@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The launch path's wall-time cost per launch, measured inside each run (AIFLAME_LAUNCH_AB=1,
-# src/record/launch_ab.h), against the launch path's own timer, on the GPU machine. Variants:
+# The launch path's wall-time cost per launch, measured inside each run (AIFLAME_LAB=launch_ab,
+# src/record/measure/launch_ab.h), against the launch path's own timer, on the GPU machine. Variants:
 #   default   the default recording
 #   nocapture --unwind off --no-python: the launch record and the autograd tracking without a stack
 #   cbonly    --no-pc-sampling with AIFLAME_ACTIVITY=0: the launch path alone, no CUPTI sampling or records
@@ -18,7 +18,7 @@ for r in $(seq 1 "$rounds"); do
     steps=${!steps_var:-}
     [ -z "$steps" ] && case $w in gpt_train) steps=100 ;; resnet_train) steps=40 ;; *) steps=60 ;; esac
     for v in ${VARIANTS:-default nocapture}; do
-      opts=() envs=(AIFLAME_LAUNCH_AB=1)
+      opts=() envs=(AIFLAME_LAB=launch_ab)
       case $v in
         nocapture) opts=(--unwind off --no-python) ;;
         cbonly) opts=(--no-pc-sampling) envs+=(AIFLAME_ACTIVITY=0) ;;

@@ -35,8 +35,8 @@ for mode in segv abort; do
   $A report $t/$mode.aiflame -o $t/$mode.folded 2>$t/$mode.rep
   check "$mode: profile readable" '[ $? -eq 0 ] && [ -s $t/$mode.folded ]'
   check "$mode: report says cut short" 'grep -q "cut short" $t/$mode.rep'
-  # The crash report (on at every recording since 2026-11-27) names the program's own code.
-  # Its line since 2026-11-28 (the nineteenth session's crash hunt): "aiflame: signal 11 (code 1) at
+  # The crash report (on at every recording) names the program's own code.
+  # Its line: "aiflame: signal 11 (code 1) at
   # address 0x..., pc 0x... (object+offset), in the program (not aiflame)".
   if [ $mode = segv ]; then
     check "segv: the crash report names the program, not aiflame" \

@@ -4,7 +4,7 @@
 # crashing thread was in and its native stack) and PYTHONFAULTHANDLER=1 (the Python stack of every
 # thread). Prints one line per run with its exit status; a failed run's log is kept in OUT and its
 # crash lines are printed. Found in need: hf_gpt2.py was killed by SIGSEGV in one of 7 recorded runs
-# (H200, 2026-11-27, thirteenth session).
+# (H200, 2026-11-27).
 #
 # Usage: bench/repeat_check.sh WORKLOAD [N=10]
 # Env:   AIFLAME_BIN (.dist), STEPS (5), PLAIN (0), RUN_TIMEOUT (150), OUT (a temporary directory),

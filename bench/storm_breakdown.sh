@@ -27,10 +27,10 @@ variants=(
   "no kernel records|AIFLAME_ACTIVITY=0|"
   "no PC sampling||--no-pc-sampling"
   "callback + capture only|AIFLAME_ACTIVITY=0|--no-pc-sampling"
-  "CUPTI callback alone|AIFLAME_ACTIVITY=0 AIFLAME_SKIP_LAUNCHES=1|--no-pc-sampling"
-  "CUPTI callback + timestamp|AIFLAME_ACTIVITY=0 AIFLAME_SKIP_LAUNCHES=2|--no-pc-sampling"
-  "zeroed activity buffers|AIFLAME_ACTIVITY_ZEROED=1|"
-  "no periodic activity flush|AIFLAME_ACTIVITY_FLUSH_EVERY=0|"
+  "CUPTI callback alone|AIFLAME_ACTIVITY=0 AIFLAME_LAB=skip_launches=1|--no-pc-sampling"
+  "CUPTI callback + timestamp|AIFLAME_ACTIVITY=0 AIFLAME_LAB=skip_launches=2|--no-pc-sampling"
+  "zeroed activity buffers|AIFLAME_LAB=activity_zeroed|"
+  "no periodic activity flush|AIFLAME_LAB=activity_flush_every=0|"
 )
 [ "${CORE:-0}" = 1 ] && variants=("${variants[@]:0:6}")
 

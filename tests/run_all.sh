@@ -161,7 +161,7 @@ else
   # in an uninstrumented library, so it never returns. Unwinder.AtEveryInstruction* too: they single-step
   # one thread through TSan's own runtime (a trap per instruction), and have no second thread for TSan
   # to check. A TSan report makes the binary exit 66.
-  record_suites=$(grep -ho '^TEST\(_F\|_P\)\?([A-Za-z0-9_]*' tests/record/*.cpp tests/record/unwind/*.cpp |
+  record_suites=$(grep -ho '^TEST\(_F\|_P\)\?([A-Za-z0-9_]*' tests/record/*.cpp tests/record/measure/*.cpp tests/record/unwind/*.cpp |
                   sed 's/.*(//' | sort -u | sed 's/$/.*/' | paste -sd:)
   # Each binary within 15 minutes (they take ~20 s): a hang fails the stage and names its test, where
   # it once ran the whole CI out of time (stop 46: a forked child waiting for a lock; util/fork_guard.h).

@@ -30,13 +30,12 @@
 #include "util/static_tls.h"
 #include "record/autograd/autograd_tracker.h"
 #include "record/module_map.h"
-#include "record/capture_stats.h"
+#include "record/measure/capture_stats.h"
 #include "record/python_frames.h"
 #include "record/recorder.h"
 #include "record/stack_capture.h"
 #include "record/string_table.h"
 #include "record/unwind/object_table.h"
-#include "record/unwind/shared_rows.h"
 #include "record/unwind/unwinder.h"
 
 extern "C" int chain_nofp(int depth, int (*cb)(void*), void* arg);
@@ -64,10 +63,6 @@ struct Capturer {
     std::string error;
     writer.open_fd(::open("/dev/null", O_WRONLY | O_CLOEXEC), &error);
     with_gil([&] { capture.init(policy, /*python=*/true); });
-    // The memo switches, as the recorder reads them (A/B: the benchmark makes its own capture).
-    if (const char* e = std::getenv("AIFLAME_MEMO_KEY_KERNEL")) capture.set_memo_key_site(std::strcmp(e, "1") == 0);
-    if (const char* e = std::getenv("AIFLAME_MEMO_EVICT_LRU")) capture.set_memo_evict_lru(std::strcmp(e, "1") == 0);
-    if (const char* e = std::getenv("AIFLAME_PY_PREFETCH")) capture.set_python_prefetch(std::strcmp(e, "1") == 0);
     // As the recorder trims its own library's frames (and CUPTI's and the driver's) from the leaf end.
     uint64_t lo, hi;
     if (find_module_range("libaiflame_capture_bench", &lo, &hi)) capture.add_skip_range(lo, hi);
@@ -175,7 +170,7 @@ BENCHMARK(BM_CaptureEveryLaunch)->Iterations(200000);
 
 // Cold caches (issue 22): between two launches of a training loop PyTorch and the interpreter run
 // thousands of instructions over a lot of memory, so on the H100 machine every line and page the
-// launch path touches missed (AIFLAME_CAPTURE_STATS=1 there: 3.8-4.3 us per launch against 0.35 us
+// launch path touches missed (AIFLAME_LAB=capture_stats there: 3.8-4.3 us per launch against 0.35 us
 // here with hot caches). The Evictor does the same between two timed launches, outside the timing:
 // it reads an 8 MiB slice of a 256 MiB buffer (one load per 64-byte line; the slice moves on each
 // time, so the 32 MiB L3 is refilled every four launches) and one line of each of 4,096 random pages
@@ -295,8 +290,8 @@ BENCHMARK(BM_CaptureColdMixed)->Iterations(3000);
 // elsewhere (its tables allocated, the thread's own outer frames cached), evicts caches and TLB, then
 // launches from the chain libraries ten links deep, timed: frames its cache lacks, which another
 // thread walked first. Shared rows off (arg 0) and on (1).
-std::vector<double> g_new_thread_ns[2];
-std::string g_new_thread_lookups[2];
+std::vector<double> g_new_thread_ns;
+std::string g_new_thread_lookups;
 std::string fmt_lookups(uint64_t lookups, uint64_t shared, double us) {
   char buf[128];
   std::snprintf(buf, sizeof buf, "%llu lookups, %llu of them shared, %.3f us in them", static_cast<unsigned long long>(lookups),
@@ -313,8 +308,6 @@ double clock_ticks_per_ns() {
   return static_cast<double>(t1 - t0) / static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(c1 - c0).count());
 }
 void BM_NewThreadCaptureCold(benchmark::State& state) {
-  const bool shared = state.range(0) == 1;
-  unwind::set_shared_rows(shared);
   Capturer c(UnwindPolicy::Always);
   warm_up(c);
   std::thread([&] { launch_mixed(c, 3); }).join();  // the chain's frames walked once, on another thread
@@ -343,13 +336,12 @@ void BM_NewThreadCaptureCold(benchmark::State& state) {
     launch_mixed(c, 3);
   }).join();
   const double us_per_tick = 1e-3 / (static_cast<double>(clock_ticks_per_ns()));
-  g_new_thread_lookups[shared] = fmt_lookups(cs.cache_misses.load(), cs.shared_hits.load(),
+  g_new_thread_lookups = fmt_lookups(cs.cache_misses.load(), cs.shared_hits.load(),
                                              static_cast<double>(cs.ticks[CaptureStats::UnwindLookup].load()) * us_per_tick);
   CaptureStats::disable();
-  unwind::set_shared_rows(true);
-  g_new_thread_ns[shared] = std::move(ns);
+  g_new_thread_ns = std::move(ns);
 }
-BENCHMARK(BM_NewThreadCaptureCold)->Arg(0)->Arg(1)->Iterations(400);
+BENCHMARK(BM_NewThreadCaptureCold)->Iterations(400);
 
 // A PcCache miss: the row of a return address found in its object's rows, with caches cold. The
 // object with the most rows in this process (the H100's libtorch_cuda.so has millions: more levels
@@ -626,10 +618,6 @@ void on_launch_cold(benchmark::State& state, bool stats, Pass pass = Pass::Forwa
   RecordOptions opt;
   opt.output = (dir / "cold.aiflame").string();
   opt.measure.capture_stats = stats;
-  // The memo switches (read here: the benchmark makes its own options).
-  if (const char* e = std::getenv("AIFLAME_MEMO_EVICT_LRU")) opt.measure.memo_evict_lru = std::strcmp(e, "1") == 0;
-  if (const char* e = std::getenv("AIFLAME_MEMO_KEY_KERNEL")) opt.measure.memo_key_kernel = std::strcmp(e, "1") == 0;
-  if (const char* e = std::getenv("AIFLAME_PY_PREFETCH")) opt.measure.py_prefetch = std::strcmp(e, "1") == 0;
   Recorder rec;
   std::string error;
   if (!rec.start(opt, ProcessRecord{}, &error)) {
@@ -641,8 +629,6 @@ void on_launch_cold(benchmark::State& state, bool stats, Pass pass = Pass::Forwa
   });
   uint64_t lo, hi;
   if (find_module_range("libaiflame_capture_bench", &lo, &hi)) rec.stacks().add_skip_range(lo, hi);
-  // AIFLAME_AUTOGRAD_DEFER=1: backward launches resolved by the collector's flush (as the recorder does).
-  if (const char* d = std::getenv("AIFLAME_AUTOGRAD_DEFER")) rec.autograd().set_deferred(std::strcmp(d, "1") == 0);
   if (pass != Pass::NoTracker && pass != Pass::Bare) rec.autograd().init_with(fake_torch::api(), /*python=*/true, [](const std::string&) {});
   std::vector<std::shared_ptr<fake_torch::Node>> nodes;
   if (pass == Pass::Backward) {
@@ -709,7 +695,7 @@ void on_launch_cold(benchmark::State& state, bool stats, Pass pass = Pass::Forwa
 
 void BM_OnLaunchCold(benchmark::State& state) { on_launch_cold(state, false); }
 BENCHMARK(BM_OnLaunchCold)->Iterations(3000);
-// The same with AIFLAME_CAPTURE_STATS on: its breakdown by part, as the H100 run printed it.
+// The same with AIFLAME_LAB=capture_stats on: its breakdown by part, as the H100 run printed it.
 void BM_OnLaunchColdStats(benchmark::State& state) { on_launch_cold(state, true); }
 BENCHMARK(BM_OnLaunchColdStats)->Iterations(3000);
 void BM_OnLaunchColdBackward(benchmark::State& state) { on_launch_cold(state, false, Pass::Backward); }
@@ -758,12 +744,10 @@ int run_benchmarks(void*) {
   cold("mixed-path capture", g_cold_mixed_ns);
   if (!g_stats_line.empty()) std::printf("cold on_launch, %s\n", g_stats_line.c_str());
   if (!g_backward_stats_line.empty()) std::printf("cold backward on_launch, %s\n", g_backward_stats_line.c_str());
-  if (!g_new_thread_ns[0].empty() && !g_new_thread_ns[1].empty())
-    std::printf("cold capture on a new thread, frames another thread walked: shared rows off median %.3f us (p99 %.3f; "
-                "one walk: %s), on median %.3f us (p99 %.3f; one walk: %s)\n",
-                percentile(g_new_thread_ns[0], 0.5) / 1000, percentile(g_new_thread_ns[0], 0.99) / 1000,
-                g_new_thread_lookups[0].c_str(), percentile(g_new_thread_ns[1], 0.5) / 1000,
-                percentile(g_new_thread_ns[1], 0.99) / 1000, g_new_thread_lookups[1].c_str());
+  if (!g_new_thread_ns.empty())
+    std::printf("cold capture on a new thread, frames another thread walked: median %.3f us (p99 %.3f; one walk: %s)\n",
+                percentile(g_new_thread_ns, 0.5) / 1000, percentile(g_new_thread_ns, 0.99) / 1000,
+                g_new_thread_lookups.c_str());
   if (!g_lookup_ns[0].empty() && !g_lookup_ns[1].empty())
     std::printf("cold row lookup (%s): binary search median %.3f us, p99 %.3f us; page index median %.3f us, p99 %.3f us\n",
                 g_lookup_object.c_str(), percentile(g_lookup_ns[0], 0.5) / 1000, percentile(g_lookup_ns[0], 0.99) / 1000,
@@ -801,69 +785,3 @@ extern "C" int aiflame_bench_park() {
 extern "C" int aiflame_bench_parked() { return g_parked.load(); }
 extern "C" void aiflame_bench_unpark() { g_release = 1; }
 
-// Every object loaded in this process gets its unwind rows built here, one at a time, each named on
-// stderr before its build (bench/probes/build_all_objects.py): a build that crashes names its object.
-// Returns the number of objects built.
-extern "C" int aiflame_bench_build_all() {
-  auto& table = aiflame::unwind::ObjectTable::instance();
-  const aiflame::unwind::Snapshot* s = table.refresh_now();
-  uint64_t rows = 0, fdes = 0, bad = 0;
-  int built = 0;
-  timespec t0{}, t1{};
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  for (const auto& o : s->objects) {
-    std::fprintf(stderr, "building %s\n", o->path.empty() ? "(main program)" : o->path.c_str());
-    std::fflush(stderr);
-    table.build_now(o.get());
-    const auto* r = o->rows.load();
-    rows += r ? r->size() : 0;
-    fdes += o->stats.fdes;
-    bad += o->stats.bad_entries;
-    built++;
-  }
-  clock_gettime(CLOCK_MONOTONIC, &t1);
-  std::printf("built %d objects: %llu rows from %llu FDEs (%llu entries rejected) in %.1f ms\n", built,
-              static_cast<unsigned long long>(rows), static_cast<unsigned long long>(fdes),
-              static_cast<unsigned long long>(bad),
-              static_cast<double>(t1.tv_sec - t0.tv_sec) * 1e3 + static_cast<double>(t1.tv_nsec - t0.tv_nsec) / 1e6);
-  return built;
-}
-
-__attribute__((noinline)) void pool_thread_first_capture(aiflame::Capturer& c) {
-  benchmark::DoNotOptimize(c.capture.capture(0x4001));
-  asm volatile("");
-}
-
-// One launch's capture on the calling thread (bench/probes/pool_threads.py calls it from new Python
-// threads: a pool's thread launching for the first time, its native stack through the interpreter,
-// ctypes and libffi), caches and TLB evicted first, with the shared rows off (0) or on (1). Returns its
-// nanoseconds; *lookups and *shared the walk's frames not in the thread's cache and, of them, those
-// the shared rows gave; *lookup_us the time in them.
-extern "C" double aiflame_bench_pool_capture(int shared, int warm_thread, int* lookups, int* shared_hits, double* lookup_us) {
-  using namespace aiflame;
-  static Capturer* c = [] {
-    unwind::ObjectTable::instance().build_all_now();  // a long run's state: every object's rows built
-    return new Capturer(UnwindPolicy::Always);
-  }();
-  static Evictor* ev = new Evictor;
-  static const double us_per_tick = 1e-3 / clock_ticks_per_ns();
-  unwind::set_shared_rows(shared != 0);
-  // warm_thread: the thread's own tables allocated first by a launch from another native path (its
-  // outer frames then in its cache), so that what is timed is the walk of frames new to the thread.
-  if (warm_thread) pool_thread_first_capture(*c);
-  CaptureStats::enable();
-  CaptureStats& cs = CaptureStats::instance();
-  ev->run();
-  cs.reset();
-  const auto t0 = std::chrono::steady_clock::now();
-  benchmark::DoNotOptimize(c->capture.capture(0x4000));
-  const auto t1 = std::chrono::steady_clock::now();
-  *lookups = static_cast<int>(cs.cache_misses.load());
-  *shared_hits = static_cast<int>(cs.shared_hits.load());
-  *lookup_us = static_cast<double>(cs.ticks[CaptureStats::UnwindLookup].load()) * us_per_tick;
-  CaptureStats::disable();
-  return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(t1 - t0).count());
-}
-
-// The recorder's collector backs hot-page regions ahead (util/hot_pages.h); the probe has no collector.
-extern "C" void aiflame_bench_hot_stock() { aiflame::hot_pages_stock(); }

@@ -3,7 +3,7 @@
 //
 // Why not std::unordered_map: a report looks up every attributed sample (millions) in tables of
 // 10^4-10^5 keys; a node-based map costs an allocation per key and a pointer chase per lookup, which
-// made these lookups the largest cost of `aiflame report` (bench/RESULTS.md, "Report throughput").
+// made these lookups the largest cost of `aiflame report`.
 // Here a lookup reads one 8-byte slot (the key's hash tag and id) and compares the key only when the
 // tags agree.
 #pragma once

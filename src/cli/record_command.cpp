@@ -292,7 +292,7 @@ int run_record(const RecordArgs& a) {
   }
   // Windows mode gives exact samples and costs about 2% of a long single-threaded training run on the
   // H100, but it ran eight threads on eight streams 4x slower or hung them, and its few windows leave
-  // short runs nearly without samples (bench/RESULTS.md, "Recorder v2, third session").
+  // short runs nearly without samples.
   if (a.option("pc_mode") == "windows" && !switch_on("AIFLAME_EXPERIMENTAL")) {
     std::cerr << "aiflame: --pc-mode windows is experimental: it can stall programs that launch from several threads "
                  "(docs/attribution.md); use the default continuous mode, or set AIFLAME_EXPERIMENTAL=1 to try it\n";
@@ -341,7 +341,7 @@ int run_record(const RecordArgs& a) {
 
   if (problem.empty()) setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
   // The options given, in the variables of the schema; the others keep the environment's values (the
-  // measurement switches of bench/) or the library's defaults.
+  // lab's AIFLAME_LAB) or the library's defaults.
   auto options = a.options;
   options["output"] = prefix;
   for (const auto& [name, value] : options)

@@ -1,6 +1,6 @@
 // A hint for programs that continuous PC sampling slows down most: many short kernels on several
 // streams that take turns. CUPTI's continuous sampling runs the kernels of concurrent streams one at a
-// time on the H100 (bench/RESULTS.md, "Short kernels": a launch-bound 8-stream loop ran 6.5 times
+// time on the H100 (a launch-bound 8-stream loop ran 6.5 times
 // slower, with the GPU busy 15% of the time instead of 68%), and nothing in the profile shows what the
 // program would have done without it; the signs it leaves are what this looks for.
 #pragma once

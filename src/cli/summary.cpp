@@ -49,7 +49,7 @@ void print_summary(const Profile& p, const AttributionStats& stats, const std::s
                        // average in windows mode: 85-2,500 us over 4-43 window launches on the H200.
                        e.windows ? fmt::format(" ({} launches captured, all inside windows)", e.launches) : "");
     // The launches with no memo of their call path (mostly a call path new to the thread, so a run's
-    // first steps: walked, or since the thirty-fourth session given another path's walk at their depth)
+    // first steps: walked, or given another path's walk at their depth)
     // apart from those that took a memo, which is what each launch costs once a loop
     // has been through its paths (issue 22).
     if (e.walked_launches && e.walked_launches <= e.launches && e.walked_ns <= e.capture_ns) {

@@ -4,7 +4,7 @@
 // shared with others: its CPU part (process, launch stack, kernel) with every other instruction of
 // that kernel launched there, its GPU part (source lines, instruction, stall reason) with every other
 // launch site of the kernel. Stored as one vector each, the stacks of a 60-s profile took 73 MB (16
-// bytes a frame); as two shared runs, 32 bytes a stack (bench/RESULTS.md, "Report throughput").
+// bytes a frame); as two shared runs, 32 bytes a stack.
 // Reading is by index or iterator, as a vector; changing a list (readers build theirs, tests edit
 // them) first copies it into one run of its own.
 #pragma once

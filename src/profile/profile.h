@@ -25,7 +25,7 @@ struct GpuPc {
 };
 
 // A launch as a report reads it: the launch record without its thread, time and API (16 bytes, not
-// 32; a long run has millions, bench/RESULTS.md "Report throughput and memory").
+// 32; a long run has millions).
 struct LaunchRow {
   uint32_t correlation_id = 0;
   uint32_t stack_id = 0;

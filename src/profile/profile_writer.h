@@ -195,7 +195,7 @@ class ProfileWriter {
   size_t pending_bytes_sealed_ = 0;
   ByteWriter pending_;
   int fd_ = -1;
-  // zstd level 1: on recorded chunks 14% smaller than zlib level 1 and faster (bench/RESULTS.md).
+  // zstd level 1: on recorded chunks 14% smaller than zlib level 1 and faster.
   Compression compression_ = Compression::Zstd;
   int level_ = 1;
   std::atomic<uint64_t> bytes_written_{0};

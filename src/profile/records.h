@@ -145,7 +145,7 @@ struct BackwardCallerRecord {
 };
 
 // Not a record of the file: what a backward launch's stack id is resolved from off the launch path
-// (AIFLAME_AUTOGRAD_DEFER, AutogradTracker::resolve): backward()'s caller (0: none found), and the
+// (AutogradTracker::resolve): backward()'s caller (0: none found), and the
 // sequence number and torch thread id of the autograd node being evaluated (node: one was current).
 // forward: a forward launch instead, the first of its thread after a new node (seq: peek(), tid: the
 // thread's torch id), which the resolver remembers for the backward launches that look for it.
@@ -269,7 +269,7 @@ struct EndRecord {
   uint64_t windows = 0;           // windows mode: sampling windows opened and closed
   uint64_t window_ns = 0;         // windows mode: their summed length
   // Of `launches`: those whose native stack was walked (no memo held: a call path new to the thread),
-  // and their part of capture_ns (absent in files before the thirty-third session: 0).
+  // and their part of capture_ns (absent in older files: 0).
   uint64_t walked_launches = 0;
   uint64_t walked_ns = 0;
 };

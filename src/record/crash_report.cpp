@@ -60,11 +60,10 @@ void on_fatal(int sig, siginfo_t* info, void* ctx) {
     char line[640];
     // The stack only for a crash inside aiflame. A program's own crash gets the line alone: backtrace()
     // there can hang (the unwinder's locks may be held by the thread that crashed, or by another), and
-    // one hf_gpt2.py run on the H100 hung for 200 s after "stack:" instead of dying (bench/RESULTS.md,
-    // seventeenth session). The frames are printed as addresses, not through backtrace_symbols_fd: its
+    // one hf_gpt2.py run on the H100 hung for 200 s after "stack:" instead of dying. The frames are printed as addresses, not through backtrace_symbols_fd: its
     // dladdr() takes the loader's lock, which a thread in dlopen may hold while it waits for the lock
-    // the crashed thread held (the unwind-table builder read objects inside dl_iterate_phdr until the
-    // nineteenth session, when one such report hung after "stack:").
+    // the crashed thread held (one such report hung after "stack:" while the unwind-table builder read
+    // objects inside dl_iterate_phdr).
     const bool ours = t_phase != 0;
     char pc[192] = "?";
     if (ctx) format_address(pc, sizeof pc, static_cast<uint64_t>(static_cast<ucontext_t*>(ctx)->uc_mcontext.gregs[REG_RIP]));

@@ -1,7 +1,7 @@
 // One PC-sampling process per GPU. CUPTI's PC sampling owns a GPU's sampler: when a second process
 // enables it on the same GPU (a launcher that exec's a CUDA child while it still holds its own
 // context), CUPTI 13.0 fails that process's GetData with CUPTI_ERROR_UNKNOWN and then stops
-// delivering its launches and kernel records (measured on the H100, bench/RESULTS.md). So each
+// delivering its launches and kernel records (measured on the H100). So each
 // recorded process first claims the GPU by an flock on a file named after the GPU's PCI bus id; the
 // claim is released when the process exits (the kernel drops the lock) and is not inherited across
 // exec (O_CLOEXEC). Vendor-neutral: the key is any stable name of the physical device.

@@ -15,7 +15,7 @@
 // Contexts and devices are the backend's own business: it learns of them from its vendor's callbacks
 // (CUPTI's CONTEXT_CREATED; Level Zero's zeContextCreate) and enables sampling per device there.
 //
-// An Intel Level Zero backend (EU-stall sampling; /work/shared/seeds/level-zero-eu-stall-sampling.txt)
+// An Intel Level Zero backend (EU-stall sampling through Level Zero's tools API, zet)
 // would provide: start() registering tracing-layer callbacks on zeCommandListAppendLaunchKernel (->
 // on_launch), zeModuleCreate (zeModuleGetNativeBinary -> add_code_object) and zeKernelCreate (the
 // kernel's base address, to turn instruction pointers into offsets), then opening a metric streamer of

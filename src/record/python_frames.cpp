@@ -190,7 +190,7 @@ AIFLAME_HOT bool PythonFrames::fingerprint(uint64_t* out) const {
   // key found, so initialized(true) and thread_state(true) read them), else false (the caller walks).
   if (!initialized_at_.load(std::memory_order_relaxed) || !tss_.load(std::memory_order_relaxed) ||
       !validated_.load(std::memory_order_relaxed) || L_.kind == Layout::FrameObject || !api_ok_ || !layout_ok_ ||
-      state_search_.load(std::memory_order_relaxed) != 2 || !state_in_place_) [[unlikely]]
+      state_search_.load(std::memory_order_relaxed) != 2) [[unlikely]]
     return false;
   if (!initialized(true)) return false;
   PyWalkRecord* const rec = *AIFLAME_TLS(tls::kPyWalk, t_pywalk);
@@ -234,10 +234,6 @@ AIFLAME_HOT void* PythonFrames::thread_state(bool in_place) const {
 }
 
 void PythonFrames::find_state_fields(const void* ts) {
-  if (!state_in_place_) {
-    state_search_.store(2);
-    return;
-  }
   int idle = 0;
   if (!ts || !state_search_.compare_exchange_strong(idle, 1)) return;
   void* runtime = dlsym(RTLD_DEFAULT, "_PyRuntime");

@@ -40,10 +40,8 @@ class PythonFrames {
   // check: if not null, set to hash(out, n), computed by the in-place walk as it reads the frames (a
   // second pass over them was ~13 instructions a frame of a launch's ~140 per Python frame, issue 22).
   // in_place = false: the interpreter asked whether it is initialized and for the thread's state
-  // through its functions even where they are read in place (AIFLAME_AUTOGRAD_AB=4, a measurement).
+  // through its functions even where they are read in place (AIFLAME_LAB=autograd_ab=4, a measurement).
   int capture(RawPyFrame* out, int max, uint64_t* check = nullptr, bool in_place = true);
-  // false: the interpreter's `initialized` flag and thread-state key never read in place (AIFLAME_PY_STATE=0).
-  void set_state_in_place(bool on) { state_in_place_ = on; }
   // Whether they are read in place now (found and checked on a thread with a thread state).
   bool initialized_in_place() const { return initialized_at_.load(std::memory_order_relaxed) != nullptr; }
   bool thread_state_in_place() const { return tss_.load(std::memory_order_relaxed) != nullptr; }
@@ -58,7 +56,7 @@ class PythonFrames {
   // instruction pointer, shim frames included; and how many it would visit), computed without
   // storing a frame or working out an offset. Equal fingerprints mean (but for a 2^-64 chance) equal
   // words, so the walk would return the same frames. ~17 instructions a frame, where capture()'s
-  // walk with its hash took ~45 and the launch path's largest part (callgrind, thirtieth session).
+  // walk with its hash took ~45 and the launch path's largest part (callgrind).
   // False where the in-place walk is not what capture() would run (the layout not checked yet,
   // 3.10's frame objects, the interpreter's state asked through its functions) or the thread visits
   // more than kFingerprintFrames: then the caller walks. Updates the record prefetch() reads.
@@ -159,7 +157,6 @@ class PythonFrames {
   void* (*main_interp_)() = nullptr;
   void* (*thread_head_)(void*) = nullptr;
   void* (*thread_next_)(void*) = nullptr;
-  bool state_in_place_ = true;
   std::atomic<int> state_search_{0};  // 0: not yet; 1: being searched; 2: done (found or not)
   std::atomic<const int*> initialized_at_{nullptr};
   std::atomic<const PyTss*> tss_{nullptr};

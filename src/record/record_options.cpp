@@ -61,7 +61,7 @@ constexpr RecordOptionSpec kSchema[] = {
     {"pc_sampling", "AIFLAME_PC_SAMPLING", "--no-pc-sampling", "0", "0 or 1",
      "Record launches and kernel times only, no GPU samples. For programs that launch short "
      "kernels on several streams from several threads: CUPTI's PC sampling runs those one at "
-     "a time (bench/RESULTS.md)",
+     "a time",
      FLAG_OPTION(pc_sampling)},
     {"pc_mode", "AIFLAME_PC_MODE", "--pc-mode", nullptr, "'continuous' or 'windows'",
      "How GPU samples are taken: 'continuous' (the default: sampling, kernel records and launch stacks all "
@@ -88,78 +88,82 @@ constexpr RecordOptionSpec kSchema[] = {
      UINT_OPTION(window_budget_permille, 0, 1000)},
     {"kernel_activity", "AIFLAME_ACTIVITY", nullptr, nullptr, "0 or 1", "Record kernel execution records",
      FLAG_OPTION(kernel_activity)},
+    {"autograd", "AIFLAME_AUTOGRAD", nullptr, nullptr, "0 or 1",
+     "Track PyTorch's autograd, so that backward kernels sit under the forward code that made their nodes "
+     "(0: off, as before the tracking)",
+     FLAG_OPTION(autograd)},
     {"quiet", "AIFLAME_QUIET", "-q,--quiet", "1", "0 or 1", "Print only errors", FLAG_OPTION(quiet)},
     {"cupti", "AIFLAME_CUPTI", nullptr, nullptr, "a path", "The libcupti to load (the only one tried)",
      [](RecordOptions& o, std::string_view v) { return o.cupti_path = v, true; }},
-    // Measurement switches (MeasurementSwitches).
-    {"activity_buffer_mb", "AIFLAME_ACTIVITY_BUFFER_MB", nullptr, nullptr, "MB in 1..4096",
+};
+
+// The lab's switches: measurements and CUPTI experiments, set by name in AIFLAME_LAB.
+constexpr RecordOptionSpec kLabSchema[] = {
+    {"activity_buffer_mb", "AIFLAME_LAB", nullptr, nullptr, "MB in 1..4096",
      "Host buffer for kernel records", UINT_OPTION(measure.activity_buffer_mb, 1, 4096)},
-    {"device_buffer_mb", "AIFLAME_DEVICE_BUFFER_MB", nullptr, nullptr, "MB in 1..4096",
+    {"device_buffer_mb", "AIFLAME_LAB", nullptr, nullptr, "MB in 1..4096",
      "Device buffer for kernel records", UINT_OPTION(measure.device_buffer_mb, 1, 4096)},
-    {"activity_zeroed", "AIFLAME_ACTIVITY_ZEROED", nullptr, nullptr, "0 or 1", "Kernel-record buffers handed over zeroed",
+    {"activity_zeroed", "AIFLAME_LAB", nullptr, nullptr, "0 or 1", "Kernel-record buffers handed over zeroed",
      FLAG_OPTION(measure.activity_zeroed)},
-    {"activity_flush_every", "AIFLAME_ACTIVITY_FLUSH_EVERY", nullptr, nullptr, "N in 0..1048576",
+    {"activity_flush_every", "AIFLAME_LAB", nullptr, nullptr, "N in 0..1048576",
      "Flush kernel records every N drains (0: never)", UINT_OPTION(measure.activity_flush_every, 0, 1u << 20)},
-    {"skip_launches", "AIFLAME_SKIP_LAUNCHES", nullptr, nullptr, "0, 1 or 2",
+    {"skip_launches", "AIFLAME_LAB", nullptr, nullptr, "0, 1 or 2",
      "What the launch callback skips (1: everything, 2: all after the timestamp and context lookup)",
      UINT_OPTION(measure.skip_launches, 0, 2)},
-    {"stall_config", "AIFLAME_STALL_CONFIG", nullptr, nullptr, "0 or 1", "Configure CUPTI's stall-reason list",
+    {"stall_config", "AIFLAME_LAB", nullptr, nullptr, "0 or 1", "Configure CUPTI's stall-reason list",
      FLAG_OPTION(measure.stall_config)},
-    {"sleep_span_ms", "AIFLAME_SLEEP_SPAN_MS", nullptr, nullptr, "milliseconds in 0..10000",
+    {"sleep_span_ms", "AIFLAME_LAB", nullptr, nullptr, "milliseconds in 0..10000",
      "CUPTI's decode-thread sleep span (0: CUPTI's default)", UINT_OPTION(measure.sleep_span_ms, 0, 10000)},
-    {"free_names", "AIFLAME_FREE_NAMES", nullptr, nullptr, "0 or 1", "Free CUPTI's function-name strings at exit",
+    {"free_names", "AIFLAME_LAB", nullptr, nullptr, "0 or 1", "Free CUPTI's function-name strings at exit",
      FLAG_OPTION(measure.free_names)},
-    {"win_toggle_callbacks", "AIFLAME_WIN_TOGGLE_CB", nullptr, nullptr, "0 or 1",
+    {"win_toggle_callbacks", "AIFLAME_LAB", nullptr, nullptr, "0 or 1",
      "Windows mode: launch callbacks on only around windows", FLAG_OPTION(measure.win_toggle_callbacks)},
-    {"win_toggle_activity", "AIFLAME_WIN_TOGGLE_ACT", nullptr, nullptr, "0 or 1",
+    {"win_toggle_activity", "AIFLAME_LAB", nullptr, nullptr, "0 or 1",
      "Windows mode: kernel records on only inside windows", FLAG_OPTION(measure.win_toggle_activity)},
-    {"win_disable_between", "AIFLAME_WIN_DISABLE_BETWEEN", nullptr, nullptr, "0 or 1",
+    {"win_disable_between", "AIFLAME_LAB", nullptr, nullptr, "0 or 1",
      "Windows mode: PC sampling disabled between windows (hung gpt_train.py on the H100)",
      FLAG_OPTION(measure.win_disable_between)},
-    {"hw_buffer_mb", "AIFLAME_HW_BUFFER_MB", nullptr, nullptr, "MB in 0..4096",
+    {"hw_buffer_mb", "AIFLAME_LAB", nullptr, nullptr, "MB in 0..4096",
      "Windows mode: CUPTI's hardware buffer for samples (0: CUPTI's default)", UINT_OPTION(measure.hw_buffer_mb, 0, 4096)},
-    {"continuous_hw_buffer_mb", "AIFLAME_CONTINUOUS_HW_BUFFER_MB", nullptr, nullptr, "MB in 0..4096",
+    {"continuous_hw_buffer_mb", "AIFLAME_LAB", nullptr, nullptr, "MB in 0..4096",
      "Continuous mode: CUPTI's hardware buffer for samples (0: sized by --period and --interval, 32-512 MiB)",
      UINT_OPTION(measure.continuous_hw_buffer_mb, 0, 4096)},
-    {"win_prime", "AIFLAME_WIN_PRIME", nullptr, nullptr, "0 or 1",
+    {"win_prime", "AIFLAME_LAB", nullptr, nullptr, "0 or 1",
      "Windows mode: pay CUPTI's one-time sampling start when a context is created", FLAG_OPTION(measure.win_prime)},
-    {"win_never", "AIFLAME_WIN_NEVER", nullptr, nullptr, "0 or 1",
+    {"win_never", "AIFLAME_LAB", nullptr, nullptr, "0 or 1",
      "Windows mode: never open a window (what sampling costs while stopped)", FLAG_OPTION(measure.win_never)},
-    {"win_never_nocb", "AIFLAME_WIN_NEVER_NOCB", nullptr, nullptr, "0 or 1",
-     "Windows mode with AIFLAME_WIN_NEVER: launch callbacks off too (enabled PC sampling alone)",
+    {"win_never_nocb", "AIFLAME_LAB", nullptr, nullptr, "0 or 1",
+     "Windows mode with AIFLAME_LAB=win_never: launch callbacks off too (enabled PC sampling alone)",
      FLAG_OPTION(measure.win_never_nocb)},
-    {"win_continuous", "AIFLAME_WIN_CONTINUOUS", nullptr, nullptr, "0 or 1",
+    {"win_continuous", "AIFLAME_LAB", nullptr, nullptr, "0 or 1",
      "Windows mode: CUPTI's continuous collection mode with start/stop control (samples without launch ids)",
      FLAG_OPTION(measure.win_continuous)},
-    {"win_trace", "AIFLAME_WIN_TRACE", nullptr, nullptr, "0 or 1",
+    {"win_trace", "AIFLAME_LAB", nullptr, nullptr, "0 or 1",
      "Windows mode: a timestamped stderr line for each phase of every window and each wait of another thread",
      FLAG_OPTION(measure.win_trace)},
-    {"win_charge_sync", "AIFLAME_WIN_CHARGE_SYNC", nullptr, nullptr, "0 or 1",
+    {"win_charge_sync", "AIFLAME_LAB", nullptr, nullptr, "0 or 1",
      "Windows mode: the wait for the GPU's queue before a window counts in its cost (the budget)",
      FLAG_OPTION(measure.win_charge_sync)},
-    {"win_skip_max", "AIFLAME_WIN_SKIP_MAX", nullptr, nullptr, "N in 0..1048576",
+    {"win_skip_max", "AIFLAME_LAB", nullptr, nullptr, "N in 0..1048576",
      "Windows mode: a due window opens K launches after the first, K uniform in [0, N)",
      UINT_OPTION(measure.win_skip_max, 0, 1u << 20)},
-    {"capture_stats", "AIFLAME_CAPTURE_STATS", nullptr, nullptr, "0 or 1",
+    {"capture_stats", "AIFLAME_LAB", nullptr, nullptr, "0 or 1",
      "Time each part of the launch path; print the breakdown at the end", FLAG_OPTION(measure.capture_stats)},
-    {"full_unwind", "AIFLAME_FULL_UNWIND", nullptr, nullptr, "0 or 1",
-     "Walk every native frame at every launch (no frames checked against the thread's previous walk)",
-     FLAG_OPTION(measure.full_unwind)},
-    {"verify_memos", "AIFLAME_VERIFY_MEMOS", nullptr, nullptr, "0 or 1",
+    {"verify_memos", "AIFLAME_LAB", nullptr, nullptr, "0 or 1",
      "Walk every frame again at each launch that took its memo and count launches whose stacks differ",
      FLAG_OPTION(measure.verify_memos)},
-    {"launch_ab", "AIFLAME_LAUNCH_AB", nullptr, nullptr, "0 or 1",
+    {"launch_ab", "AIFLAME_LAB", nullptr, nullptr, "0 or 1",
      "Skip the whole launch path (no stack, no record) in random 6-8 ms slices; print its wall-time cost per launch at "
      "the end (a measurement: the skipped launches have no stack)",
      FLAG_OPTION(measure.launch_ab)},
-    {"callback_ab", "AIFLAME_CALLBACK_AB", nullptr, nullptr, "0 to 15",
+    {"callback_ab", "AIFLAME_LAB", nullptr, nullptr, "0 to 15",
      "Switch CUPTI's launch callbacks (1), kernel records (2, without PC sampling) or both (3) off and on in random "
      "100-300 ms slices, or continuous PC sampling (4, with 1 and 2 as chosen: 7 switches all three) in 2-4 s "
      "slices, printing each switch's CLOCK_MONOTONIC time (a measurement with bench/callback_ab.py: the off slices' "
      "launches have no stack, no kernel record or no sample); +8 keeps the launch callbacks off throughout (12: "
      "sampling's cost with nothing else per launch)",
      UINT_OPTION(measure.callback_ab, 0, 15)},
-    {"capture_probe", "AIFLAME_CAPTURE_PROBE", nullptr, nullptr, "0 to 4",
+    {"capture_probe", "AIFLAME_LAB", nullptr, nullptr, "0 to 4",
      "A measurement of the launch path with its caches cold and warm: 1, before each launch load the stack lines its "
      "likely memo's check reads, twice, timing each round (it warms those lines for the capture); 2, after each "
      "launch run the autograd tracking's reads, the Python walk and the capture again at once, timing each against "
@@ -167,66 +171,17 @@ constexpr RecordOptionSpec kSchema[] = {
      "each launch time eight thread-local accesses and eight global ones, each twice; print the figures at the end "
      "(quantiles, and the share of the time in launches of 2 us or more)",
      UINT_OPTION(measure.capture_probe, 0, 4)},
-    {"autograd_ab", "AIFLAME_AUTOGRAD_AB", nullptr, nullptr, "0 to 5",
+    {"autograd_ab", "AIFLAME_LAB", nullptr, nullptr, "0 to 5",
      "The autograd tracking (1), the capture's check of the predicted memo alone before its key's others (2), the "
      "reads of torch's thread-locals in place (3: its functions called instead), the reads of Python's "
      "initialized flag and thread state in place (4: its functions called instead), or the launch path without "
      "the measurements' branches (5: the measured path instead, with the capture's predicted memo checked inside "
      "its walk) skipped in every other 40-70 ms slice; print each kind's capture cost per launch at the end",
      UINT_OPTION(measure.autograd_ab, 0, 5)},
-    {"autograd_defer", "AIFLAME_AUTOGRAD_DEFER", nullptr, nullptr, "0 or 1",
-     "The forward table and the backward launches' stacks filled by the collector, off the launch path (default 1; "
-     "0: at each launch)",
-     FLAG_OPTION(measure.autograd_defer)},
-    {"torch_tls", "AIFLAME_TORCH_TLS", nullptr, nullptr, "0 or 1",
-     "Read torch's autograd thread-locals (sequence number, graph task, current node) in place where its code shows "
-     "where they are, each thread checked against torch's functions first (default 1; 0: call the functions at every "
-     "launch)",
-     FLAG_OPTION(measure.torch_tls)},
-    {"autograd_light", "AIFLAME_AUTOGRAD_LIGHT", nullptr, nullptr, "0, 1 or 2",
+    {"autograd_light", "AIFLAME_LAB", nullptr, nullptr, "0, 1 or 2",
      "A measurement: the autograd tracking without its tables (1; backward kernels lose their forward code), nor "
      "its calls into torch (2)",
      UINT_OPTION(measure.autograd_light, 0, 2)},
-    {"memo_key_kernel", "AIFLAME_MEMO_KEY_KERNEL", nullptr, nullptr, "0 or 1",
-     "Key a launch's walk memo by its kernel too (default 0: by depth and Python frames alone)", FLAG_OPTION(measure.memo_key_kernel)},
-    {"memo_key_node", "AIFLAME_MEMO_KEY_NODE", nullptr, nullptr, "0 or 1",
-     "Key a backward launch's walk memo by its autograd node's class too (default 1; 0: by depth alone, as no Python "
-     "frames are on an engine thread)",
-     FLAG_OPTION(measure.memo_key_node)},
-    {"memos_per_key", "AIFLAME_MEMOS_PER_KEY", nullptr, nullptr, "1 to 4",
-     "Walk memos one key keeps (several native paths under one kernel, depth and Python stack; default 4)",
-     UINT_OPTION(measure.memos_per_key, 1, 4)},
-    {"memo_donors", "AIFLAME_MEMO_DONORS", nullptr, nullptr, "0 or 1",
-     "A launch with no walk memo of its own call path first checks the memos of other paths' walks at its depth and "
-     "takes the native frames of one that holds instead of walking (default 1)",
-     FLAG_OPTION(measure.memo_donors)},
-    {"memo_history", "AIFLAME_MEMO_HISTORY", nullptr, nullptr, "0 to 4",
-     "A launch first checks the walk memo that followed its thread's last N launches' the last time they came in "
-     "that order (default 4; 0: the one that followed the last launch's, a measurement)",
-     UINT_OPTION(measure.memo_history, 0, 4)},
-    {"memo_context", "AIFLAME_MEMO_CONTEXT", nullptr, nullptr, "0 or 1",
-     "A launch whose predicted walk memos fail checks the one last found for its Python frames and depth before "
-     "walking the Python frames and searching its call path's memos (default 1; 0: a measurement)",
-     FLAG_OPTION(measure.memo_context)},
-    {"memo_evict_lru", "AIFLAME_MEMO_EVICT_LRU", nullptr, nullptr, "0 or 1",
-     "When none of a key's walk memos holds, replace the least recently used (default 1; 0: the last checked)",
-     FLAG_OPTION(measure.memo_evict_lru)},
-    {"py_state", "AIFLAME_PY_STATE", nullptr, nullptr, "0 or 1",
-     "Read Python's initialized flag and the thread's state from the interpreter's runtime where they were found and "
-     "checked against its functions (default 1; 0: call Py_IsInitialized and PyGILState_GetThisThreadState at every "
-     "launch)",
-     FLAG_OPTION(measure.py_state)},
-    {"py_prefetch", "AIFLAME_PY_PREFETCH", nullptr, nullptr, "0 or 1",
-     "Prefetch the frames of the thread's last Python walk at a launch's start (default 1; 0: none, a measurement)",
-     FLAG_OPTION(measure.py_prefetch)},
-    {"cfi_readahead", "AIFLAME_CFI_READAHEAD", nullptr, nullptr, "0 to 2",
-     "Ask the kernel to read loaded objects' unwind tables ahead, so that the first walks, which read them in place "
-     "while their rows are built, do not wait for the disk: 2 (default), each object's .eh_frame_hdr and .eh_frame as "
-     "soon as it is loaded; 1, its .eh_frame_hdr then and its .eh_frame once its rows are queued; 0, none",
-     UINT_OPTION(measure.cfi_readahead, 0, 2)},
-    {"shared_rows", "AIFLAME_SHARED_ROWS", nullptr, nullptr, "0 or 1",
-     "Keep the unwind rows that threads look up in one table all threads read (default 1; 0: each thread its own)",
-     FLAG_OPTION(measure.shared_rows)},
 };
 
 #undef UINT_OPTION
@@ -242,6 +197,7 @@ constexpr const char* kOtherVariables[] = {
 }  // namespace
 
 std::span<const RecordOptionSpec> record_option_schema() { return kSchema; }
+std::span<const RecordOptionSpec> lab_option_schema() { return kLabSchema; }
 std::span<const char* const> other_aiflame_variables() { return kOtherVariables; }
 
 const RecordOptionSpec* find_record_option(std::string_view name) {
@@ -264,6 +220,30 @@ RecordOptions parse_record_options(const std::function<const char*(const char*)>
                           "); the default is used");
     }
   }
+  // The lab's switches: AIFLAME_LAB=name[=value],... (a name alone: 1).
+  if (const char* lab = lookup("AIFLAME_LAB"); lab && *lab) {
+    std::string_view rest = lab;
+    while (!rest.empty()) {
+      const size_t comma = rest.find(',');
+      const std::string_view item = rest.substr(0, comma);
+      rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+      if (item.empty()) continue;
+      const size_t eq = item.find('=');
+      const std::string_view name = item.substr(0, eq), value = eq == std::string_view::npos ? "1" : item.substr(eq + 1);
+      const RecordOptionSpec* spec = nullptr;
+      for (const auto& l : kLabSchema)
+        if (name == l.name) spec = &l;
+      RecordOptions trial = o;
+      if (!spec) {
+        if (warnings) warnings->push_back("AIFLAME_LAB: " + std::string(name) + " is not a lab switch; it is ignored");
+      } else if (spec->parse(trial, value)) {
+        o = std::move(trial);
+      } else if (warnings) {
+        warnings->push_back("AIFLAME_LAB: " + std::string(item) + " is not valid (" + std::string(name) + " takes " +
+                            spec->expected + "); the default is used");
+      }
+    }
+  }
   // Windows mode has a period of its own unless one is asked for (record_options.h).
   if (o.pc_mode == PcMode::Windows) {
     const char* p = lookup("AIFLAME_PERIOD");
@@ -275,6 +255,7 @@ RecordOptions parse_record_options(const std::function<const char*(const char*)>
     bool known = false;
     for (const auto& s : kSchema) known |= n == s.env;
     for (const char* other : kOtherVariables) known |= n == other;
+    known |= n == "AIFLAME_LAB";
     if (!known) {
       const char* v = lookup(n.c_str());
       warnings->push_back(n + "=" + (v ? v : "") + " is not an aiflame option; it is ignored");

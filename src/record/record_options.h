@@ -14,24 +14,25 @@
 
 namespace aiflame {
 
-// Chosen by measurement on an H100 (bench/RESULTS.md): 2^22 cycles keeps gpt_train.py within budget
+// Chosen by measurement on an H100: 2^22 cycles keeps gpt_train.py within budget
 // while giving tens of thousands of samples per second on a busy GPU.
 inline constexpr uint32_t kDefaultPeriodLog2 = 22;
 // Windows mode samples only inside short windows, so it samples densely there: at CUPTI's own period
 // (0). Inside a kernel-serialized window a launch costs the program 0.8-0.9 ms at CUPTI's period and
 // 0.4-0.55 ms at 2^18, but gives ~1,500 samples from a 13-us kernel against ~1-11 at 2^18
-// (bench/probes/serialized_cost.cu, H100, 2026-11-24). The 276-600 ms that once looked like the cost
+// (bench/probes/serialized_cost.cu at d9aa39d, H100, 2026-11-24). The 276-600 ms that once looked like the cost
 // of a fine period is CUPTI's one-time start at a context's first sampled launch, paid at any period.
 inline constexpr uint32_t kWindowsPeriodLog2 = 0;
 
 // Continuous: sampling runs all the time, samples carry no launch id (CUPTI promises concurrent
-// kernels; on the H100 kernels of concurrent streams still ran one at a time, bench/RESULTS.md).
+// kernels; on the H100 kernels of concurrent streams still ran one at a time).
 // Windows: kernel-serialized sampling in short windows at launch boundaries; exact launch ids.
 enum class PcMode : uint32_t { Continuous = 0, Windows = 1 };
 
-// Measurement switches for bench/storm_breakdown.sh (bench/RESULTS.md, "Launch storm") and CUPTI
-// experiments, not options of `aiflame record`: read once at start like the options, never on the
-// launch path. The host buffer CUPTI fills with kernel records (MB), the device buffer (MB, 0:
+// The lab's switches (AIFLAME_LAB=name[=value],...; lab_option_schema): instruments of
+// bench/storm_breakdown.sh and the launch path's measurements, and CUPTI settings kept for experiments,
+// not options of `aiflame record` (its --help does not list them): read once at start like the options,
+// never on the launch path. The host buffer CUPTI fills with kernel records (MB), the device buffer (MB, 0:
 // CUPTI's), buffers handed over zeroed, cuptiActivityFlushAll every N drains (0: never), what the
 // launch callback skips (1: everything, 2: all after the timestamp and context lookup), the
 // stall-reason list and decode-thread sleep span configured (see cupti_pc_sampling.cpp for why not by
@@ -45,23 +46,23 @@ struct MeasurementSwitches {
   bool stall_config = false;
   uint32_t sleep_span_ms = 0;
   bool free_names = false;
-  // Windows mode experiments (bench/windows_eval.sh): launch callbacks and kernel records switched on
+  // Windows mode experiments (bench/windows_eval.sh at d9aa39d): launch callbacks and kernel records switched on
   // only while a window is open or due, and PC sampling disabled (not just stopped) between windows.
   // All three on by default: between windows CUPTI does no work per launch at all. Enabled PC
   // sampling, even stopped, ran the kernels of eight streams one at a time (threads 3-4x) and cost a
-  // storm's launch ~1 us (bench/RESULTS.md, "Recorder v2, third session"); AIFLAME_WIN_DISABLE_BETWEEN=0
+  // storm's launch ~1 us; AIFLAME_LAB=win_disable_between=0
   // keeps sampling enabled between windows (windows of one launch, primed at context creation).
   bool win_toggle_callbacks = true;
   bool win_toggle_activity = true;
   bool win_disable_between = true;
   // Windows mode: a window around a kernel of aiflame's own when a context is created, so that CUPTI's
-  // one-time start of sampling (0.3-0.6 s, bench/probes/window_toggle.cu) is paid there and not in
+  // one-time start of sampling (0.3-0.6 s, bench/probes/window_toggle.cu at d9aa39d) is paid there and not in
   // the program's first window; and, to measure the floor, no window at all.
   bool win_prime = true;
   // Windows mode: CUPTI's hardware buffer for samples, MB (0: CUPTI's default, 512 MB). Sampling's
   // start at a context's first sampled launch and each Disable take time with the buffer's size: a
   // Disable/Enable cycle cost 0.38 s at the default, 0.11 s at 32 MB, 0.10 s at 8 and 2 MB
-  // (bench/probes/window_toggle.cu, H100). 32 MB holds a window's samples.
+  // (bench/probes/window_toggle.cu at d9aa39d, H100). 32 MB holds a window's samples.
   uint32_t hw_buffer_mb = 32;
   uint32_t continuous_hw_buffer_mb = 0;  // continuous mode: CUPTI's hardware buffer, MiB (0: continuous_hw_buffer_mb())
   bool win_never = false;
@@ -78,79 +79,35 @@ struct MeasurementSwitches {
   bool win_trace = false;
   // Windows mode: the wait for the GPU's queue before a window opens (cuCtxSynchronize) counts in the
   // window's cost, which spaces windows by the budget. In a GPU-bound program that wait is time the
-  // GPU works anyway, and charging it spaced keep1's windows 2-3 s apart on gpt_train.py (seventh
-  // session): 0 charges only the window from the synchronize's end.
+  // GPU works anyway, and charging it spaced keep1's windows 2-3 s apart on gpt_train.py: 0
+  // charges only the window from the synchronize's end.
   bool win_charge_sync = true;
   // Windows mode: a due window opens at the launch K after the first one the launch callbacks see, K
   // uniform in [0, N) (0: at the first). The first launch after a time is picked with a chance that
   // grows with the gap before it, so windows of one launch favoured the launch after a sync
-  // (eighth session: 100% path_a in three of four 3:1 arrangements); K spreads the pick evenly over
+  // (100% path_a in three of four 3:1 arrangements); K spreads the pick evenly over
   // the launches of any period shorter than N.
   uint32_t win_skip_max = 0;
   // Time each part of the launch path and print the breakdown when recording ends (capture_stats.h).
   bool capture_stats = false;
-  // Walk every native frame at every launch: no frames taken from the thread's previous walk (the
-  // incremental walk's A/B on the GPU machine, issue 22).
-  bool full_unwind = false;
-  // AIFLAME_MEMO_KEY_KERNEL: the walk memo's key includes the kernel (site). Off by default since
-  // 2026-11-27: one native path launches many kernels (cuDNN's engines), and with four memos per key
-  // leaving the kernel out took 0.08-0.16 us a launch off on the H200 (bench/RESULTS.md).
-  bool memo_key_kernel = false;
-  // AIFLAME_MEMO_KEY_NODE: a backward launch's walk memo is keyed by its autograd node's class too
-  // (AutogradTracker::Pending::node_type). Without it an engine thread's launches, which have no Python
-  // frames, share one key per depth, more native paths than its four memos.
-  bool memo_key_node = true;
-  uint32_t memos_per_key = 4;   // AIFLAME_MEMOS_PER_KEY: walk memos one key keeps (1-4; 2 before 2026-11-27)
-  // AIFLAME_MEMO_DONORS: a launch with no memo of its own key checks the memos of other keys' walks
-  // at its depth before walking (take_donor in stack_capture.cpp).
-  bool memo_donors = true;
-  // AIFLAME_MEMO_HISTORY: the likely next walk memo from the thread's last n launches, 0 to 4
-  // (StackCapture::set_memo_history; 0: from the last launch's memo alone).
-  uint32_t memo_history = 4;
-  // AIFLAME_MEMO_CONTEXT: a launch whose predicted memos fail checks the one last found for its Python
-  // fingerprint and depth (StackCapture::set_memo_context).
-  bool memo_context = true;
-  // AIFLAME_MEMO_EVICT_LRU: when none of a key's memos holds, the walk replaces the one used (held or
-  // written) least recently, instead of the last one checked. With the last one checked, that is the
-  // same way every time, so memos that no longer hold (a warm-up's paths) are never evicted: the cold
-  // benchmark's four timed paths got 0% from their memos (bench/RESULTS.md, twelfth session). The
-  // default since the thirteenth session: on the H200 the training loops' capture did not move with
-  // it (paired medians -0.07 to +0.11 us, single pairs -0.33 to +0.20), and the development
-  // machine's hot benchmark went back under #22's 0.5 us (0.85 -> 0.30).
-  bool memo_evict_lru = true;
-  // AIFLAME_PY_PREFETCH: at a capture's start, prefetch the frames the thread's last Python walk
-  // visited (~200 of a launch's ~2,600 instructions on the capture benchmark, 20 Python frames).
-  bool py_prefetch = true;
-  // AIFLAME_PY_STATE: Python's initialized flag and thread-state key read in place (record/py_runtime_fields.h;
-  // 0: its functions called at every launch).
-  bool py_state = true;
-  // AIFLAME_SHARED_ROWS: a thread's walk finds the rows other threads looked up (unwind/shared_rows.h).
-  bool shared_rows = true;
-  bool verify_memos = false;  // AIFLAME_VERIFY_MEMOS: a memo's stack against a full walk, at every launch
-  bool launch_ab = false;     // AIFLAME_LAUNCH_AB: the launch path on and off in slices of one run (record/launch_ab.h)
-  // AIFLAME_CALLBACK_AB: in slices of one run, 1 CUPTI's launch callbacks off and on, 2 its kernel
-  // records (without PC sampling: CUPTI refuses them while sampling is enabled), 3 both, 4 continuous PC
-  // sampling in 2-4 s slices (with 1 and 2 as chosen: 7 all three, as windows of continuous sampling
-  // would; record/callback_ab.h); +8 the launch callbacks off throughout
+  bool verify_memos = false;  // a memo's stack against a full walk, at every launch that took one
+  bool launch_ab = false;     // the launch path on and off in slices of one run (record/measure/launch_ab.h)
+  // In slices of one run, 1 CUPTI's launch callbacks off and on, 2 its kernel records (without PC
+  // sampling: CUPTI refuses them while sampling is enabled), 3 both, 4 continuous PC sampling in 2-4 s
+  // slices (with 1 and 2 as chosen: 7 all three, as windows of continuous sampling would;
+  // record/measure/callback_ab.h); +8 the launch callbacks off throughout
   uint32_t callback_ab = 0;
-  // AIFLAME_CAPTURE_PROBE: 1, the stack lines of each launch's likely memo timed (StackCapture::set_probe_lines);
-  // 2, the launch path's parts run again at once after each launch and timed (Recorder::PhaseProbe)
-  // 4, thread-local and global accesses timed before each launch (record/tls_probe.h)
+  // 1, the stack lines of each launch's likely memo timed (StackCapture::set_probe_lines); 2, the launch
+  // path's parts run again at once after each launch and timed (Recorder::PhaseProbe); 3, each launch's
+  // time counted into a histogram; 4, thread-local and global accesses timed before each launch
+  // (record/measure/tls_probe.h)
   uint32_t capture_probe = 0;
-  // AIFLAME_AUTOGRAD_AB: 1, the autograd tracking on and off in alternate slices (Recorder::autograd_ab); 2, the
-  // capture's predicted memo instead (StackCapture::capture's `predict`); 3, torch's thread-locals read in place
-  // (AutogradTracker::before_capture's `in_place`); 4, Python's initialized flag and thread state read in place
-  // (PythonFrames::capture's `in_place`); 5, the lean launch path (Recorder::launch_lean)
+  // 1, the autograd tracking on and off in alternate slices (Recorder::autograd_ab); 2, the capture's
+  // predicted memo instead (StackCapture::capture's `predict`); 3, torch's thread-locals read in place
+  // (AutogradTracker::before_capture's `in_place`); 4, Python's initialized flag and thread state read in
+  // place (PythonFrames::capture's `in_place`); 5, the lean launch path (Recorder::launch_lean)
   uint32_t autograd_ab = 0;
-  // AIFLAME_AUTOGRAD_DEFER (default on; 0 resolves at the launch): the forward table and the backward
-  // launches' interning run in the collector's flush (AutogradTracker::set_deferred). H200, 2026-11-27:
-  // the same shares under forward code, the capture 0.0-0.25 us per launch cheaper (bench/RESULTS.md).
-  bool autograd_defer = true;
-  bool torch_tls = true;  // AIFLAME_TORCH_TLS: torch's thread-locals read in place where they can be (0: its functions called)
-  // AIFLAME_CFI_READAHEAD: objects' CFI read ahead (2, the default: all of every object's at its first
-  // snapshot; 1: each object's search table, and a queued object's whole CFI; 0: not). unwind::ObjectTable.
-  uint32_t cfi_readahead = 2;
-  uint32_t autograd_light = 0;   // AIFLAME_AUTOGRAD_LIGHT: 1 the tracker without its tables, 2 nor its calls into torch
+  uint32_t autograd_light = 0;  // 1 the tracker without its tables, 2 nor its calls into torch
 };
 
 struct RecordOptions {
@@ -172,6 +129,7 @@ struct RecordOptions {
   uint32_t window_budget_permille = 20;  // windows mode: the share of the run windows may take (20: 2%)
   bool kernel_activity = true;
   bool keep_cubins = true;
+  bool autograd = true;  // the autograd tracking (record/autograd/autograd_tracker.h)
   bool quiet = false;
   std::string cupti_path;  // empty: search (see load_cupti)
   MeasurementSwitches measure;
@@ -192,14 +150,18 @@ struct RecordOptionSpec {
 
 std::span<const RecordOptionSpec> record_option_schema();
 const RecordOptionSpec* find_record_option(std::string_view name);
+// The lab's switches, each set by its name in AIFLAME_LAB (`env` is "AIFLAME_LAB" for all); a name
+// without a value is set to 1.
+std::span<const RecordOptionSpec> lab_option_schema();
 
 // Environment variables of aiflame that are not options of the injection library (read by the CLI,
 // the debug log or the tests); they draw no "unknown" warning.
 std::span<const char* const> other_aiflame_variables();
 
-// Parses every option of the schema from `lookup` (an environment). A bad value keeps the default and
-// adds one line to *warnings naming the variable and the value; so does an AIFLAME_ variable of
-// `names` that is neither an option nor another aiflame variable.
+// Parses every option of the schema from `lookup` (an environment), then AIFLAME_LAB. A bad value keeps
+// the default and adds one line to *warnings naming the variable (or the lab switch) and the value; so
+// does an AIFLAME_ variable of `names` that is neither an option nor another aiflame variable, and a
+// name in AIFLAME_LAB that is not a lab switch.
 RecordOptions parse_record_options(const std::function<const char*(const char*)>& lookup,
                                    const std::vector<std::string>& names, std::vector<std::string>* warnings);
 // The same, from this process's environment.

@@ -11,7 +11,7 @@
 #include <condition_variable>
 #include <cstdio>
 
-#include "record/capture_stats.h"
+#include "record/measure/capture_stats.h"
 #include "record/crash_report.h"
 #include "record/module_map.h"
 #include "record/unwind/object_table.h"
@@ -60,20 +60,8 @@ bool Recorder::start(const RecordOptions& opt, const ProcessRecord& process, std
     CaptureStats::enable();
     hot_pages_audit(true);
   }
-  stacks_.set_incremental_unwind(!opt.measure.full_unwind);
   stacks_.set_verify_memos(opt.measure.verify_memos);
   stacks_.set_probe_lines(opt.measure.capture_probe == 1);
-  stacks_.set_memo_key_site(opt.measure.memo_key_kernel);
-  memo_key_node_ = opt.measure.memo_key_node;
-  stacks_.set_memos_per_key(static_cast<int>(opt.measure.memos_per_key));
-  stacks_.set_memo_evict_lru(opt.measure.memo_evict_lru);
-  stacks_.set_memo_donors(opt.measure.memo_donors);
-  stacks_.set_memo_history(static_cast<int>(opt.measure.memo_history));
-  stacks_.set_memo_context(opt.measure.memo_context);
-  stacks_.set_python_prefetch(opt.measure.py_prefetch);
-  stacks_.set_python_state_in_place(opt.measure.py_state);
-  unwind::set_shared_rows(opt.measure.shared_rows);
-  unwind::ObjectTable::instance().set_readahead(static_cast<int>(opt.measure.cfi_readahead));
   started_ = true;
   return true;
 }
@@ -85,7 +73,7 @@ namespace {
 // id, and its launch tally.
 struct LaunchThread {
   bool in_launch = false;
-  // The launch is a deferred backward launch (AIFLAME_AUTOGRAD_DEFER): what a graph node captured in
+  // The launch is a deferred backward launch: what a graph node captured in
   // it needs to name its stack now (Recorder::graph_node_stack), its BackwardNote kept field by field
   // in the struct's gaps (a BackwardNote itself would take the thread-local past one line, and the
   // injection library's thread-locals past glibc's 512-byte static TLS surplus).
@@ -175,9 +163,11 @@ Recorder::LaunchTally& Recorder::tally() {
 void Recorder::start_autograd(const RecordOptions& opt) {
   // Windows mode with the launch callbacks on only around windows records no launch between them.
   autograd_.set_launches_sampled(opt.pc_sampling && opt.pc_mode == PcMode::Windows && opt.measure.win_toggle_callbacks);
-  autograd_.set_deferred(opt.measure.autograd_defer);
+  // The forward table and the backward launches' stacks are filled by the collector's flush, off the
+  // launch path (the tracker resolves at the launch only where a test asks it to).
+  autograd_.set_deferred(true);
   autograd_.set_light(opt.measure.autograd_light);
-  autograd_.set_read_in_place(opt.measure.torch_tls);
+  if (!opt.autograd) autograd_.disable("off: AIFLAME_AUTOGRAD=0");
   autograd_.init(opt.python, [this](const std::string& note) { warn(note); });
 }
 
@@ -318,28 +308,28 @@ void Recorder::on_launch_measured(uint32_t api, uint32_t correlation_id, uint64_
                                   uint32_t device) {
   if (tls_probe_) tls_probe_->run();  // before the launch's own timer
   if (autograd_ab_ == 5 && !CaptureStats::on() && !hist_ && !((clock_.now() >> 27) & 1)) {
-    // AIFLAME_AUTOGRAD_AB=5, a slice with the product's launch path (which tallies its walks): its
+    // AIFLAME_LAB=autograd_ab=5, a slice with the product's launch path (which tallies its walks): its
     // figures counted as the other kinds' "with" side below.
     launch_lean(api, correlation_id, site, timestamp, device);
     return;
   }
   PhaseScope phase(Phase::LaunchCallback);
   const uint64_t t0 = clock_.now();
-  // AIFLAME_AUTOGRAD_AB: a slice without the tracking (1) or without the capture's predicted memo (2).
+  // AIFLAME_LAB=autograd_ab: a slice without the tracking (1) or without the capture's predicted memo (2).
   const bool ab_slice = autograd_ab_ && ((t0 >> 27) & 1);
   const bool ab_off = ab_slice && autograd_ab_ == 1;
   const bool stats = CaptureStats::on();
   uint64_t cw = stats ? CaptureStats::now() : 0;
   writer_.prefetch_buffered();
   uint64_t c0 = stats ? CaptureStats::now() : 0;
-  const bool phases = capture_probe_ == 2;  // AIFLAME_CAPTURE_PROBE=2: the parts' first runs timed
+  const bool phases = capture_probe_ == 2;  // AIFLAME_LAB=capture_probe=2: the parts' first runs timed
   const uint64_t p0 = phases ? clock_.now() : 0;
   AutogradTracker::Pending pending =
       ab_off ? AutogradTracker::Pending{} : autograd_.before_capture(!(ab_slice && autograd_ab_ == 3));  // prefetches what it will write
   uint64_t c0b = stats ? CaptureStats::now() : 0;
   const uint64_t p1 = phases ? clock_.now() : 0;
   const uint64_t key_salt = memo_key_node_ ? pending.node_type : 0;
-  // The histogram probes (AIFLAME_CAPTURE_PROBE=2 or 3): whether a stack was interned or a fallback ran
+  // The histogram probes (AIFLAME_LAB=capture_probe=2 or 3): whether a stack was interned or a fallback ran
   // during the capture.
   LaunchHistogram::Thread* const hists = hist_.get();
   const uint64_t stacks_before = hists ? stacks_.stacks() : 0, fallbacks_before = hists ? stacks_.fallbacks() : 0;

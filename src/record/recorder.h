@@ -14,12 +14,12 @@
 
 #include "profile/profile_writer.h"
 #include "record/autograd/autograd_tracker.h"
-#include "record/launch_ab.h"
+#include "record/measure/launch_ab.h"
 #include "record/record_options.h"
 #include "record/stack_capture.h"
 #include "record/string_table.h"
-#include "record/launch_histogram.h"
-#include "record/tls_probe.h"
+#include "record/measure/launch_histogram.h"
+#include "record/measure/tls_probe.h"
 #include "util/tsc_clock.h"
 
 namespace aiflame {
@@ -73,6 +73,10 @@ class Recorder {
   ProfileWriter& writer() { return writer_; }
   StackCapture& stacks() { return stacks_; }
   AutogradTracker& autograd() { return autograd_; }
+  // false: a backward launch's walk memo keyed by its depth alone, not its autograd node's class too
+  // (a test's control: an engine thread's launches, which have no Python frames, then share one key per
+  // depth, more native paths than its memos).
+  void set_memo_key_node(bool on) { memo_key_node_ = on; }
   // Sets the autograd tracker up from the options and starts it (torch looked for now, then by the
   // collector until found).
   void start_autograd(const RecordOptions& opt);
@@ -98,13 +102,13 @@ class Recorder {
     // Launches whose native stack was walked (no memo of the thread held: a call path new to it), and
     // their ticks: the summary tells them from the launches that took a memo, since a run's walks crowd
     // into its first steps (issue 22: 0.1-0.3 us of a default-length loop's figure on the H100); the
-    // AIFLAME_AUTOGRAD_AB figures compare walked launches apart from the others.
+    // AIFLAME_LAB=autograd_ab figures compare walked launches apart from the others.
     std::atomic<uint64_t> walks{0}, walk_ticks{0};
-    std::atomic<uint64_t> off_launches{0}, off_ticks{0};  // AIFLAME_AUTOGRAD_AB: launches in slices without tracking
-    // AIFLAME_AUTOGRAD_AB: of those, the launches walked in full (no memo held) and their ticks.
+    std::atomic<uint64_t> off_launches{0}, off_ticks{0};  // AIFLAME_LAB=autograd_ab: launches in slices without tracking
+    // AIFLAME_LAB=autograd_ab: of those, the launches walked in full (no memo held) and their ticks.
     std::atomic<uint64_t> off_walked{0}, off_walked_ticks{0};
-    LaunchAB::ThreadState ab_last;  // AIFLAME_LAUNCH_AB: this thread's previous launch
-    // AIFLAME_CAPTURE_PROBE=2, launches that took their memo: their count, and ticks of on_launch, the
+    LaunchAB::ThreadState ab_last;  // AIFLAME_LAB=launch_ab: this thread's previous launch
+    // AIFLAME_LAB=capture_probe=2, launches that took their memo: their count, and ticks of on_launch, the
     // autograd reads (first, again), the capture (first, again) and the Python walk alone (warm).
     std::atomic<uint64_t> probe_n{0}, probe_ticks[6] = {};
   };
@@ -113,12 +117,12 @@ class Recorder {
     uint64_t walked = 0, walked_ns = 0;  // LaunchTally::walks
   };
   LaunchTotals launch_totals() const;
-  // AIFLAME_AUTOGRAD_AB=1 (a measurement of issue 23 item 5 in one run, so that the host's drift
+  // AIFLAME_LAB=autograd_ab=1 (a measurement of issue 23 item 5 in one run, so that the host's drift
   // between runs cancels): the autograd tracking is skipped in every other slice of 2^27 clock ticks
   // (40-70 ms); the capture cost per launch of the two kinds of slices. A step whose forward and
   // backward fall in different slices finds fewer forward launches, so "with" reads a little high.
   //
-  // A walked launch costs 5-15 us and a memo's 0.3-1 us (H200, ninth session), and a training run's
+  // A walked launch costs 5-15 us and a memo's 0.3-1 us (H200), and a training run's
   // walks crowd into its first steps, so a slice that holds more of them reads tens of times the
   // tracking's cost: one resnet_train run read +0.73 us, another -0.05. stratified_us() compares walked
   // launches with walked ones and the others with the others, weighted by each kind's share of all
@@ -130,9 +134,9 @@ class Recorder {
     double stratified_us() const;  // the same per kind (walked or not), weighted; raw_us() if a kind lacks one side
   };
   AutogradAB autograd_ab() const;
-  // AIFLAME_CAPTURE_PROBE=4's figures (rounds 0 without it).
+  // AIFLAME_LAB=capture_probe=4's figures (rounds 0 without it).
   TlsProbe::Figures tls_probe() const { return tls_probe_ ? tls_probe_->figures(clock_.ns_per_tick()) : TlsProbe::Figures{}; }
-  // AIFLAME_CAPTURE_PROBE=2 (issue 22): after each launch that took its memo, the autograd tracking's
+  // AIFLAME_LAB=capture_probe=2 (issue 22): after each launch that took its memo, the autograd tracking's
   // reads, the Python walk and the capture run again at once (their code and data now warm) and are
   // timed against their first runs: what the launch path costs the host with its caches warm, and so
   // how much of it is misses. Microseconds per such launch.
@@ -142,14 +146,14 @@ class Recorder {
            python_again_us = 0;
   };
   PhaseProbe phase_probe() const;
-  // AIFLAME_CAPTURE_PROBE=2 or 3: the launches of one kind summed over the threads (empty otherwise).
+  // AIFLAME_LAB=capture_probe=2 or 3: the launches of one kind summed over the threads (empty otherwise).
   LaunchHistogram::Summary launch_histogram(LaunchHistogram::Kind k) const {
     return hist_ ? LaunchHistogram::summarize(hist_.get(), kTallies + 1, k, clock_.ns_per_tick()) : LaunchHistogram::Summary{};
   }
   // The same probes' slowest launches (slowest first; empty otherwise).
   std::vector<LaunchOutlier> slowest_launches() const { return outliers_ ? outliers_->slowest() : std::vector<LaunchOutlier>{}; }
 
-  // AIFLAME_LAUNCH_AB: true if the launch entering now falls in a slice without the launch path
+  // AIFLAME_LAB=launch_ab: true if the launch entering now falls in a slice without the launch path
   // (the backend then returns from its callback at once). Always false without the switch.
   bool launch_ab_off(uint64_t site) { return launch_ab_ && launch_ab_slow(site); }
   LaunchAB::Result launch_ab() const { return launch_ab_state_ ? launch_ab_state_->result(clock_.ns_per_tick()) : LaunchAB::Result{}; }
@@ -161,15 +165,15 @@ class Recorder {
   LaunchTally& tally();  // this thread's (the shared overflow tally past kTallies threads)
   static constexpr size_t kTallies = 256;
   const uint64_t serial_;  // tells this recorder's per-thread state from another's (tests make several)
-  bool memo_key_node_ = true;  // AIFLAME_MEMO_KEY_NODE
-  uint32_t autograd_ab_ = 0;  // AIFLAME_AUTOGRAD_AB: 1, slices without the tracking; 2, without the predicted memo; 3, torch called
-  bool launch_ab_ = false;    // AIFLAME_LAUNCH_AB
-  unsigned capture_probe_ = 0;     // AIFLAME_CAPTURE_PROBE
-  std::unique_ptr<TlsProbe> tls_probe_;  // AIFLAME_CAPTURE_PROBE=4
+  bool memo_key_node_ = true;  // set_memo_key_node
+  uint32_t autograd_ab_ = 0;  // AIFLAME_LAB=autograd_ab: 1, slices without the tracking; 2, without the predicted memo; 3, torch called
+  bool launch_ab_ = false;    // AIFLAME_LAB=launch_ab
+  unsigned capture_probe_ = 0;     // AIFLAME_LAB=capture_probe
+  std::unique_ptr<TlsProbe> tls_probe_;  // AIFLAME_LAB=capture_probe=4
   bool measured_ = false;  // a switch above on: launches go through on_launch_measured
   std::unique_ptr<LaunchAB> launch_ab_state_;  // with the switch only (its strata take 256 KB)
   std::unique_ptr<LaunchTally[]> tallies_;  // [kTallies] is the overflow tally, updated atomically
-  // AIFLAME_CAPTURE_PROBE=2 or 3: per tally (the overflow one's counts may lose a launch to a race).
+  // AIFLAME_LAB=capture_probe=2 or 3: per tally (the overflow one's counts may lose a launch to a race).
   std::unique_ptr<LaunchHistogram::Thread[]> hist_;
   std::unique_ptr<LaunchOutliers> outliers_;  // with hist_
   uint64_t start_ticks_ = 0;                  // clock_ at start

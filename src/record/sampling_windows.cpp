@@ -41,8 +41,7 @@ SamplingWindows::Action SamplingWindows::decide(uint64_t now, bool full) {
   cost_ns_ -= std::min(cost_ns_, discount_ns_);
   discount_ns_ = 0;
   // A context's first window carries CUPTI's one-time start of kernel-serialized sampling: one
-  // launch took 276-660 ms in it on the H100, every later window its length (bench/RESULTS.md,
-  // "Recorder v2"). Charged in full it would space the next window 15-30 s away; it is charged as one
+  // launch took 276-660 ms in it on the H100, every later window its length. Charged in full it would space the next window 15-30 s away; it is charged as one
   // window's length and counted as the process's fixed cost instead.
   if (windows_ == 1) cost_ns_ = std::min(cost_ns_, length_ns_);
   due_.store(now + next_gap(), std::memory_order_relaxed);

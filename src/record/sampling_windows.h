@@ -49,7 +49,7 @@ class SamplingWindows {
   // A cost of the open window beyond its length, in nanoseconds.
   void charge(uint64_t ns) { cost_ns_ += ns; }
   // Time inside the open window's length that is not its cost (the wait for a busy GPU's queue before
-  // it opened, with AIFLAME_WIN_CHARGE_SYNC=0): taken off at its close, never below zero.
+  // it opened, with AIFLAME_LAB=win_charge_sync=0): taken off at its close, never below zero.
   void discount(uint64_t ns) { discount_ns_ += ns; }
   uint64_t cost_ns() const { return total_cost_ns_ + cost_ns_; }  // all windows so far
 

@@ -1,6 +1,6 @@
 #include "record/stack_capture.h"
 
-#include "record/capture_stats.h"
+#include "record/measure/capture_stats.h"
 #include "record/crash_report.h"
 #include "record/debug_log.h"
 #include "record/unwind/object_table.h"
@@ -112,7 +112,7 @@ thread_local LocalStacks t_stacks;
 // still has its value, so a walk now would return the same frames), the launch takes that id: one
 // independent load per word instead of a walk, and no hash or table lookup of the content. On the
 // H100 the walk of 34-47 frames cost 1.5-2.5 us per launch with 33-43 of them reused from the previous
-// walk, each reused frame still a switch on its rule and its dependent checks (bench/RESULTS.md). The
+// walk, each reused frame still a switch on its rule and its dependent checks. The
 // key only picks the memo to check; the check alone decides (a key shared by two paths costs a walk).
 constexpr int kMemoPython = 32;   // Python frames a memo keeps (deeper stacks are walked every time)
 // 512 sets of 4 ways: 2,048 memos (~1.2 MB per launching thread, in its hot pages). The H100's
@@ -126,7 +126,7 @@ constexpr int kMemoPython = 32;   // Python frames a memo keeps (deeper stacks a
 // to the emptier one (two choices, 8 ways): with one set per key, a set that more memos than its
 // ways hash to thrashes every step, and with ~400 memos that was about every other run (a training
 // run's stack addresses, and so its sets, move between runs): an H200 run of hf_gpt2.py walked 1,710
-// times in 300 steps against 196 in another, 0.15 us per launch (bench/RESULTS.md, twenty-fifth session).
+// times in 300 steps against 196 in another, 0.15 us per launch.
 constexpr unsigned kMemoSetBits = 9;
 constexpr int kMemoWays = 4;
 constexpr unsigned kDonorBits = 10;
@@ -134,7 +134,7 @@ constexpr size_t kDonorSlots = size_t{1} << kDonorBits;
 constexpr unsigned kHistoryBits = 14;  // MemoTable::after: 16,384 slots (64 KB)
 constexpr unsigned kContextBits = 13;  // MemoTable::by_context: 8,192 slots (16 KB)
 
-// Memos one key keeps (bench/RESULTS.md, eleventh session: on hf_gpt2 and timm_train 6.2-6.7% of
+// Memos one key keeps (on hf_gpt2 and timm_train 6.2-6.7% of
 // launches found their key's two memos not holding, and 97-99.9% of those walked to a third stack).
 constexpr int kMemosPerKey = std::min(kMemoWays, unwind::kMaxChecks);
 // An entry's Python frames are kept as a hash of their words alone (the key hashes them after the
@@ -200,8 +200,7 @@ struct MemoTable {
   // under every linear layer's node), each followed by another path each time, so the entry that
   // followed a path's last launch (MemoEntry::next) is the wrong guess at every point but one; the
   // entries before it tell them apart (a branch predictor's global history). On the H100 10-22% of
-  // the three loops' launches from a memo found neither `next` nor `last` theirs (bench/RESULTS.md,
-  // thirty-fifth session). 16,384 slots: a loop's step has ~300-1,000 launch points a thread, and a
+  // the three loops' launches from a memo found neither `next` nor `last` theirs. 16,384 slots: a loop's step has ~300-1,000 launch points a thread, and a
   // point whose slot another takes is predicted wrong every step.
   uint32_t after[size_t{1} << kHistoryBits];
   // The entry found by a search or written by a walk last for a launch's Python fingerprint (with its
@@ -219,7 +218,7 @@ struct MemoTable {
   // Not constructed: the hot pages start zeroed, a zero entry is an empty one, and constructing the
   // 2,048 entries (WalkMemo's initialisers) wrote a line of each, so every page of the table, at the
   // thread's first launch: where the kernel gives no huge page, 327 page faults and ~470 us on the
-  // development machine, against 30 faults now (bench/RESULTS.md, twentieth session).
+  // development machine, against 30 faults now.
   union {
     MemoEntry e[kMemoWays << kMemoSetBits];
   };
@@ -382,8 +381,7 @@ void note_donor(MemoTable& t, int i, uint64_t site_salt, uint64_t sp) {
 // its native frames are copied into content[1..] from the thread's arena `local` and its memo into
 // `record`, and their count is returned; else -1 (the launch walks). *checked counts the memos checked.
 // A walk costs 6-13 us on the H100 in a training loop's first steps (its lookups cold, some objects'
-// rows still being built), a memo check of cold lines well under one (bench/RESULTS.md, thirty-fourth
-// session).
+// rows still being built), a memo check of cold lines well under one.
 int take_donor(const MemoTable& t, const LocalStacks& local, const unwind::Regs& start, uint64_t site_salt,
                uint64_t* content, unwind::WalkMemo* record, uint64_t* checked) {
   const uint16_t* d = t.donor_depth[depth_slot(start.sp)];
@@ -410,7 +408,7 @@ int take_donor(const MemoTable& t, const LocalStacks& local, const unwind::Regs&
   return -1;
 }
 
-// With AIFLAME_CAPTURE_STATS=1 and AIFLAME_DEBUG=1: for a launch that found no memo for its key, the
+// With AIFLAME_LAB=capture_stats and AIFLAME_DEBUG=1: for a launch that found no memo for its key, the
 // key's parts the last time its stack was walked on this thread, and one debug line when they differ
 // (the first 40 times): which part of the key varies between launches of one stack.
 struct KeyParts {
@@ -640,7 +638,7 @@ AIFLAME_HOT bool StackCapture::prefetch() {
   // walked; what a walk reads (the previous walk's stack lines, record and cache sets) if the thread's
   // last launch walked (the next likely does as well), else only once this launch turns out to have
   // no memo.
-  if (use_python_ && python_prefetch_) python_.prefetch();
+  if (use_python_) python_.prefetch();
   if (policy_ == UnwindPolicy::Off) return false;
   unwind::prefetch_for_check();
   const MemoTable* mt = thread_memo();
@@ -661,7 +659,7 @@ AIFLAME_HOT bool StackCapture::prefetch() {
   return walk;
 }
 
-// AIFLAME_CAPTURE_PROBE=1: every stack line the likely next memo's check reads, loaded twice, each round
+// AIFLAME_LAB=capture_probe=1: every stack line the likely next memo's check reads, loaded twice, each round
 // timed (the memo's own lines loaded first, untimed). The lines lie on this thread's stack (a memo of
 // this thread's table, read by a walk on it), which stays mapped while the thread lives. The first
 // round meets them as the capture would, the second just after they were loaded.
@@ -732,7 +730,7 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
   // The Python frames' fingerprint (PythonFrames::fingerprint; 0: none), and with it the memo that
   // likely follows the thread's previous launch's (MemoTable::last), or that launch's own, checked
   // before any walk: nearly every launch of a training loop takes one of the two (1.03-1.07 memos
-  // checked per launch from a memo on the H100, seventeenth session). Here in as few instructions as
+  // checked per launch from a memo on the H100). Here in as few instructions as
   // it takes, since a launch runs them with the caches and the branch predictors cold (the program ran
   // between two launches); everything else (the Python walk, the key's sets searched, walks, the
   // measurements) after it, and in capture_walk.
@@ -778,7 +776,7 @@ AIFLAME_HOT StackCapture::Result StackCapture::capture(uint64_t site, bool predi
   }
   const uint64_t t1 = stats ? CaptureStats::now() : 0;
   // Without a fingerprint (the Python state not read in place yet, a stack deeper than the fingerprint
-  // reads), the predicted memo by its key, as before the thirtieth session.
+  // reads), the predicted memo by its key.
   int checked = -1;  // the predicted entry, checked here and failed
   if (!py_fast && fast_ && fast && !stats && predict && np <= kMemoPython) {
     if (MemoTable* const table = thread_memo(); table && table->owner == serial_) {
@@ -806,7 +804,7 @@ uint64_t StackCapture::thread_fast_holds() const {
   return t && t->owner == serial_ ? t->fast_holds : 0;
 }
 
-// AIFLAME_VERIFY_MEMOS: the launch that took stack `held` from its memo walked again in full, every
+// AIFLAME_LAB=verify_memos: the launch that took stack `held` from its memo walked again in full, every
 // frame, and the two stacks compared.
 void StackCapture::verify_memo(const unwind::Regs& start, uint64_t ra, const RawPyFrame* py, int np, uint32_t held,
                                bool by_fingerprint) {
@@ -853,7 +851,7 @@ StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint6
   // The entry that followed the thread's previous launch's last time (MemoTable::last), if it is one of
   // this key's: checked alone first, before the key's set is searched and a slot for a walk chosen. A
   // training step launches from its paths in the same order every step: on the H100 1.03-1.07 memos
-  // were checked per launch from a memo with this entry first among the key's (seventeenth session).
+  // were checked per launch from a memo with this entry first among the key's.
   int predicted = -1;  // its index in the table
   if (memos) {
     table = &memo_table(serial_, history_);
@@ -877,7 +875,7 @@ StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint6
   bool slot_is_found = false, slot_direct = false, predicted_failed = false, searched = false;
   unwind::WalkMemo* record = nullptr;
   auto choose = [&] {
-    const int per_key = std::min(memos_per_key_, kMemosPerKey);
+    constexpr int per_key = kMemosPerKey;
     searched = true;
     n_found = 0;
     for (int c = 0; c < 2 && n_found < per_key; c++) {
@@ -945,7 +943,7 @@ StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint6
   int nn = 0;
   MemoEntry* held = nullptr;
   int held_i = -1, checks_made = 0;  // the stats: memos checked until one held
-  uint32_t checking = 0;  // AIFLAME_VERIFY_MEMOS: the stack id of a memo that held, walked again in full
+  uint32_t checking = 0;  // AIFLAME_LAB=verify_memos: the stack id of a memo that held, walked again in full
   bool donated = false;   // the native frames and memo of another key's walk that held (take_donor)
   if (policy_ != UnwindPolicy::Off) {
     const unwind::WalkMemo* checks[kMemosPerKey];
@@ -1015,7 +1013,7 @@ StackCapture::Result StackCapture::capture_walk(const unwind::Regs& start, uint6
   }
   if (held && slot_is_found) *slot_key = key;  // not walked: the slot keeps its memo
   if (table) {
-    // Before the verification's return below: with AIFLAME_VERIFY_MEMOS the table learns the order of
+    // Before the verification's return below: with AIFLAME_LAB=verify_memos the table learns the order of
     // the paths as without it (it returned first, so a launch after one verified here was never predicted).
     table->walked = !held;
     if (held) follow(*table, held, held_i);

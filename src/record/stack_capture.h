@@ -48,8 +48,7 @@ class StackCapture {
  public:
   // The launches whose memo entries predict the next launch's (set_memo_history). Four: on the H100,
   // of the launches from a memo over 30 steps, 90.4/85.6/77.5% took theirs by the prediction with none
-  // (hf_gpt2/resnet_train/gpt_train), 94.7/86.6/86.6% with two and 95.7/89.6/96.9% with four
-  // (bench/RESULTS.md, thirty-fifth session).
+  // (hf_gpt2/resnet_train/gpt_train), 94.7/86.6/86.6% with two and 95.7/89.6/96.9% with four.
   static constexpr int kDefaultMemoHistory = 4;
   StackCapture(ProfileWriter& w, StringTable& strings);
   // unstable_sample: no longer used (every launch is unwound); kept for the recorder's call.
@@ -57,43 +56,36 @@ class StackCapture {
   // Address ranges whose frames are the profiler's own or the driver's, trimmed from the leaf end.
   // Call before the first capture.
   void add_skip_range(uint64_t lo, uint64_t hi) { skip_.push_back({lo, hi}); }
-  // false: every native frame walked at every launch (AIFLAME_FULL_UNWIND=1, for A/B measurements).
+  // false: every native frame walked at every launch (tests: launches with no memo).
   void set_incremental_unwind(bool on) {
     incremental_ = on;
     update_fast();
   }
   // true: each launch that takes its memo is walked again in full, every frame (no memo, no frame
-  // reused), and the two stacks compared (AIFLAME_VERIFY_MEMOS=1, a check on real programs; slow).
+  // reused), and the two stacks compared (AIFLAME_LAB=verify_memos, a check on real programs; slow).
   void set_verify_memos(bool on) {
     verify_memos_ = on;
     update_fast();
   }
-  // true: a memo's key includes the launch's site (kernel and API) (AIFLAME_MEMO_KEY_KERNEL=1, A/B).
+  // true: a memo's key includes the launch's site (kernel and API) (tests: keys of their own for many kernels).
   void set_memo_key_site(bool on) { memo_key_site_ = on; }
-  // Walk memos one key keeps, 1 to 4 (AIFLAME_MEMOS_PER_KEY, A/B).
-  void set_memos_per_key(int n) { memos_per_key_ = n < 1 ? 1 : n > 4 ? 4 : n; }
   // A launch with no memo of its own key takes the native frames of another key's walk whose memo holds
-  // for it (AIFLAME_MEMO_DONORS, default on; off for A/B).
+  // for it (default on; tests compare it off).
   void set_memo_donors(bool on) { donors_ = on; }
   // n > 0: the memo a launch checks first is the one that followed the thread's last n launches' the
-  // last time they came in that order (AIFLAME_MEMO_HISTORY, 0 to 4); 0: the one that followed the
-  // last launch's, as before the thirty-fifth session. Set before the first capture.
+  // last time they came in that order (0 to 4, default 4); 0: the one that followed the
+  // last launch's (tests compare the two). Set before the first capture.
   void set_memo_history(int n) { history_ = std::clamp(n, 0, 4); }
   // true: a launch whose predicted memos all fail checks the memo last found or written for its Python
-  // fingerprint at its depth before searching its key's (AIFLAME_MEMO_CONTEXT, default on; off for A/B).
+  // fingerprint at its depth before searching its key's (default on; tests compare it off).
   void set_memo_context(bool on) { context_ = on; }
   struct Donors {
     uint64_t checked = 0, took = 0;  // memos of other keys checked, and launches that took one
   };
   Donors donors() const { return {donor_checks_.load(), donated_.load()}; }
   // true: a walk whose key's memos all failed replaces the least recently used of them
-  // (the default; AIFLAME_MEMO_EVICT_LRU=0 for A/B); false: the last one checked.
+  // (the default); false: the last one checked (tests compare the two).
   void set_memo_evict_lru(bool on) { memo_evict_lru_ = on; }
-  // false: no prefetch of the thread's last Python walk's frames at a capture's start (AIFLAME_PY_PREFETCH=0, A/B).
-  void set_python_prefetch(bool on) { python_prefetch_ = on; }
-  // false: the interpreter's initialized flag and thread-state key always asked through its functions
-  // (AIFLAME_PY_STATE=0; PythonFrames::set_state_in_place).
-  void set_python_state_in_place(bool on) { python_.set_state_in_place(on); }
   // Tests: every walk takes the fallback, as while an object's rows are built, through `bt` in place
   // of backtrace() (a backtrace() interposed by a wrapper, as sanitizers' interceptors are, adds the
   // wrapper's frames at the leaf).
@@ -103,13 +95,13 @@ class StackCapture {
     backtrace_ = bt;
   }
   // true: before each capture whose likely next memo is known, every stack line its check would read
-  // is loaded and timed, then loaded and timed again (AIFLAME_CAPTURE_PROBE=1: what reading the stack
+  // is loaded and timed, then loaded and timed again (AIFLAME_LAB=capture_probe=1: what reading the stack
   // alone costs a launch on the host; slow).
   void set_probe_lines(bool on) {
     probe_lines_ = on;
     update_fast();
   }
-  // The Python frames walked as a capture walks them, nothing kept (AIFLAME_CAPTURE_PROBE=2).
+  // The Python frames walked as a capture walks them, nothing kept (AIFLAME_LAB=capture_probe=2).
   void probe_python();
   struct LineProbe {
     uint64_t launches = 0, lines = 0, pages = 0, cold_ticks = 0, hot_ticks = 0;
@@ -129,15 +121,15 @@ class StackCapture {
   struct Result {
     uint32_t stack_id = 0;
     bool unwound = false;
-    bool walked = false;  // walked in full: no memo of the thread held (AIFLAME_AUTOGRAD_AB's kinds)
+    bool walked = false;  // walked in full: no memo of the thread held (AIFLAME_LAB=autograd_ab's kinds)
     bool predicted = false;  // took the memo it predicted, by the Python fingerprint (capture's fast path)
   };
   // site: the kernel and API of the launch; not needed to find its stack any more (kept for callers).
   // predict = false: the memo that likely follows the previous launch's is not checked alone first
-  // (AIFLAME_AUTOGRAD_AB=2, a measurement): the key's set is searched, as before the eighteenth session.
+  // (AIFLAME_LAB=autograd_ab=2, a measurement): the key's set is searched.
   // key_salt: mixed into the walk memo's key whatever the switches (the launch's autograd node class).
-  // py_in_place = false: the interpreter's state asked through its functions (AIFLAME_AUTOGRAD_AB=4).
-  // fast = false: the predicted memo checked inside the walk's loop, as any other (AIFLAME_AUTOGRAD_AB=5).
+  // py_in_place = false: the interpreter's state asked through its functions (AIFLAME_LAB=autograd_ab=4).
+  // fast = false: the predicted memo checked inside the walk's loop, as any other (AIFLAME_LAB=autograd_ab=5).
   Result capture(uint64_t site, bool predict = true, uint64_t key_salt = 0, bool py_in_place = true, bool fast = true);
 
   uint64_t stacks() const { return next_stack_id_.load() - 1; }
@@ -191,9 +183,7 @@ class StackCapture {
   // include a walk's tables (unwind::prefetch_for_walk: the thread's last launch walked).
   bool prefetch();
   bool memo_key_site_ = false;
-  int memos_per_key_ = 4;
   bool memo_evict_lru_ = true;
-  bool python_prefetch_ = true;
   bool fallback_always_ = false;    // set_fallback_for_test
   BacktraceFn backtrace_ = nullptr;  // set_fallback_for_test; null: glibc's backtrace()
   std::atomic<uint64_t> memo_checked_{0}, memo_differed_{0}, memo_fast_{0};

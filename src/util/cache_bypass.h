@@ -4,7 +4,7 @@
 // aggregates it, in buffers that go round between them. Written with ordinary stores, every cache line
 // of a recycled buffer is first fetched back from the other core, which had read it last: that made
 // the stores of attributed samples 70% of the attributing thread's time (perf, 300-s synthetic
-// profile, bench/RESULTS.md "Report throughput"). Streaming stores write whole lines without fetching
+// profile). Streaming stores write whole lines without fetching
 // them; the reader then reads them from memory, in order, which the prefetcher hides.
 #pragma once
 #include <algorithm>

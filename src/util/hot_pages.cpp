@@ -94,7 +94,7 @@ char* map_region() { return static_cast<char*>(map_huge_aligned(kRegion)); }
 // and zero there. On the H100, jax_train (about 40 XLA threads starting within a second, the stock
 // holds 4) had one launch of 2.4-6.8 ms in each of six runs, a thread's fourth, walked; with the hot
 // pages off (AIFLAME_HOT=0: the tables on the heap) that launch took 101 us and the run's figure was
-// 1.18 us against 2.4-4.3 (bench/RESULTS.md, thirty-sixth session).
+// 1.18 us against 2.4-4.3.
 char* map_small_region() {
   void* p = mmap(nullptr, kRegion, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) return nullptr;
@@ -105,8 +105,7 @@ char* map_small_region() {
 // Regions mapped and backed ahead, off the launch path (hot_pages_stock): a thread's first launch
 // takes one instead of mapping its own, whose first write had the kernel zero its huge page on the
 // launching thread. On the development machine a pool's new thread's first launch took 62-69 us
-// (median), 11-12 with its region from the stock (bench/probes/pool_threads.py; bench/RESULTS.md,
-// twentieth session).
+// (median), 11-12 with its region from the stock (bench/probes/pool_threads.py at d9aa39d).
 constexpr int kStock = 4;  // 8 MiB backed while unused
 std::atomic<char*> g_stock[kStock];
 

@@ -48,7 +48,7 @@ void* map_huge_aligned(size_t bytes);
 // memory (they find their values unchanged).
 void back_pages(void* p, size_t bytes);
 
-// For the capture breakdown (AIFLAME_CAPTURE_STATS=1; reads /proc/self/smaps, never on the launch
+// For the capture breakdown (AIFLAME_LAB=capture_stats; reads /proc/self/smaps, never on the launch
 // path): of the regions of threads alive now (at most 64 counted) and, once hot_pages_audit(true),
 // of those released since (checked as their thread ends), how many have a huge page.
 struct HotRegions {

@@ -8,7 +8,7 @@
 // ld.so (glibc 2.39, elf/dl-tls.c). aiflame's unwind-table builder, a thread that never touches
 // dynamic TLS and so keeps the DTV it was born with, did exactly that: "signal 11 (code 1) at address
 // (nil), pc in ld.so, in aiflame's unwind-table builder" under ObjectTable::refresh_now, in ~1 of 20
-// hf_gpt2.py recordings, during its imports (bench/RESULTS.md, nineteenth session).
+// hf_gpt2.py recordings, during its imports.
 //
 // iterate_loaded_objects brings the calling thread's DTV up to the current generation (a
 // __tls_get_addr call for aiflame's own module, which is what does that) once dl_iterate_phdr holds the
@@ -22,7 +22,7 @@
 // has no address for aiflame's TLS block in its DTV yet, and glibc sets one up at the thread's first
 // __tls_get_addr for it under its TLS lock (tls_get_addr_tail). A dlopen holds that lock from its start
 // to its relocations, taking the list lock meanwhile; a dlclose holds it while it takes the list lock.
-// Set up first inside dl_iterate_phdr (the twentieth session's order), the thread waited for the TLS
+// Set up first inside dl_iterate_phdr (the other order), the thread waited for the TLS
 // lock holding the list lock: the reverse order, a deadlock with a dlclose, and every other
 // dl_iterate_phdr of the program waiting behind it (on glibc 2.36 here:
 // LoadedObjects.ATlsSetUpWaitingForALoadHoldsNoListLock).

@@ -8,7 +8,7 @@ ssize_t safe_read(const iovec* local, size_t nl, const iovec* remote, size_t nr)
   // getpid() at every call: a pid kept from the first would read the parent's memory in a child after
   // fork(). (A pipe of our own, written from the memory and read back, avoids the mmap lock that
   // process_vm_readv takes; on the H200 it made a read of another thread's stack inside a training
-  // process no cheaper, 21-22 us against 14-19, and costs three more syscalls: bench/RESULTS.md.)
+  // process no cheaper, 21-22 us against 14-19, and costs three more syscalls.)
   return process_vm_readv(getpid(), local, nl, remote, nr, 0);
 }
 

@@ -1,7 +1,7 @@
 // splitmix64's finalizer (Steele, Lea and Flood): a cheap bijection of 64-bit words whose output bits
 // each depend on every input bit. Used to spread hashes (output/svg_writer.cpp, the stack contents'
 // hash in record/stack_capture.cpp) and to pick the launch and callback A/Bs' slices
-// (record/launch_ab.h, record/callback_ab.h).
+// (record/measure/launch_ab.h, record/measure/callback_ab.h).
 #pragma once
 #include <cstdint>
 

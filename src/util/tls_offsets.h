@@ -5,13 +5,13 @@
 // each thread-local's address is an indirect call into ld.so (_dl_tlsdesc_return), which a launch
 // runs with the branch predictors cold, and GCC takes it again after any call or branch. On the H200
 // such an access cost 10.8-12.0 ns before each launch of a training loop against 7.0-7.3 for a
-// global's (AIFLAME_CAPTURE_PROBE=4, twenty-ninth session). Taking each address once per function
-// brought a launch from 22 calls to 12 (twenty-ninth session); callgrind still counted 10 in the timed
-// part of a launch and 2 in the callback around it (BM_OnLaunchCold, thirty-first session), none with
+// global's (AIFLAME_LAB=capture_probe=4). Taking each address once per function
+// brought a launch from 22 calls to 12; callgrind still counted 10 in the timed
+// part of a launch and 2 in the callback around it (BM_OnLaunchCold), none with
 // this. A library in glibc's static TLS block has its thread-locals at one offset from the thread
 // pointer in every thread, so once that offset is known an access is %fs:0 plus a load from one
 // shared line. (An initial-exec build, which would have the linker do this, did not record on the GPU
-// host: twenty-ninth session.)
+// host.)
 //
 // Each variable is enrolled with a function that takes its address (AIFLAME_TLS_ENROLL) and learned
 // once per process (learn(), off the launch path): its offset from a new thread's pointer, where the
@@ -37,7 +37,7 @@ enum Slot : int {
   kAutogradSets,  // and t_sets
   kWriterLast,  // profile/profile_writer.cpp: t_last
   kPyWalk,      // record/python_frames.cpp: t_pywalk
-  kPriming,     // record/cupti/cupti_pc_sampling.cpp: t_priming (the launch callback's enter and exit)
+  kPriming,     // record/cupti/cupti_windows.cpp: t_priming (the launch callback's enter and exit)
   kTestA,       // tests only
   kTestB,
   kSlots

@@ -33,7 +33,7 @@ struct WordHash {
 // memo's fingerprint (unwind/unwinder.cpp), one differing word always changes a lane (odd multipliers
 // are invertible mod 2^64). The finish sums the lanes (b times an odd weight, so a lane that moved
 // moves the sum) and the count, then mixes the sum once: a bijection, so a sum that moved moves the
-// hash. Two mix() calls were 40 of a launch's instructions (callgrind, twenty-ninth session).
+// hash. Two mix() calls were 40 of a launch's instructions (callgrind).
 struct LaneHash {
   static constexpr uint64_t kA = 0x9e3779b97f4a7c15ULL, kB = 0xff51afd7ed558ccdULL;
   static constexpr uint64_t kWeight = 0xc2b2ae3d27d4eb4fULL, kCount = 0x165667b19e3779f9ULL;

@@ -85,7 +85,7 @@ Shares shares_of(const FlameData& d, const std::string& script) {
   return s;
 }
 
-// One line per fixture, the figures of bench/RESULTS.md ("The backward fixtures").
+// One line per fixture, the figures of bench/RESULTS.md ("Backward pass").
 void print_shares(const std::string& fixture, const Shares& s) {
   std::printf("%s: %llu GPU samples, %.1f%% with a frame of the script; %llu backward (%.1f%%), %.1f%% with "
               "[backward], %.1f%% under the script's forward call\n",

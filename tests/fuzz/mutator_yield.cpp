@@ -1,5 +1,5 @@
 // How many mutants of a profile get past the reader (profile_mutator.h against single bit flips): not a test,
-// a measurement (bench/RESULTS.md, "Structure-aware fuzzing of profiles"). Build after run_fuzzers.sh:
+// a measurement. Build after run_fuzzers.sh:
 //   clang++ -std=c++20 -O1 -fsanitize=address,undefined -DFMT_HEADER_ONLY=1 -Isrc -Itests/fuzz -I/usr/local/cuda/include \
 //     tests/fuzz/mutator_yield.cpp build-fuzz/libcore_fuzz.a -ldw -lelf -lzstd -lz -o build-fuzz/mutator_yield
 //   build-fuzz/mutator_yield tests/data/demo_matmul.aiflame

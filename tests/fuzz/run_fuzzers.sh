@@ -3,7 +3,7 @@
 # committed corpus (tests/fuzz/corpus/NAME) plus recorded fixtures, one harness at a time (the profile
 # harnesses with the structure-aware mutator, profile_mutator.h). Usage: run_fuzzers.sh [SECONDS=20] [NAME...]
 # The long campaign (issue #25: 10 minutes of each harness, 80 minutes in all; results in
-# bench/RESULTS.md "Fuzzing campaign"), in the background since it outlasts a terminal's patience:
+# bench/RESULTS.md "Fuzzing"), in the background since it outlasts a terminal's patience:
 #   nice bash tests/fuzz/run_fuzzers.sh 600 >build-fuzz/campaign.log 2>&1 &
 # Each harness's line gives its executions and the size of its corpus at the end.
 # A crash leaves its input in build-fuzz/crash-*; add it to the corpus and a regression test.

@@ -132,7 +132,7 @@ TEST(FormatRoundTrip, EveryRecordReadsBackEqual) {
 }
 
 // A run killed mid-write leaves a partial last chunk: everything before it still reads.
-// The recorder writes zstd chunks; profiles written with zlib (before 2026-11-23) read the same.
+// The recorder writes zstd chunks; profiles written with zlib (older files) read the same.
 TEST(FormatRoundTrip, ChunksAreZstdByDefaultAndZlibChunksStillRead) {
   auto write = [](const std::string& path, bool zlib) {
     ProfileWriter w;

@@ -122,7 +122,7 @@ TEST(ProfileWriterBuffered, FullBuffersAreHandedOverWithoutLoss) {
   std::remove(path.c_str());
 }
 
-// Deferred launches (AIFLAME_AUTOGRAD_DEFER): each reaches the file as a Launch whose stack id the
+// Deferred launches (the recorder's autograd tracking): each reaches the file as a Launch whose stack id the
 // resolver named, after the BackwardStack records it made, through full buffers and wrap-around,
 // mixed with plain launches; none of the internal frames is written. The launching threads never
 // resolve: a thread whose buffer is full only copies it (resolving ~1,000 launches there would be a

@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "profile/profile.h"
-#include "record/capture_stats.h"
+#include "record/measure/capture_stats.h"
 #include "record/recorder.h"
 #include "record/unwind/object_table.h"
 #include "fake_torch.h"
@@ -158,7 +158,7 @@ TEST(AutogradTracker, BackwardLaunchesNameTheForwardLaunchOfTheirNode) {
   EXPECT_TRUE(h.notes.empty());
 }
 
-// AIFLAME_AUTOGRAD_DEFER: backward launches go to the writer with a note and are resolved when their
+// Deferred: backward launches go to the writer with a note and are resolved when their
 // thread's buffer is taken; the profile names the same BackwardStack parts as resolving at the launch
 // does, and counts the same. A forward launch made after a backward launch (the next step's first op,
 // numbered right after the last node of this step's forward pass) is not its node's forward launch.
@@ -294,7 +294,7 @@ struct DeferredRecording {
   }
 };
 
-// The recorder's launch path with AIFLAME_AUTOGRAD_DEFER: a backward launch reaches the profile under
+// The recorder's launch path, deferred: a backward launch reaches the profile under
 // a BackwardStack that names the forward launch of its node, resolved by the collector's flush.
 TEST(AutogradTracker, TheRecorderWritesDeferredBackwardLaunchesResolved) {
   DeferredRecording r;
@@ -362,7 +362,7 @@ TEST(AutogradTracker, ABackwardLaunchReadsItsNodesClass) {
 // thread has no Python frames, so without the class in the key all eight share one memo key and its
 // four memos, and in an order that is not the same every step (here random) about half of the launches
 // walk. With the class (the default) every path keeps its memo. Either way each memo that holds gives
-// the full walk's stack (AIFLAME_VERIFY_MEMOS).
+// the full walk's stack (AIFLAME_LAB=verify_memos).
 template <int K>
 __attribute__((noinline)) void launch_from(Recorder& rec, uint32_t correlation) {
   rec.on_launch(211, correlation, 0x1000, 5000 + correlation, 0);
@@ -387,9 +387,9 @@ MemoRun backward_memos(bool key_node) {
   RecordOptions o;
   o.output = path;
   o.quiet = true;
-  o.measure.memo_key_node = key_node;
   std::string err;
   EXPECT_TRUE(rec.start(o, ProcessRecord{}, &err)) << err;
+  rec.set_memo_key_node(key_node);
   rec.stacks().init(UnwindPolicy::Always, /*python=*/false);
   rec.stacks().set_verify_memos(true);
   rec.autograd().init_with(fake_api(), /*python=*/false, [](const std::string&) {});

@@ -391,7 +391,7 @@ TEST(CuptiBackend, ContinuousModeSizesTheHardwareBufferByThePeriod) {
     size_t want_mib;
   } cases[] = {{kDefaultPeriodLog2, 10, 0, 32}, {12, 10, 0, 512}, {15, 10, 0, 128},
                {0, 10, 0, 512},  // CUPTI's own period: its default size
-               {22, 10, 200, 200}};  // AIFLAME_CONTINUOUS_HW_BUFFER_MB
+               {22, 10, 200, 200}};  // AIFLAME_LAB=continuous_hw_buffer_mb
   for (const Case& c : cases) {
     RecordOptions o;
     o.pc_mode = PcMode::Continuous;
@@ -588,7 +588,7 @@ TEST(CuptiBackend, SkipLaunchesSwitchRecordsNoLaunch) {
   }
 }
 
-// AIFLAME_LAUNCH_AB: in slices without the launch path, the callback returns before any stack or
+// AIFLAME_LAB=launch_ab: in slices without the launch path, the callback returns before any stack or
 // record; the recorder still counts each launch's interval to the next for its kind of slice.
 TEST(CuptiBackend, LaunchAbSkipsTheLaunchPathInSomeSlices) {
   RecordOptions o;
@@ -612,7 +612,7 @@ TEST(CuptiBackend, LaunchAbSkipsTheLaunchPathInSomeSlices) {
   EXPECT_EQ(ab.on_intervals + ab.off_intervals + ab.long_intervals, n - 1u);
 }
 
-// AIFLAME_CALLBACK_AB: the collector's drains switch CUPTI's launch callbacks off, then on again a
+// AIFLAME_LAB=callback_ab: the collector's drains switch CUPTI's launch callbacks off, then on again a
 // slice later (100-300 ms); without the switch they stay on.
 TEST(CuptiBackend, CallbackAbSwitchesTheLaunchCallbacksInSlices) {
   for (uint32_t ab : {0u, 1u}) {
@@ -640,7 +640,7 @@ TEST(CuptiBackend, CallbackAbSwitchesTheLaunchCallbacksInSlices) {
   }
 }
 
-// AIFLAME_CALLBACK_AB=2 switches the kernel records (the launch callbacks stay on), only without PC
+// AIFLAME_LAB=callback_ab=2 switches the kernel records (the launch callbacks stay on), only without PC
 // sampling: with it, CUPTI refuses to switch them on again, so the switch says so and leaves them.
 TEST(CuptiBackend, CallbackAbSwitchesKernelRecordsOnlyWithoutPcSampling) {
   for (bool sampling : {false, true}) {
@@ -663,7 +663,7 @@ TEST(CuptiBackend, CallbackAbSwitchesKernelRecordsOnlyWithoutPcSampling) {
   }
 }
 
-// AIFLAME_CALLBACK_AB=4 switches continuous PC sampling itself, at the exit of the launch after the
+// AIFLAME_LAB=callback_ab=4 switches continuous PC sampling itself, at the exit of the launch after the
 // collector asked (from the collector, CUPTI hung the program): that launch takes what CUPTI holds,
 // then disables sampling (no GetData while off, the launch callbacks and records untouched); 2-4 s
 // later the launch after a drain enables and configures it again. Without PC sampling it says so
@@ -713,7 +713,7 @@ TEST(CuptiBackend, CallbackAbSwitchesPcSamplingAtALaunchInSlicesOfSeconds) {
   }
 }
 
-// AIFLAME_CALLBACK_AB=12: no launch callback at all, except to carry a sampling switch: the
+// AIFLAME_LAB=callback_ab=12: no launch callback at all, except to carry a sampling switch: the
 // collector turns them on with its ask, and the launch that switches turns them off again.
 TEST(CuptiBackend, CallbackAbFloorTurnsTheLaunchCallbacksOnOnlyToSwitchSampling) {
   RecordOptions o;
@@ -732,7 +732,7 @@ TEST(CuptiBackend, CallbackAbFloorTurnsTheLaunchCallbacksOnOnlyToSwitchSampling)
   h.finish();
 }
 
-// AIFLAME_CALLBACK_AB=7: sampling, the launch callbacks and the kernel records switched together, in
+// AIFLAME_LAB=callback_ab=7: sampling, the launch callbacks and the kernel records switched together, in
 // the order CUPTI allows: off at a launch's exit, sampling first (records cannot come on while it is
 // enabled); on from the collector, records and callbacks first, then sampling at the next launch.
 TEST(CuptiBackend, CallbackAbSwitchesSamplingWithCallbacksAndRecordsInCuptisOrder) {
@@ -803,7 +803,7 @@ TEST(CuptiBackend, SwitchesTakeEffectWhenTheRecorderStartsAfterTheBackendIsMade)
 
 // Windows mode: kernel-serialized sampling with start/stop control in short windows, opened at a
 // launch's entry once one is due and closed at a launch's exit once it has lasted its length, both on
-// the launching thread (Stop from another thread hung on the H100: bench/probes/serialized_where.cu);
+// the launching thread (Stop from another thread hung on the H100: bench/probes/serialized_where.cu at d9aa39d);
 // each window's samples carry their launches' correlation ids.
 TEST(CuptiBackend, WindowsModeOpensAndClosesWindowsAtLaunches) {
   RecordOptions o;
@@ -840,7 +840,7 @@ TEST(CuptiBackend, WindowsModeOpensAndClosesWindowsAtLaunches) {
   }
 }
 
-// Issue 24's floor (measurement switches): with AIFLAME_WIN_NEVER and AIFLAME_WIN_NEVER_NOCB the
+// Issue 24's floor (measurement switches): with AIFLAME_LAB=win_never and AIFLAME_LAB=win_never_nocb the
 // windows mode leaves PC sampling enabled (kept between windows, none ever opened) and switches the
 // launch callbacks off once the context's sampling is set up, so that CUPTI does nothing per launch
 // but what enabled sampling costs; without NOCB the callbacks stay on (the earlier floors' setting).
@@ -868,7 +868,7 @@ TEST(CuptiBackend, WindowsFloorLeavesSamplingEnabledAndLaunchCallbacksOff) {
   }
 }
 
-// AIFLAME_WIN_CONTINUOUS: the windows mode configures CUPTI's continuous collection with start/stop
+// AIFLAME_LAB=win_continuous: the windows mode configures CUPTI's continuous collection with start/stop
 // control (what enabled sampling costs in that mode); kernel-serialized otherwise.
 TEST(CuptiBackend, WindowsModeTakesContinuousCollectionWhenAsked) {
   for (bool continuous : {false, true}) {
@@ -901,8 +901,7 @@ RecordOptions one_launch_windows() {
 }
 
 // A kernel of another thread inside a kernel-serialized window is never fetched after, and eight
-// threads on eight streams hung on the H100 with windows of one launch (bench/RESULTS.md, the sixth
-// session): a window opens only once the launches of other threads already past their entry have
+// threads on eight streams hung on the H100 with windows of one launch: a window opens only once the launches of other threads already past their entry have
 // reached their exit (given up after 2 ms, never a wait without end), and a count left by a launch
 // whose exit never came (the callbacks went off meanwhile) is dropped when the callbacks come back on.
 TEST(CuptiBackend, AWindowOpensOnlyOnceOtherThreadsLaunchesInFlightHaveEnded) {
@@ -998,7 +997,7 @@ TEST(CuptiBackend, NoWindowOpensWhileSeveralThreadsLaunch) {
   h.finish();
 }
 
-// AIFLAME_WIN_SKIP_MAX=N: the window due when the callbacks come back on opens at the launch K after
+// AIFLAME_LAB=win_skip_max=N: the window due when the callbacks come back on opens at the launch K after
 // the first one past the grace millisecond, K uniform in [0, N) and drawn anew for each window, so that
 // windows of one launch do not always take the launch that follows a pause. The launches passed over
 // are not recorded (no sample can name them).

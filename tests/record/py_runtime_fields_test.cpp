@@ -89,7 +89,7 @@ TEST(PyRuntimeFields, TheThreadStateKeyIsWhereTheSharedLibpythonsPointTheirLea) 
 }
 
 TEST(PyRuntimeFields, UbuntusNonPieInterpreterPassesTheKeysAddressAsAnImmediate) {
-  // Ubuntu 24.04's /usr/bin/python3.12 (3.12.3), on the GPU machine (bench/probes/py_runtime_code.py):
+  // Ubuntu 24.04's /usr/bin/python3.12 (3.12.3), on the GPU machine (bench/probes/py_runtime_code.py at d9aa39d):
   // endbr64; push %rbp; mov $0xb369c8,%edi; mov %rsp,%rbp; call PyThread_tss_is_created; test; je;
   // mov $0xb369c8,%edi; pop %rbp; jmp PyThread_tss_get
   const std::vector<uint8_t> code = {0xf3, 0x0f, 0x1e, 0xfa, 0x55, 0xbf, 0xc8, 0x69, 0xb3, 0x00, 0x48, 0x89, 0xe5,

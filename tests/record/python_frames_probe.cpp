@@ -83,7 +83,7 @@ extern "C" int aiflame_probe_fingerprint(uint64_t* out) {
 }
 
 // A StackCapture with Python frames (the launch path's capture) writing to `path`, every launch that
-// takes its memo walked again in full and compared (AIFLAME_VERIFY_MEMOS).
+// takes its memo walked again in full and compared (AIFLAME_LAB=verify_memos).
 namespace {
 struct Stacks {
   aiflame::ProfileWriter writer;
@@ -153,33 +153,6 @@ extern "C" int aiflame_probe_capture_cached(char* buf, int size, int* described)
   std::strncpy(buf, out.c_str(), static_cast<size_t>(size) - 1);
   buf[size - 1] = 0;
   return n;
-}
-
-// names_bench.py's cold figure: the median over `rounds` of one capture of this thread's Python frames
-// named through g_names (named = 1) or the capture alone (0), in ns, with every cache evicted before
-// each (a 64-MiB buffer written), as a training loop's first steps name their new stacks.
-extern "C" double aiflame_probe_names_cold(int rounds, int named) {
-  static std::vector<char> evict(size_t{64} << 20);
-  std::vector<double> ns;
-  aiflame::RawPyFrame frames[64];
-  aiflame::PyFrame out[64];
-  for (int r = 0; r < rounds; r++) {
-    for (size_t i = 0; i < evict.size(); i += 64) evict[i] = static_cast<char>(r + i);
-    const auto t0 = std::chrono::steady_clock::now();
-    const int n = g_frames.capture(frames, 64);
-    if (named)
-      g_names.name_all(g_frames, frames, n, out, [&](const aiflame::RawPyFrame& g) {
-        std::string file, function;
-        uint32_t line = 0;
-        g_frames.describe(g, &file, &function, &line);
-        return aiflame::PyFrame{intern(file), intern(function), line};
-      });
-    const auto t1 = std::chrono::steady_clock::now();
-    asm volatile("" ::"r"(out) : "memory");
-    ns.push_back(std::chrono::duration<double, std::nano>(t1 - t0).count());
-  }
-  std::sort(ns.begin(), ns.end());
-  return ns.empty() ? 0 : ns[ns.size() / 2];
 }
 
 // A thread parked outside the interpreter (GIL released), as the thread that called backward() is.

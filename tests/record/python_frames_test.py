@@ -148,7 +148,7 @@ else:
 
 # The capture's memos in a real interpreter: two Python lines launching through one native path
 # (ctypes from one function, so the native stacks are alike) take their own stacks, every launch from
-# its memo gives the stack a full walk gives (AIFLAME_VERIFY_MEMOS), and on 3.11+ nearly every launch
+# its memo gives the stack a full walk gives (AIFLAME_LAB=verify_memos), and on 3.11+ nearly every launch
 # takes its memo by the Python fingerprint, without a Python walk.
 import os
 import tempfile

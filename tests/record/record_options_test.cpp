@@ -1,11 +1,10 @@
 // The option schema of the injection library: every option parsed in one place, bad values and unknown
-// variables named in one warning line each, measurement switches read like the options.
+// variables named in one warning line each, the lab's switches read from one variable, AIFLAME_LAB.
 #include "record/record_options.h"
 
 #include <gtest/gtest.h>
 
 #include "record/stack_capture.h"
-#include "record/unwind/object_table.h"
 
 #include <map>
 #include <set>
@@ -24,32 +23,15 @@ RecordOptions parse(const std::map<std::string, std::string>& env, std::vector<s
       names, warnings);
 }
 
-// Defaults written twice, in the options and in the component they set (which tests and benchmarks use
-// without options): the same.
-TEST(RecordOptions, DefaultsAgreeWithTheComponentsOwn) {
-  const RecordOptions d;
-  EXPECT_EQ(d.measure.memo_history, static_cast<uint32_t>(StackCapture::kDefaultMemoHistory));
-  EXPECT_EQ(d.measure.cfi_readahead, static_cast<uint32_t>(unwind::ObjectTable::kDefaultReadahead));
-  std::vector<std::string> warnings;
-  const RecordOptions parsed = parse({}, &warnings);
-  EXPECT_EQ(parsed.measure.memo_history, d.measure.memo_history);
-  EXPECT_EQ(parsed.measure.cfi_readahead, d.measure.cfi_readahead);
-  EXPECT_TRUE(parsed.measure.memo_context);
-}
-
-// The measurement switches of bench/storm_breakdown.sh: read from the environment like the options.
-TEST(RecordOptions, MeasurementSwitchesFromTheEnvironment) {
+// The lab's switches of bench/storm_breakdown.sh: read from AIFLAME_LAB, by name, like the options.
+TEST(RecordOptions, LabSwitchesFromTheEnvironment) {
   RecordOptions d = record_options_from_env();
   EXPECT_EQ(d.measure.activity_buffer_mb, 4u);
   EXPECT_EQ(d.measure.activity_flush_every, 10u);
   EXPECT_EQ(d.measure.skip_launches, 0u);
-  EXPECT_TRUE(d.measure.autograd_defer);  // resolved off the launch path unless AIFLAME_AUTOGRAD_DEFER=0
-  setenv("AIFLAME_ACTIVITY_BUFFER_MB", "32", 1);
-  setenv("AIFLAME_DEVICE_BUFFER_MB", "64", 1);
-  setenv("AIFLAME_ACTIVITY_ZEROED", "1", 1);
-  setenv("AIFLAME_ACTIVITY_FLUSH_EVERY", "0", 1);
-  setenv("AIFLAME_SKIP_LAUNCHES", "2", 1);
-  setenv("AIFLAME_SLEEP_SPAN_MS", "10", 1);
+  setenv("AIFLAME_LAB",
+         "activity_buffer_mb=32,device_buffer_mb=64,activity_zeroed,activity_flush_every=0,skip_launches=2,sleep_span_ms=10",
+         1);
   RecordOptions o = record_options_from_env();
   EXPECT_EQ(o.measure.activity_buffer_mb, 32u);
   EXPECT_EQ(o.measure.device_buffer_mb, 64u);
@@ -57,51 +39,75 @@ TEST(RecordOptions, MeasurementSwitchesFromTheEnvironment) {
   EXPECT_EQ(o.measure.activity_flush_every, 0u);
   EXPECT_EQ(o.measure.skip_launches, 2u);
   EXPECT_EQ(o.measure.sleep_span_ms, 10u);
-  setenv("AIFLAME_ACTIVITY_BUFFER_MB", "0", 1);  // out of range: the defaults, and a warning each
-  setenv("AIFLAME_SKIP_LAUNCHES", "3", 1);
+  setenv("AIFLAME_LAB", "activity_buffer_mb=0,skip_launches=3", 1);  // out of range: the defaults, and a warning each
   std::vector<std::string> warnings;
   RecordOptions bad = record_options_from_env(&warnings);
   EXPECT_EQ(bad.measure.activity_buffer_mb, 4u);
   EXPECT_EQ(bad.measure.skip_launches, 0u);
   EXPECT_EQ(warnings.size(), 2u);
-  for (const char* v : {"AIFLAME_ACTIVITY_BUFFER_MB", "AIFLAME_DEVICE_BUFFER_MB", "AIFLAME_ACTIVITY_ZEROED",
-                        "AIFLAME_ACTIVITY_FLUSH_EVERY", "AIFLAME_SKIP_LAUNCHES", "AIFLAME_SLEEP_SPAN_MS"})
-    unsetenv(v);
+  unsetenv("AIFLAME_LAB");
 }
 
-// The Python walk's prefetch (an A/B of bench/capture_variants_gpu.sh's nopf): on unless set to 0.
-TEST(RecordOptions, ThePythonPrefetchIsOnUnlessSwitchedOff) {
-  EXPECT_TRUE(record_options_from_env().measure.py_prefetch);
-  setenv("AIFLAME_PY_PREFETCH", "0", 1);
-  EXPECT_FALSE(record_options_from_env().measure.py_prefetch);
-  setenv("AIFLAME_PY_PREFETCH", "1", 1);
-  EXPECT_TRUE(record_options_from_env().measure.py_prefetch);
-  unsetenv("AIFLAME_PY_PREFETCH");
-}
-
-// Python's state read in place (record/py_runtime_fields.h), and the A/B mode that alternates it.
-TEST(RecordOptions, PythonsStateInPlaceIsOnUnlessSwitchedOffAndHasItsAbMode) {
-  EXPECT_TRUE(record_options_from_env().measure.py_state);
-  setenv("AIFLAME_PY_STATE", "0", 1);
-  EXPECT_FALSE(record_options_from_env().measure.py_state);
-  unsetenv("AIFLAME_PY_STATE");
-  setenv("AIFLAME_AUTOGRAD_AB", "4", 1);
+// The in-run A/B modes of the launch path: 4 (Python's state read in place) and 5 (the lean path).
+TEST(RecordOptions, TheAutogradAbTakesOneToFive) {
+  setenv("AIFLAME_LAB", "autograd_ab=4", 1);
   EXPECT_EQ(record_options_from_env().measure.autograd_ab, 4u);
-  setenv("AIFLAME_AUTOGRAD_AB", "5", 1);  // the launch path without the measurements' branches
+  setenv("AIFLAME_LAB", "autograd_ab=5", 1);  // the launch path without the measurements' branches
   EXPECT_EQ(record_options_from_env().measure.autograd_ab, 5u);
-  setenv("AIFLAME_AUTOGRAD_AB", "6", 1);
+  setenv("AIFLAME_LAB", "autograd_ab=6", 1);
   EXPECT_EQ(record_options_from_env().measure.autograd_ab, 0u);  // out of range: the default, with a warning
-  unsetenv("AIFLAME_AUTOGRAD_AB");
+  unsetenv("AIFLAME_LAB");
 }
 
-// The capture probes: 4 (thread-local accesses timed, record/tls_probe.h) is the last.
+// The capture probes: 4 (thread-local accesses timed, record/measure/tls_probe.h) is the last.
 TEST(RecordOptions, TheCaptureProbeTakesOneToFour) {
   EXPECT_EQ(record_options_from_env().measure.capture_probe, 0u);
-  setenv("AIFLAME_CAPTURE_PROBE", "4", 1);
+  setenv("AIFLAME_LAB", "capture_probe=4", 1);
   EXPECT_EQ(record_options_from_env().measure.capture_probe, 4u);
-  setenv("AIFLAME_CAPTURE_PROBE", "5", 1);
+  setenv("AIFLAME_LAB", "capture_probe=5", 1);
   EXPECT_EQ(record_options_from_env().measure.capture_probe, 0u);  // out of range: the default, with a warning
-  unsetenv("AIFLAME_CAPTURE_PROBE");
+  unsetenv("AIFLAME_LAB");
+}
+
+// Several lab switches in one variable, a name alone meaning 1; an unknown name and a bad value each
+// named in one line, the others still set.
+TEST(RecordOptions, LabSwitchesAreNamedInOneVariable) {
+  std::vector<std::string> warnings;
+  RecordOptions o = parse({{"AIFLAME_LAB", "capture_stats,stall_config,free_names,callback_ab=3,nosuch,launch_ab=maybe"}},
+                          &warnings);
+  EXPECT_TRUE(o.measure.capture_stats);
+  EXPECT_TRUE(o.measure.stall_config);
+  EXPECT_TRUE(o.measure.free_names);
+  EXPECT_EQ(o.measure.callback_ab, 3u);
+  EXPECT_FALSE(o.measure.launch_ab);
+  ASSERT_EQ(warnings.size(), 2u);
+  EXPECT_EQ(warnings[0], "AIFLAME_LAB: nosuch is not a lab switch; it is ignored");
+  EXPECT_EQ(warnings[1], "AIFLAME_LAB: launch_ab=maybe is not valid (launch_ab takes 0 or 1); the default is used");
+}
+
+// The lab is not a user option: none of its switches is in the schema that `aiflame record` registers
+// its flags and variables from, and the old variables of the switches now in the lab are unknown.
+TEST(RecordOptions, LabSwitchesAreNotOptions) {
+  std::set<std::string> names;
+  for (const auto& s : record_option_schema()) names.insert(s.name);
+  for (const auto& l : lab_option_schema()) {
+    EXPECT_FALSE(names.count(l.name)) << l.name;
+    EXPECT_EQ(l.cli, nullptr) << l.name;
+    EXPECT_STREQ(l.env, "AIFLAME_LAB") << l.name;
+  }
+  std::vector<std::string> warnings;
+  parse({{"AIFLAME_CAPTURE_STATS", "1"}}, &warnings);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_EQ(warnings[0], "AIFLAME_CAPTURE_STATS=1 is not an aiflame option; it is ignored");
+}
+
+// AIFLAME_AUTOGRAD=0 turns the autograd tracking off, and is an option like the others (it was obeyed
+// and yet warned about as "not an aiflame option").
+TEST(RecordOptions, AutogradOffIsAnOption) {
+  std::vector<std::string> warnings;
+  EXPECT_TRUE(parse({}, &warnings).autograd);
+  EXPECT_FALSE(parse({{"AIFLAME_AUTOGRAD", "0"}}, &warnings).autograd);
+  EXPECT_TRUE(warnings.empty()) << warnings[0];
 }
 
 TEST(RecordOptions, EveryOptionFromItsVariable) {
@@ -120,9 +126,7 @@ TEST(RecordOptions, EveryOptionFromItsVariable) {
                            {"AIFLAME_ACTIVITY", "0"},
                            {"AIFLAME_QUIET", "1"},
                            {"AIFLAME_CUPTI", "/opt/libcupti.so"},
-                           {"AIFLAME_STALL_CONFIG", "1"},
-                           {"AIFLAME_FREE_NAMES", "1"},
-                           {"AIFLAME_FULL_UNWIND", "1"}},
+                           {"AIFLAME_LAB", "stall_config=1,free_names"}},
                           &warnings);
   EXPECT_TRUE(warnings.empty()) << warnings[0];
   EXPECT_EQ(o.output, "/tmp/x");
@@ -141,7 +145,6 @@ TEST(RecordOptions, EveryOptionFromItsVariable) {
   EXPECT_EQ(o.cupti_path, "/opt/libcupti.so");
   EXPECT_TRUE(o.measure.stall_config);
   EXPECT_TRUE(o.measure.free_names);
-  EXPECT_TRUE(o.measure.full_unwind);
 }
 
 // A bad value used to become the default without a word (record_options.cpp:71 before #21).

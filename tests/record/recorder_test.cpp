@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "profile/profile.h"
-#include "record/capture_stats.h"
+#include "record/measure/capture_stats.h"
 #include "record/unwind/object_table.h"
 #include "test_util.h"
 
@@ -132,7 +132,7 @@ uint32_t launch_for_many_slices(Recording& r) {
   return n;
 }
 
-// AIFLAME_AUTOGRAD_AB: launches fall in slices with and without the tracking, about half each over a
+// AIFLAME_LAB=autograd_ab: launches fall in slices with and without the tracking, about half each over a
 // run of many slices, and every launch in one of the two.
 TEST(Recorder, TheAutogradABSplitsLaunchesBetweenSlicesWithAndWithoutTracking) {
   Recording r(/*autograd_ab=*/1);
@@ -177,7 +177,7 @@ TEST(Recorder, TheAutogradABComparesWalkedLaunchesApartFromMemoLaunches) {
   EXPECT_DOUBLE_EQ(Recorder::AutogradAB{}.stratified_us(), 0.0);
 }
 
-// AIFLAME_CAPTURE_PROBE=2: every launch that took its memo runs its parts again; a walked launch does
+// AIFLAME_LAB=capture_probe=2: every launch that took its memo runs its parts again; a walked launch does
 // not (its second capture would take the memo its walk just made). The parts fit inside on_launch.
 TEST(Recorder, ThePhaseProbeRunsTheLaunchPathAgainAfterEachMemoLaunch) {
   unwind::ObjectTable::instance().build_all_now();  // no launch falls back to backtrace() while rows are built
@@ -204,7 +204,7 @@ TEST(Recorder, ThePhaseProbeRunsTheLaunchPathAgainAfterEachMemoLaunch) {
   plain.finish();
 }
 
-// AIFLAME_CAPTURE_PROBE=4: a round of thread-local and global accesses timed before every launch, on
+// AIFLAME_LAB=capture_probe=4: a round of thread-local and global accesses timed before every launch, on
 // every thread, and nothing else of the probes.
 TEST(Recorder, TheTlsProbeTimesARoundBeforeEveryLaunch) {
   Recording r(/*autograd_ab=*/0, /*capture_probe=*/4, UnwindPolicy::Always);
@@ -228,7 +228,7 @@ TEST(Recorder, TheTlsProbeTimesARoundBeforeEveryLaunch) {
   plain.finish();
 }
 
-// AIFLAME_CAPTURE_PROBE=3: each launch's time in the launch path counted by kind, nothing run again.
+// AIFLAME_LAB=capture_probe=3: each launch's time in the launch path counted by kind, nothing run again.
 TEST(Recorder, TheHistogramProbeCountsEveryLaunchByKind) {
   unwind::ObjectTable::instance().build_all_now();
   Recording r(/*autograd_ab=*/0, /*capture_probe=*/3, UnwindPolicy::Always);
@@ -274,7 +274,7 @@ TEST(Recorder, TheHistogramProbeCountsEveryLaunchByKind) {
   EXPECT_GT(walked.mean_us, memo.p50_us);  // a walk costs more than a check
 }
 
-// AIFLAME_AUTOGRAD_AB=2: the slices without switch off the capture's predicted memo, not the tracking.
+// AIFLAME_LAB=autograd_ab=2: the slices without switch off the capture's predicted memo, not the tracking.
 // One call path launching again and again takes its memo as the predicted one in the slices with it,
 // and searches its key's set in the slices without.
 TEST(Recorder, TheAutogradABTwoSwitchesThePredictedMemo) {
@@ -295,7 +295,7 @@ TEST(Recorder, TheAutogradABTwoSwitchesThePredictedMemo) {
   EXPECT_LE(slow, ab.without_launches + 1) << "the slices with take the predicted memo";
 }
 
-// AIFLAME_AUTOGRAD_AB=5: the slices with take the product's launch path (Recorder::launch_lean and the
+// AIFLAME_LAB=autograd_ab=5: the slices with take the product's launch path (Recorder::launch_lean and the
 // capture's own check of its predicted memo), the slices without the measured path (the predicted memo
 // checked inside the walk's loop). One call path launching again and again takes its memo on both
 // (each path's first launch walks: its frames differ), and every launch is counted once.

@@ -63,7 +63,7 @@ TEST(SamplingWindows, GapsAreRandomWithinHalfToOneAndAHalfOfTheMean) {
 }
 
 // With a budget, a window's cost spaces the next one (cost / budget); time discounted from it (the wait
-// for a busy GPU's queue, AIFLAME_WIN_CHARGE_SYNC=0) does not, and the discount ends with its window.
+// for a busy GPU's queue, AIFLAME_LAB=win_charge_sync=0) does not, and the discount ends with its window.
 TEST(SamplingWindows, DiscountedTimeDoesNotSpaceTheNextWindow) {
   auto gap_after = [](uint64_t discount, bool second_too) {
     SamplingWindows w(1000, 1000, 9, 0.02);  // 1 ms windows, 2% budget

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "profile/profile.h"
-#include "record/capture_stats.h"
+#include "record/measure/capture_stats.h"
 #include "test_util.h"
 #include "record/unwind/object_table.h"
 
@@ -92,7 +92,7 @@ __attribute__((noinline)) StackCapture::Result probe_path(StackCapture& c) {
 }
 StackCapture::Result path_v(StackCapture& c, bool second) { return second ? probe_path<1>(c) : probe_path<0>(c); }
 
-// AIFLAME_CAPTURE_PROBE: once a thread's launches follow each other from their memos, each launch
+// AIFLAME_LAB=capture_probe: once a thread's launches follow each other from their memos, each launch
 // loads the stack lines of its likely memo before its capture: the probe counts those launches and
 // lines (each memo's check reads at least its return address's line), and each round's time.
 TEST(StackCapture, TheLineProbeTimesTheLikelyMemosStackLines) {
@@ -147,7 +147,7 @@ TEST(StackCapture, AFallbackGivesTheWalksStackThroughAWrappedBacktrace) {
   EXPECT_EQ(f.capture.stacks(), 2u);
 }
 
-// AIFLAME_VERIFY_MEMOS: launches that take their memo are walked again in full and compared; on
+// AIFLAME_LAB=verify_memos: launches that take their memo are walked again in full and compared; on
 // this test's two paths every memo's stack is the full walk's (and each launch keeps its own path's).
 TEST(StackCapture, VerifiedMemosMatchTheFullWalk) {
   Fixture f(UnwindPolicy::Always);
@@ -519,7 +519,7 @@ TEST(StackCapture, AnotherCapturesLaunchOnTheThreadRetiresTheDonors) {
   EXPECT_EQ(f.capture.memo_check().differed, 0u);
 }
 
-// A launch says whether it was walked in full or took a memo (AIFLAME_AUTOGRAD_AB compares the two
+// A launch says whether it was walked in full or took a memo (AIFLAME_LAB=autograd_ab compares the two
 // kinds apart): in A B A B ... only each path's first launches walk.
 TEST(StackCapture, OnlyLaunchesWithoutAMemoThatHoldsAreWalked) {
   Fixture f(UnwindPolicy::Always);
@@ -540,7 +540,7 @@ TEST(StackCapture, OnlyLaunchesWithoutAMemoThatHoldsAreWalked) {
 // the loop's) must not keep the loop's paths from keeping theirs. Four paths through one function fill
 // the key's four memos; then three paths through another function of the same frame size take turns.
 // Replacing the last memo checked puts them in the same ways, every launch (the cold benchmark's
-// timed paths: 0% from their memos); with AIFLAME_MEMO_EVICT_LRU the stale memos go first. (With two
+// timed paths: 0% from their memos); with set_memo_evict_lru the stale memos go first. (With two
 // paths the predicted memo, checked alone first and then last in line, no longer lets them collide.)
 __attribute__((noinline)) StackCapture::Result warm_site(Path p, StackCapture& c) {
   auto r = p(c, 9);

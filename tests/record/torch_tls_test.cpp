@@ -24,7 +24,7 @@ namespace aiflame {
 namespace {
 
 // The first bytes of libtorch_cpu.so's functions in torch 2.11.0+cu130's wheel, copied from the GPU
-// machine's process (bench/probes/torch_tls_code.py), at their file offsets; what objdump printed for
+// machine's process (bench/probes/torch_tls_code.py at d9aa39d), at their file offsets; what objdump printed for
 // each is in the comments, and the expected values below are objdump's, not the decoder's.
 constexpr uint64_t kPeekAt = 0x1a07980;
 constexpr uint8_t kPeek[] = {

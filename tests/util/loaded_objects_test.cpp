@@ -152,7 +152,7 @@ TEST(LoadedObjects, TheRefreshComesOnceTheLoadersLockIsHeld) {
 // off the list's end: the report's "signal 11 at address (nil), pc in ld.so".
 enum class Iterate {
   Plain,                   // dl_iterate_phdr
-  RefreshedBeforeTheCall,  // the nineteenth session's fix: the DTV refreshed, then dl_iterate_phdr
+  RefreshedBeforeTheCall,  // a first fix: the DTV refreshed, then dl_iterate_phdr
   Aiflame,                 // iterate_loaded_objects
 };
 
@@ -268,8 +268,8 @@ TEST_F(LoadsStoppedHalfway, DoNotFaultIterateLoadedObjects) {
 // holds from its start to its relocations (here the hook library's resolver) and a dlclose while it
 // takes the list lock. iterate_loaded_objects_for sets it up before dl_iterate_phdr takes the list
 // lock: while the load holds the TLS lock, the thread waits without the list lock, and another
-// thread's dl_iterate_phdr runs. With the set-up only inside the iteration (the twentieth session's
-// order), the thread waited holding the list lock, and the other iteration waited behind it: exit 3.
+// thread's dl_iterate_phdr runs. With the set-up only inside the iteration,
+// the thread waited holding the list lock, and the other iteration waited behind it: exit 3.
 TEST(LoadedObjects, ATlsSetUpWaitingForALoadHoldsNoListLock) {
   const std::string dir = test::temp_path("tls_setup");
   std::filesystem::create_directories(dir);

@@ -5,7 +5,7 @@
 #include <cstring>
 #include <unistd.h>
 
-#include "record/capture_stats.h"
+#include "record/measure/capture_stats.h"
 #include "record/debug_log.h"
 #include "util/hot_pages.h"
 #include "util/hot_path.h"
@@ -72,12 +72,7 @@ AutogradTracker::ThreadState& thread_state(uint64_t owner) {
 void AutogradTracker::init(bool python, Warn warn) {
   python_ = python;
   warn_ = std::move(warn);
-  const char* env = std::getenv("AIFLAME_AUTOGRAD");
-  if (env && std::strcmp(env, "0") == 0) {
-    state_ = "off: AIFLAME_AUTOGRAD=0";
-    disabled_ = true;
-    return;
-  }
+  if (disabled_) return;  // disable()
   if (python_) frames_.init();
   TorchApi api = resolve_torch();
   if (api.library.empty()) {
@@ -110,7 +105,7 @@ void AutogradTracker::start(const TorchApi& api) {
   if (started_.exchange(true)) return;
   api_ = api;
   if (!read_in_place_) {
-    tls_why_ = "AIFLAME_TORCH_TLS=0";
+    tls_why_ = "switched off";
   } else if (api_.graph_task_id && api_.peek && api_.current_node) {
     tls_ = resolve_torch_tls(api_, &tls_why_);
     if (tls_) {
@@ -267,7 +262,7 @@ AIFLAME_HOT void AutogradTracker::remember_forward(uint32_t stack_id, const Pend
   store_forward(seq, t.tid, stack_id, timestamp);
 }
 
-// Deferred (AIFLAME_AUTOGRAD_DEFER): the first launch after a new node goes to the writer with its
+// Deferred (the recorder's way): the first launch after a new node goes to the writer with its
 // sequence number and thread, and the collector's flush stores it (remember) before it resolves the
 // backward launches it took: the forward table's line, a miss at nearly every such launch of a
 // training loop, leaves the launch path.
@@ -421,7 +416,7 @@ AIFLAME_HOT AutogradTracker::Launch AutogradTracker::on_backward(uint32_t stack_
     t.asked = false;
   }
   // Deferred, the collector reads the caller's stack (~25 us of system calls on the H200, 0.08-0.12
-  // us per backward launch when a launch did it: bench/RESULTS.md, eleventh session).
+  // us per backward launch when a launch did it).
   const bool ask = hot_.defer && wake_ && !hot_.light;
   if (python_ && !t.caller && !t.self && t.tries < kCallerTries) {
     if (ask) {

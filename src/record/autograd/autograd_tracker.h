@@ -43,24 +43,29 @@ class AutogradTracker : public ProfileWriter::BackwardResolver {
   AutogradTracker(ProfileWriter& w, StringTable& strings) : writer_(w), strings_(strings) { hot_.serial = next_serial_++; }
   ~AutogradTracker() override;
   // Before init: launches leave the forward table, the backward launches' forward lookup, counts and
-  // interning to the writer's flush, which calls remember() and resolve() (AIFLAME_AUTOGRAD_DEFER, on
-  // by default: the launch path then reads torch's state and finds backward()'s caller, nothing more;
-  // issue 23 item 5). A graph node captured during a backward launch is resolved at once
+  // interning to the writer's flush, which calls remember() and resolve() (the recorder always defers:
+  // the launch path then reads torch's state and finds backward()'s caller, nothing more; tests also
+  // resolve at the launch, which gives the same stacks). A graph node captured during a backward launch is resolved at once
   // (resolve_uncounted, through Recorder::graph_node_stack).
   void set_deferred(bool on) { hot_.defer = on ? 1 : 0; }
-  // Before init, a measurement of the launch path only (AIFLAME_AUTOGRAD_LIGHT): 1, torch's state is
+  // Before init, a measurement of the launch path only (AIFLAME_LAB=autograd_light): 1, torch's state is
   // read at every launch and the caller of backward() found, but no forward table, backward-id sets
   // or counts (backward kernels then sit under the caller and "[backward]" without their forward
   // code); 2, not even torch's state (a thread's graph task read once; no node, no sequence number).
   void set_light(uint32_t level) { hot_.light = static_cast<uint8_t>(level); }
   // Before init: false, torch's functions are called at every launch even where its thread-locals can
-  // be read in place (AIFLAME_TORCH_TLS=0: a measurement, and a way out; torch_tls.h).
+  // be read in place (tests compare the two; torch_tls.h).
   void set_read_in_place(bool on) { read_in_place_ = on; }
   // Whether torch's thread-locals are read in place ("" if so, else why not), and by how many threads
   // so far (each checked against the functions at its first launch).
   std::string in_place_state() const;
   uint64_t threads_in_place() const { return threads_in_place_.load(std::memory_order_relaxed); }
   bool deferred() const { return hot_.defer != 0; }
+  // Before init: no tracking at all (AIFLAME_AUTOGRAD=0); `state` is what the summary says of it.
+  void disable(std::string state) {
+    disabled_ = true;
+    state_ = std::move(state);
+  }
   // Looks for a loaded torch (resolve_torch) and the interpreter. warn prints a note once.
   void init(bool python, Warn warn);
   // Uses the given functions instead of a loaded torch (tests).
@@ -69,7 +74,7 @@ class AutogradTracker : public ProfileWriter::BackwardResolver {
   // inside its windows). Forward launches are then mostly unseen, so backward kernels are placed
   // under backward() but not under their forward code, and the node layout probe (which expects the
   // forward launches of the first nodes) is not run: it failed every keep1 run on the H200 with a
-  // false "layout check failed" warning (bench/RESULTS.md, the seventh session).
+  // false "layout check failed" warning.
   void set_launches_sampled(bool sampled) { launches_sampled_ = sampled; }
   // Called now and then off the launch path (the collector): looks for torch again until found.
   void poll();
@@ -128,7 +133,7 @@ class AutogradTracker : public ProfileWriter::BackwardResolver {
     ThreadState* thread = nullptr;  // this thread's state (one thread-local lookup per launch)
   };
   // in_place = false: torch's functions called even where its thread-locals are read in place
-  // (AIFLAME_AUTOGRAD_AB=3's slices).
+  // (AIFLAME_LAB=autograd_ab=3's slices).
   Pending before_capture(bool in_place = true);
   // After its stack was captured: the stack id the Launch record names (stack_id itself, or a
   // BackwardStack id).
@@ -221,7 +226,7 @@ class AutogradTracker : public ProfileWriter::BackwardResolver {
   struct alignas(64) Hot {
     std::atomic<bool> ready{false};
     std::atomic<bool> node_on{false};
-    uint8_t light = 0;  // AIFLAME_AUTOGRAD_LIGHT=1 or 2 (a measurement; on this line, read at every launch)
+    uint8_t light = 0;  // AIFLAME_LAB=autograd_light=1 or 2 (a measurement; on this line, read at every launch)
     uint8_t defer = 0;  // set_deferred
     uint16_t node_sequence_nr = 0, node_thread_id = 0;  // the node layout's offsets
     std::atomic<int> probed{0};  // nodes the layout probe looked at (written only until kProbe)

@@ -5,7 +5,7 @@
 // graph task (get_current_graph_task_id) and the node it evaluates (get_current_node). Each is a call
 // into libtorch_cpu.so that reaches a thread-local through __tls_get_addr or a c10::ThreadLocal
 // accessor, and get_current_node also copies a shared_ptr (two atomic reference-count updates with its
-// destruction): 0.08-0.10 us per launch warm on the H200 (bench/RESULTS.md, "autograd reads").
+// destruction): 0.08-0.10 us per launch warm on the H200.
 // These decoders accept only the exact instruction sequences that compute those values (torch 2.11's
 // wheel, and what GCC emits for the same source with general- or local-dynamic TLS), so that what they
 // return reads the same memory as the function by construction; anything else is refused (nullopt) and

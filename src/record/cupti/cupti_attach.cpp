@@ -108,9 +108,9 @@ void CuptiBackend::adopt_new_contexts() {
 // Called on a program thread at the exit of a driver call once detach() asked for it: sampling is
 // stopped and CUPTI finalized here, where they race no other CUPTI or driver call of that thread.
 // Stopping from the attach thread instead hung under a live PyTorch job on the H100
-// (bench/attach_debug.sh, 2026-11-24: the trace ends at "stopping: final drain, disable, activity
+// (bench/attach_debug.sh at d9aa39d, 2026-11-24: the trace ends at "stopping: final drain, disable, activity
 // flush" while the program launches on), as cuptiPCSamplingStop from a non-launching thread hung the
-// program in windows mode (bench/probes/serialized_where.cu).
+// program in windows mode (bench/probes/serialized_where.cu at d9aa39d).
 void CuptiBackend::finalize_in_callback(const void* data) {
   auto* cb = static_cast<const CUpti_CallbackData*>(data);
   if (!cb || cb->callbackSite != CUPTI_API_EXIT) return;

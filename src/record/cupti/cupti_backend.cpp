@@ -156,18 +156,18 @@ bool CuptiBackend::start() {
   // the program's first launch (its start-up, not the loop it times); it switches them off.
   set_launch_callbacks(true);
   if (measure_.callback_ab && !windows) {
-    // Kernel records cannot be switched on while PC sampling is enabled (CUPTI_ERROR_NOT_COMPATIBLE,
-    // third session): their A/B needs --no-pc-sampling, or sampling switched with them (=6, =7: they
+    // Kernel records cannot be switched on while PC sampling is enabled (CUPTI_ERROR_NOT_COMPATIBLE
+    // on CUPTI 13.0): their A/B needs --no-pc-sampling, or sampling switched with them (=6, =7: they
     // come on before sampling is enabled and go off after it is disabled).
     const bool records_ok = !o.pc_sampling || (measure_.callback_ab & 4);
     if ((measure_.callback_ab & 2) && (!records_ok || !o.kernel_activity || !api_.cuptiActivityDisable)) {
-      rec_.warn("AIFLAME_CALLBACK_AB=" + std::to_string(measure_.callback_ab) +
+      rec_.warn("AIFLAME_LAB=callback_ab=" + std::to_string(measure_.callback_ab) +
                 ": kernel records are switched only with kernel records on, and either without PC sampling "
                 "(--no-pc-sampling) or together with it (6, 7)");
       measure_.callback_ab &= ~2u;
     }
     if ((measure_.callback_ab & 4) && !o.pc_sampling) {
-      rec_.warn("AIFLAME_CALLBACK_AB=" + std::to_string(measure_.callback_ab) + ": PC sampling is off, so it is not switched");
+      rec_.warn("AIFLAME_LAB=callback_ab=" + std::to_string(measure_.callback_ab) + ": PC sampling is off, so it is not switched");
       measure_.callback_ab &= ~4u;
     }
     // 8: no launch callback at all (with 4, sampling's cost with nothing else per launch: its floor).
@@ -226,14 +226,14 @@ AIFLAME_HOT void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_Ca
     if (cb->callbackSite != CUPTI_API_ENTER) {
       rec_.on_launch_exit();
       if (rec_.options().pc_mode == PcMode::Windows) window_exit(cb->context);
-      if (sampling_switch_.load(std::memory_order_relaxed)) switch_sampling_at_launch();  // AIFLAME_CALLBACK_AB=4
+      if (sampling_switch_.load(std::memory_order_relaxed)) switch_sampling_at_launch();  // AIFLAME_LAB=callback_ab=4
       return;
     }
     // MeasurementSwitches::skip_launches (bench/storm_breakdown.sh): 1 measures CUPTI's callback
     // alone, 2 adds the timestamp and context lookup.
     const uint32_t skip = measure_.skip_launches;
     if (skip == 1) return;
-    if (rec_.launch_ab_off(reinterpret_cast<uint64_t>(cb->symbolName))) return;  // AIFLAME_LAUNCH_AB: a slice without the launch path
+    if (rec_.launch_ab_off(reinterpret_cast<uint64_t>(cb->symbolName))) return;  // AIFLAME_LAB=launch_ab: a slice without the launch path
     uint64_t ts = 0;
     api_.cuptiGetTimestamp(&ts);
     Context* c = context_of(cb->context);
@@ -395,7 +395,7 @@ void CuptiBackend::callback_ab_tick() {
   if (measure_.callback_ab & 4) {
     // PC sampling is switched by the program's next launch, not here: disabled and enabled from the
     // collector, hf_gpt2.py, resnet_train.py, timm_train.py and gpt_train.py all hung within 1-3 cycles
-    // (H200, CUPTI 13.0, bench/RESULTS.md). What is switched with it (+1 the launch callbacks, +2 the
+    // (H200, CUPTI 13.0). What is switched with it (+1 the launch callbacks, +2 the
     // kernel records) comes on here, before sampling, and goes off at that launch, after it; with the
     // launch callbacks off (+8) they come on until then, to carry the switch.
     if (on && (measure_.callback_ab & 2)) set_kernel_records(true);
@@ -415,7 +415,7 @@ void CuptiBackend::print_ab_switch(uint64_t start, uint64_t done, bool on) {
                static_cast<unsigned long long>(done), on ? "on" : "off");
 }
 
-// AIFLAME_CALLBACK_AB=4: the switch the collector asked for, on the launching thread at a launch's
+// AIFLAME_LAB=callback_ab=4: the switch the collector asked for, on the launching thread at a launch's
 // exit (one thread takes it). Switching off, the records (+2) and the launch callbacks (+1) follow
 // sampling; with +8 the launch callbacks go off again after either switch.
 void CuptiBackend::switch_sampling_at_launch() {
@@ -460,7 +460,7 @@ void CuptiBackend::stop() {
   if (attach_mode_) return;  // detach() frees the function names after cuptiFinalize
   // CUPTI's function-name strings are the user's to free, but they may also back activity records
   // that CUPTI delivers after this point (context teardown runs after atexit); the process is
-  // exiting, so they are left to it. AIFLAME_FREE_NAMES=1 (MeasurementSwitches::free_names) frees
+  // exiting, so they are left to it. AIFLAME_LAB=free_names (MeasurementSwitches::free_names) frees
   // them here (for leak checkers).
   std::lock_guard<std::mutex> lock(names_mu_);
   debug("%zu distinct function-name strings from CUPTI", function_names_.size());

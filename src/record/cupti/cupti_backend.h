@@ -14,7 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "record/callback_ab.h"
+#include "record/measure/callback_ab.h"
 #include "record/cupti/cupti_api.h"
 #include "record/device_claim.h"
 #include "record/gpu_backend.h"
@@ -33,7 +33,7 @@ namespace aiflame {
 // and 32 MiB overflowed (1.5 million kept). The samples per drain halve with each step of the period
 // and grow with the drain interval, so: 512 MiB at period 13 (a step of margin over the measured 12)
 // and the default 10-ms interval, halved per step above it, scaled by interval / 10 ms, between
-// 32 MiB (what windows mode uses, bench/RESULTS.md) and 512. CUPTI's own period (0): its default.
+// 32 MiB (what windows mode uses) and 512. CUPTI's own period (0): its default.
 constexpr uint32_t continuous_hw_buffer_mb(uint32_t period_log2, uint32_t interval_ms) {
   constexpr uint64_t kMin = 32, kMax = 512, kFullAt = 13;
   if (period_log2 <= kFullAt) return kMax;  // 0 (CUPTI's own period) included
@@ -144,13 +144,13 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
     // gone off meanwhile, then no longer counts). A window opens only once this count is 0 and every
     // later launch of another thread waits at its entry: a kernel of another thread inside a
     // kernel-serialized range is never fetched after, and that hung eight threads on eight streams on
-    // the H100 (bench/RESULTS.md). One word, so that counting and the epoch's reset cannot interleave.
+    // the H100. One word, so that counting and the epoch's reset cannot interleave.
     std::atomic<uint64_t> launches_out{0};
     bool configured = false;  // PC sampling enabled and configured (win_disable_between re-enables per window)
     // Windows mode: the threads seen launching in the launch callbacks' first millisecond after they
     // came back on (the first one's id; set when another one launched too). With several launching
     // threads no window opens: under eight threads on eight streams a window's cuptiPCSamplingStop
-    // hung (bench/RESULTS.md, the seventh session) even with that millisecond's grace, since a launch
+    // hung even with that millisecond's grace, since a launch
     // blocked in its driver call (a full launch queue) outlasts any grace.
     std::atomic<pid_t> probe_tid{0};
     std::atomic<bool> others_launching{false};
@@ -180,8 +180,8 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
   void note_launcher(Context& c);
   void set_launch_callbacks(bool on);
   void set_kernel_records(bool on);  // CONCURRENT_KERNEL activity records on or off
-  void callback_ab_tick();  // AIFLAME_CALLBACK_AB: the collector's switch, when due
-  void switch_sampling(bool on);  // AIFLAME_CALLBACK_AB=4: continuous PC sampling disabled or enabled again
+  void callback_ab_tick();  // AIFLAME_LAB=callback_ab: the collector's switch, when due
+  void switch_sampling(bool on);  // AIFLAME_LAB=callback_ab=4: continuous PC sampling disabled or enabled again
   void switch_sampling_at_launch();  // ... by the launching thread, when the collector asked for it
   static void print_ab_switch(uint64_t start, uint64_t done, bool on);  // the line bench/callback_ab.py reads
   uint64_t synchronize(Context& c);  // returns the nanoseconds it took
@@ -217,13 +217,13 @@ class CuptiBackend final : public GpuBackend, public SamplingWindowControl, publ
   unsigned drains_ = 0;
   std::map<uint32_t, std::unique_ptr<DeviceClaim>> claims_;  // per device ordinal, under contexts_mu_
   std::atomic<bool> launch_callbacks_on_{true};
-  std::unique_ptr<CallbackAB> callback_ab_;  // AIFLAME_CALLBACK_AB, continuous mode; the collector's
-  std::atomic<int> sampling_switch_{0};        // AIFLAME_CALLBACK_AB=4: 1 off, 2 on, asked of the next launch's exit
+  std::unique_ptr<CallbackAB> callback_ab_;  // AIFLAME_LAB=callback_ab, continuous mode; the collector's
+  std::atomic<int> sampling_switch_{0};        // AIFLAME_LAB=callback_ab=4: 1 off, 2 on, asked of the next launch's exit
   // Windows mode: when the window thread last switched the launch callbacks back on (CUPTI's clock).
   // A launch that entered its driver call while they were off has no entry callback, so it is not in
   // Context::launches_out, and a window opened at once could take its kernel: on the H100 eight
-  // threads on eight streams then hung in cuptiPCSamplingStop, or one launch in a window took 16 s
-  // (bench/RESULTS.md, the seventh session). No window opens until kCallbacksGraceNs later: a launch's
+  // threads on eight streams then hung in cuptiPCSamplingStop, or one launch in a window took 16 s.
+  // No window opens until kCallbacksGraceNs later: a launch's
   // driver call takes microseconds, so those launches have left it by then.
   std::atomic<uint64_t> callbacks_on_at_{0};
   std::atomic<int64_t> captures_{0};  // stream captures under way (windows wait for none)

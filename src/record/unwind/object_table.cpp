@@ -170,8 +170,8 @@ bool ObjectTable::claim_build(Object* o) {
 
 void ObjectTable::build_now(Object* o) {
   if (o->state.load(std::memory_order_acquire) == Object::kBuilt) return;
-  // Until the twenty-second session the build held work_mu_, which a fork waits for, so a DataLoader
-  // worker forked during a build waited for the rest of it (libtorch_cpu's took 160 ms CPU on the H200).
+  // The build does not hold work_mu_, which a fork waits for: a DataLoader worker forked during a
+  // build would wait for the rest of it (libtorch_cpu's takes 160 ms CPU on the H200).
   if (!claim_build(o)) return;
   if (auto hook = g_build_hook.load(std::memory_order_acquire)) hook(o);
   timespec t0{};
@@ -182,7 +182,7 @@ void ObjectTable::build_now(Object* o) {
   // object unloaded meanwhile faults the build, which run_guarded turns into an object without rows
   // (frame pointers), as any other fault of the build: the builder is off the launch path and must not
   // take the program down (one hf_gpt2.py recording in ~20 reported "signal 11 ... in aiflame's
-  // unwind-table builder" and died; nineteenth session). Where the guard cannot catch a fault (the
+  // unwind-table builder" and died). Where the guard cannot catch a fault (the
   // program's own SIGSEGV handler replaced aiflame's, or `record --pid` installed none), the build runs
   // inside dl_iterate_phdr, so that at least the object stays loaded while it is read.
   BuildJob job{o, rows.get(), {}, guard_active(), false};

@@ -51,7 +51,7 @@ struct Object {
 // header there in GNU ld's and lld's layouts). {0, 0} without a header. Why: until an object's rows
 // are built, a walk through it reads its header's table and FDEs in place, and on a cold page cache
 // each page it touches is a read from disk: an H200 run's first launches took 10 ms each on a fresh
-// machine, against 2 ms on its second run (bench/RESULTS.md, twenty-sixth session).
+// machine, against 2 ms on its second run.
 struct PageRange {
   uint64_t lo = 0, hi = 0;
 };
@@ -75,9 +75,9 @@ struct Snapshot {
   // was). A load adds objects and changes no row of an address in the objects that stay, so what was
   // looked up or walked through there (the threads' caches, the shared rows, the walk memos, whose
   // walks ended at the outermost frame or the limit, never at an address outside every object) holds
-  // across it. Until the twentieth session it moved at every change: each of torch's lazy loads in a
-  // loop's first steps emptied every thread's cache and failed every memo (on the H200, "generation"
-  // was 18-271 of a run's memo failures, bench/RESULTS.md).
+  // across it. Were it to move at every change, each of torch's lazy loads in a loop's first steps
+  // would empty every thread's cache and fail every memo (on the H200, "generation" was then 18-271 of
+  // a run's memo failures).
   uint32_t generation = 0;
 
   const TextRange* find(uint64_t pc) const {
@@ -96,7 +96,7 @@ struct Snapshot {
 // compares (unwinder.cpp), one load of its own line instead of three dependent ones (the table's
 // guarded static, current_, the snapshot). On the development machine's cold capture benchmark the
 // chain was a third of the memo check's time (0.51 -> 0.47 us per launch without it; on the H200 no
-// change beyond the runs' spread, bench/RESULTS.md, fourteenth session). A reader that
+// change beyond the runs' spread). A reader that
 // sees the previous generation a moment after a refresh accepts a memo as one that read current_ a
 // moment earlier would. 0 before the first snapshot (generations start at 1).
 struct alignas(64) PublishedGeneration {
@@ -139,12 +139,12 @@ class ObjectTable {
     std::lock_guard<std::mutex> lock(mu_);
     ensure_thread();
   }
-  // AIFLAME_CFI_READAHEAD: 2 (the default since the thirty-fourth session), every object's whole CFI
+  // The read-ahead level: 2 (the default), every object's whole CFI
   // (.eh_frame_hdr and .eh_frame) at its first snapshot; 1, each object's header then and a queued
   // object's whole CFI; 0, none. With the page cache cold (a machine's first run), the first steps'
   // walks read FDEs in place from disk: on an H100, level 2 took the three training loops' capture
   // cost from 0.92-1.07 to 0.70-0.76 us per launch, their walks from 27.6-67.5 to 16.5-32.5 us each,
-  // for 46-97 MB read ahead at the start (bench/RESULTS.md, twenty-sixth and thirty-fourth sessions).
+  // for 46-97 MB read ahead at the start.
   static constexpr int kDefaultReadahead = 2;
   void set_readahead(int level) { readahead_.store(level, std::memory_order_relaxed); }
   // Objects whose CFI the builder asked the kernel to read ahead (madvise MADV_WILLNEED).

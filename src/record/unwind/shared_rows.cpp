@@ -60,11 +60,6 @@ void shared_rows_back() {
 
 const void* shared_rows_region() { return g_lines.load(std::memory_order_acquire); }
 
-void set_shared_rows(bool on) {
-  g_failed.store(!on, std::memory_order_relaxed);
-  if (!on) g_lines.store(nullptr, std::memory_order_release);  // left mapped: a walk may be reading it
-}
-
 uint32_t shared_row_line(uint64_t key) { return static_cast<uint32_t>((key * 0x9e3779b97f4a7c15ULL) >> (64 - kLineBits)); }
 
 bool shared_row_find(uint64_t key, uint32_t generation, int32_t* cfa, int32_t* fp_off) {

@@ -2,7 +2,7 @@
 // for one snapshot generation. A thread's own cache starts empty, so a thread of a pool that launches
 // for the first time looked up every frame of its stack, each a search through cold rows: JAX's launches
 // come from XLA's threads, 8% of them on stacks new to their thread, and its walks cost 32 us each on
-// the H200, 28.6 of it in 4.4 such lookups (bench/RESULTS.md, nineteenth session). Here the frames that
+// the H200, 28.6 of it in 4.4 such lookups. Here the frames that
 // another thread already walked are one line each.
 //
 // Lock-free: 32,768 lines of two slots in one 2 MiB region (a huge page where the kernel gives one),
@@ -23,14 +23,11 @@ void shared_row_add(uint64_t key, uint32_t generation, int32_t cfa, int32_t fp_o
 
 // Maps the region and has the kernel back every page of it now, if that was not done yet: called off
 // the launch path (the recorder's collector), so that no launch's first row stored takes the fault
-// that zeroes the region's huge page (25th session: 0.3-7 ms for a new thread's first launch on the
+// that zeroes the region's huge page (0.3-7 ms for a new thread's first launch on the
 // development machine, with the memo table's region, stocked, not among them).
 void shared_rows_back();
 // The region (null before it is mapped, or when it could not be): tests.
 const void* shared_rows_region();
-
-// On by default; off (AIFLAME_SHARED_ROWS=0) for A/B: no row found, none stored.
-void set_shared_rows(bool on);
 
 // The line (of two slots) that `key` maps to: keys of one line take each other's slots (tests).
 uint32_t shared_row_line(uint64_t key);

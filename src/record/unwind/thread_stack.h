@@ -16,7 +16,7 @@ StackBounds find_thread_stack();
 
 // The main thread's stack without /proc/self/maps, which pthread_getattr_np reads for the main thread
 // at a cost in proportion to the mappings (1.2 ms at 2,000 on the development machine; a PyTorch
-// training loop's first launch took 2.1 ms on the H200, bench/RESULTS.md). hi is glibc's: the end of
+// training loop's first launch took 2.1 ms on the H200). hi is glibc's: the end of
 // the page that holds __libc_stack_end (the program's first stack pointer; argv, the environment and the
 // auxiliary vector lie above it). lo is hi less RLIMIT_STACK, without glibc's clipping at the mapping
 // below (that needs /proc/self/maps again): the kernel keeps the mmap base at least RLIMIT_STACK plus the

@@ -209,7 +209,7 @@ struct NoLog {
 // differences, as with the per-position keys before. Four lanes keep four multiply-adds in flight,
 // with no table of keys to load: the keys' 13 lines were cold at most launches. The development
 // machine's warm memo check went from 0.23 to 0.21 us per launch; on the H200 the loops' native part
-// did not move beyond the runs' spread (bench/RESULTS.md, fourteenth session).
+// did not move beyond the runs' spread.
 struct Fingerprint {
   static constexpr uint64_t kK[4] = {0x9e3779b97f4a7c15ULL, 0xbf58476d1ce4e5b9ULL, 0x94d049bb133111ebULL,
                                      0xd6e8feb86659fd93ULL};
@@ -315,7 +315,7 @@ namespace {
 // The row of `pc` in object `o`, whose rows are being built, from its own FDE (find_cfi_row): while
 // the builder works on an object (cuDNN's engines, loaded at a training loop's first convolution), a
 // launch through it read the FDEs of its frames in place instead of falling back to glibc's backtrace()
-// (~120 us on the H200, bench/RESULTS.md, eighteenth session). The object must be the one the loader
+// (~120 us on the H200). The object must be the one the loader
 // has at pc now (_dl_find_object, lock-free: what libgcc's unwinder asks at every frame before it reads
 // .eh_frame the same way), so that a stale snapshot never leads the walk into unmapped memory.
 bool lazy_row(const Object& o, uint64_t pc, FrameRow* row) {
@@ -644,9 +644,8 @@ void prefetch_for_walk() {
   // the previous walk's return addresses (read from the record's 40-byte states: ~40 cold lines), the
   // record's lines (the words the reuse compares) and the cache sets of the frames that the previous
   // walk looked up (the next walk likely looks them up again).
-  // Until the sixteenth session the stack lines were prefetched at every capture's start: with 99.6-
-  // 99.9% of a training loop's launches taking their memo, that cost the cold benchmarks more than it
-  // saved (bench/RESULTS.md, "Sixteenth session").
+  // Not at every capture's start: with 99.6-99.9% of a training loop's launches taking their memo,
+  // prefetching the stack lines there cost the cold benchmarks more than it saved.
   const int n = static_cast<int>(c->rec_n);
   for (int t = 0; t < n; t++) __builtin_prefetch(reinterpret_cast<const void*>(c->rec[t].sp - 8));
   for (int t = 0; t < n; t += 2) __builtin_prefetch(&c->rec[t]);

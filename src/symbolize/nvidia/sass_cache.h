@@ -2,7 +2,7 @@
 // kernel) for all the profiles of the recording. Only sampled kernels are disassembled (nvdisasm
 // --function), cubins run in parallel, most-sampled first, under one time budget: PyTorch's cubins hold
 // hundreds of kernels each, and whole-cubin runs took over 60 s apiece, 285 s at the end of a 20-s DDP
-// job (bench/RESULTS.md, "Symbolizing when a recording ends").
+// job.
 #pragma once
 #include <cstdint>
 #include <map>

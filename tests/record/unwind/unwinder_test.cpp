@@ -852,8 +852,8 @@ TEST_F(Unwinder, ADifferentCallerAtTheSameDepthIsWalkedNotTakenFromThePreviousWa
 
 // gcc realigns the stack of a function with over-aligned locals through a DRAP register when the
 // function also calls alloca (or passes arguments on the stack): its CFA is *(rbp - 8k) and the
-// caller's rbp is saved at rbp (DW_CFA_expression r6 (DW_OP_breg6 0)). Until the twenty-fifth session
-// the builder took that rbp rule for an unsupported one: the walk stepped such a frame by the frame
+// caller's rbp is saved at rbp (DW_CFA_expression r6 (DW_OP_breg6 0)). A builder that took
+// that rbp rule for an unsupported one failed this: the walk stepped such a frame by the frame
 // pointer chain, took a wrong sp for its caller and ended there (found when a test's own body became
 // such a frame).
 __attribute__((noinline)) int realigned(int depth, void* b) {
@@ -897,7 +897,7 @@ TEST_F(Unwinder, ThroughAFrameRealignedWithADrapRegisterEqualsLibunwind) {
   EXPECT_GE(walks[2].status.reused + 2u, walks[2].ours.size());  // taken from the record, through realigned's frame
 }
 
-// unwind_here(..., incremental = false) (AIFLAME_FULL_UNWIND=1): every frame walked, the same frames.
+// unwind_here(..., incremental = false) (StackCapture::set_incremental_unwind(false)): every frame walked, the same frames.
 __attribute__((noinline)) int walk_twice(void* arg) {
   auto* w = static_cast<Both*>(arg);  // [0]: incremental, [1]: every frame walked
   uint64_t frames[2][256];
@@ -1514,8 +1514,8 @@ TEST(ObjectTableBuild, ChildrenForkedWhileAnotherThreadTakesSnapshotsUseTheTable
 // A fork while another thread builds an object's rows does not wait for the build, which holds none
 // of the locks a fork waits for (util/fork_guard.h), and the child builds that object's rows itself:
 // its parent's claim names a thread the child does not have. The build is held in the test's hook
-// until the fork has returned, or for 3 s. Before the twenty-second session the build held the table's
-// work_mu_, registered with the fork guard, and the fork returned only once the build was released.
+// until the fork has returned, or for 3 s. A build that held the table's work_mu_, registered with the
+// fork guard, failed this: the fork returned only once the build was released.
 std::atomic<const Object*> g_held_object{nullptr};
 std::atomic<int> g_held_in{0};     // the pid whose build is held (a child's own build is not)
 std::atomic<int> g_held_stage{0};  // 1: the build is in the hook; 2: released
@@ -1585,8 +1585,8 @@ uint64_t bias_of(void* handle) {
 
 // A library loaded where an unloaded one was, between two snapshots: the same bias and (program headers
 // at the usual file offset) the same program header address, but an object of its own with its own
-// rows, and a new generation (the old object is gone). Before the twentieth session the snapshot kept
-// the unloaded library's object, rows and path for it.
+// rows, and a new generation (the old object is gone), not the unloaded library's object, rows and
+// path.
 TEST(ObjectTableSnapshot, ALibraryLoadedWhereAnUnloadedOneWasIsAnObjectOfItsOwn) {
   // Small libraries of glibc's, each loaded after the previous one is unloaded: the loader usually
   // puts it where the previous one was (not always: another thread's mapping may take the place first,
