@@ -26,7 +26,7 @@ std::unique_ptr<Writer> make(const WriterOptions&) {
 constexpr bool kFold = true, kKeep = false;  // runs of unsymbolized frames, unless --(no-)fold-runs
 
 const OutputFormat kFormats[] = {
-    {"text", {".txt"}, "text report: top kernels, stalls, lines (the default, on stdout)", kFold, make<TextWriter>},
+    {"text", {".txt"}, "text report: top kernels, stalls, lines (the default, on stdout)", kKeep, make<TextWriter>},
     {"folded", {".folded", ".collapsed"}, "folded stacks (--plain: no iaprof annotations)", kKeep,
      [](const WriterOptions& o) -> std::unique_ptr<Writer> {
        return std::make_unique<FoldedWriter>(FoldedOptions{.plain = o.plain});
