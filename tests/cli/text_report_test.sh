@@ -31,6 +31,10 @@ check "--format text" 'cmp -s "$T/plain.txt" "$T/y.out"'
 check "-o - with --format folded writes folded stacks" 'cmp -s "$T/f.folded" "$SRC/tests/data/demo_matmul.folded"'
 check "the report names the kernels" 'grep -q "^ *[0-9]* *[0-9.]*% .* matmul_basic$" "$T/plain.txt"'
 
+"$AIFLAME" diff -q "$FIX" "$FIX" -o - >"$T/diff.folded"
+"$AIFLAME" diff -q "$FIX" "$FIX" >"$T/diff2.folded"
+check "diff -o - is standard output too" '[ -s "$T/diff.folded" ] && cmp -s "$T/diff.folded" "$T/diff2.folded" && [ ! -e ./- ]'
+
 # No file named: aiflame.data of the current directory, as perf report reads perf.data.
 mkdir "$T/run" && cp "$FIX" "$T/run/aiflame.data"
 (cd "$T/run" && "$AIFLAME" report -q >"$T/default.txt" 2>"$T/err")
