@@ -2,7 +2,7 @@
 # `aiflame top -p PID` (issue 66 item 2): attached to a running program through record --pid's ptrace
 # injection, with the fake libcuda and libcupti of tests/cli/attach (a whole recording without a GPU):
 # plain blocks whose sample totals grow while it records, the kernel with its launching function, and
-# the program running on after top detaches.
+# the program running on after top detaches; then record's closing summary of the same program.
 set -u
 AIFLAME=$1 TARGET=$2 FAKE_CUDA=$3 FAKE_CUPTI=$4
 T=$(mktemp -d)
@@ -28,5 +28,13 @@ check "top -p: totals grow" 'sort -n -c "$T/totals" && [ "$(tail -1 "$T/totals")
 check "top -p: the last block is the ended recording" 'grep "^aiflame top" "$T/top" | tail -1 | grep -q "\[ended\]"'
 check "top -p: the kernel and its launching function" 'grep -q "<-  fake_cupti_launch" "$T/top" && grep -q " fake_kernel$" "$T/top"'
 check "top -p: the program runs on after top" 'kill -0 "$PID" 2>/dev/null && [ ! -e "$T/target.rc" ]'
+
+# record's closing summary ends with the three lines (issue 66 item 1): the top kernels' share, the top
+# stall, the top line of the program's code.
+timeout 120 "$AIFLAME" record -p "$PID" --duration 1 -o "$T/r.data" 2>"$T/rec.err"
+check_status "record -p: exits 0" $? "$T/rec.err"
+check "record: the top kernels' share" 'grep -q "^aiflame: 100.0% of GPU samples in 1 kernel: fake_kernel 100.0%$" "$T/rec.err"'
+check "record: the top stall" 'grep -q "^aiflame: top stall selected 100.0%$" "$T/rec.err"'
+check "record: the top line" 'grep -q "^aiflame: top line fake_cupti_launch [0-9.]*% of GPU samples, mostly fake_kernel$" "$T/rec.err"'
 
 finish top_attach
