@@ -116,7 +116,8 @@ std::vector<Frame> FrameBuilder::stack_frames(const StackRecord& s, bool engine_
     const ModuleRecord* m = sym_.module_of(a - 1);
     interp.push_back(m && is_interpreter_module(basename_of(m->path)));
     if (m && is_user_native_module(m->path, process_name()))
-      for (const Frame& f : *native.back()) user_frames_.insert(f.name);
+      for (const Frame& f : *native.back())
+        if (!is_cuda_runtime_function(f.name)) user_frames_.insert(f.name);
   }
   // Python replaces the interpreter's part of the native stack: keep the native frames on the leaf
   // side of the leaf-most interpreter frame (the extension code the Python code called into). On an

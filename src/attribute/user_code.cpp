@@ -44,4 +44,11 @@ bool is_user_native_module(std::string_view path, std::string_view program) {
   return true;
 }
 
+bool is_cuda_runtime_function(std::string_view name) {
+  if (name.rfind("libcudart_static", 0) == 0 || name.rfind("__cudart", 0) == 0 || name.rfind("__device_stub", 0) == 0)
+    return true;
+  // The runtime API: cuda followed by a capital (cudaLaunchKernel, cudaMemcpyAsync), not cudaify().
+  return name.size() > 4 && name.rfind("cuda", 0) == 0 && name[4] >= 'A' && name[4] <= 'Z';
+}
+
 }  // namespace aiflame

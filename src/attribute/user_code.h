@@ -16,4 +16,9 @@ bool is_user_python_file(std::string_view path);
 // `program` is the basename of argv[0].
 bool is_user_native_module(std::string_view path, std::string_view program);
 
+// A function of the CUDA runtime linked into the user's own program (nvcc links libcudart_static by
+// default): cudaLaunchKernel, libcudart_static_<hash>, __cudart*, and nvcc's generated launch stubs
+// (__device_stub__*). Their module is the user's; they are not the user's code.
+bool is_cuda_runtime_function(std::string_view name);
+
 }  // namespace aiflame

@@ -302,8 +302,10 @@ int run_attach(const RecordArgs& a, const std::string& lib, const std::string& o
       std::cerr << "aiflame: " << stats.error() << "\n";
       continue;
     }
-    if (files.size() == 1) print_summary(*p, *stats, f, std::cerr);
-    else rows.push_back(process_row(*p, *stats, f));
+    if (files.size() == 1) {
+      print_summary(*p, *stats, f, std::cerr);
+      print_top_summary(f, std::cerr);
+    } else rows.push_back(process_row(*p, *stats, f));
     if (stats->samples > 0)
       if (auto shape = serialized_streams(*p))
         std::cerr << "aiflame: " << (files.size() > 1 ? f + ": " : "") << serialized_streams_hint(*shape) << "\n";

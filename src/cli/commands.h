@@ -27,7 +27,8 @@ struct RecordArgs {
   }
   // Attach to running programs instead of starting one (attach_command.cpp).
   std::vector<int> pids;
-  double duration_s = 0;  // 0: until Ctrl-C or the program ends
+  double duration_s = 0;  // 0: until Ctrl-C or the program ends (launching: then SIGINT to it)
+  double rate_hz = 0;     // --rate: samples/s per SM, turned into --period (cli/sampling_rate.h)
   bool wait = false;
 };
 
@@ -55,6 +56,17 @@ struct ReportArgs : PictureArgs {
   bool force = false;
 };
 
+struct TopArgs {
+  std::vector<std::string> command;
+  std::vector<int> pids;
+  std::string replay;          // a recorded profile fed over time instead of a recording
+  unsigned replay_steps = 10;
+  double refresh_s = 1;
+  double duration_s = 0;
+  unsigned rows = 10;
+  bool plain = false;
+};
+
 struct DemoArgs {
   std::string prefix = "demo";
   bool force = false;
@@ -74,14 +86,19 @@ inline constexpr int kReportMembersLeftOut = 4;
 void add_record_command(CLI::App& app, RecordArgs& args);
 void add_report_command(CLI::App& app, ReportArgs& args);
 void add_demo_command(CLI::App& app, DemoArgs& args);
+void add_top_command(CLI::App& app, TopArgs& args);
 
 int run_record(const RecordArgs& args);
 struct Publish;
+// `record -o flame.svg` (any output format's extension): records FLAME.aiflame, then reports it into
+// the picture (cli/record_picture.cpp); any other -o: run_record.
+int run_record_command(const RecordArgs& args);
 // `aiflame record --pid PID...`: `library` and `output` (absolute) as run_record found them; the
 // processes write PREFIX.<pid>, named at the end as `previous` (record_output.h) allows.
 int run_attach(const RecordArgs& args, const std::string& library, const std::string& output, const std::string& prefix,
                const Publish& previous);
 int run_report(const ReportArgs& args);
+int run_top(const TopArgs& args);
 int run_demo(const DemoArgs& args, const std::string& self_path);
 
 // Directory holding the running aiflame executable.

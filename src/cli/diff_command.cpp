@@ -45,7 +45,9 @@ Result<LoadedFlame> load_side(const std::string& input, const LoadOptions& optio
 
 }  // namespace
 
-int run_diff(const DiffArgs& a) {
+int run_diff(const DiffArgs& args) {
+  DiffArgs a = args;
+  if (a.output == "-") a.output.clear();  // standard output, as report's -o -
   std::string format = a.format;
   if (format.empty() && !a.output.empty()) {
     format = format_from_path(a.output);

@@ -5,6 +5,7 @@
 #include <iostream>
 #include <new>
 
+#include "cli/cli_words.h"
 #include "cli/commands.h"
 #include "cli/diff_command.h"
 #include "cli/env_check.h"
@@ -49,6 +50,8 @@ int main(int argc, char** argv) {
   aiflame::add_demo_command(app, demo);
   aiflame::DiffArgs diff;
   aiflame::add_diff_command(app, diff);
+  aiflame::TopArgs top;
+  aiflame::add_top_command(app, top);
   app.get_subcommand("record")->footer(
       "Exit status: the program's own (128+N when signal N ended it), also when it ran unprofiled because "
       "-o could not be written or there is no driver (a line says so; --require-profile refuses to run it "
@@ -66,11 +69,30 @@ int main(int argc, char** argv) {
       "Exit status: 0 written; 1 bad input or the output could not be written; 2 bad usage; 3 the filters "
       "(--kernels, --stalls, --devices, --pids...) matched no sample of BEFORE or AFTER: a warning names "
       "them, nothing is written.");
+  // The subcommand's words; record's command may come without "--" (cli/cli_words.h).
+  std::vector<std::string> words(argv, argv + argc);
+  size_t sub_at = 0;
+  CLI::App* sub = nullptr;
+  for (size_t i = 1; i < words.size() && !sub; i++) {
+    if (words[i] == "--") break;
+    for (CLI::App* s : app.get_subcommands({}))
+      if (s->check_name(words[i])) sub = s, sub_at = i;
+  }
+  if (sub && (sub->get_name() == "record" || sub->get_name() == "top")) {
+    std::vector<std::string> rest = aiflame::with_command_separator(*sub, {words.begin() + static_cast<std::ptrdiff_t>(sub_at) + 1, words.end()});
+    words.resize(sub_at + 1);
+    words.insert(words.end(), rest.begin(), rest.end());
+  }
+  std::vector<char*> args;
+  for (std::string& w : words) args.push_back(w.data());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
-    std::cerr << "aiflame: " << unknown_word_message(app, argc, argv, e.what()) << " (see aiflame --help)\n";
+    std::string unknown;
+    if (sub) unknown = aiflame::unknown_option_message(*sub, {words.begin() + static_cast<std::ptrdiff_t>(sub_at) + 1, words.end()});
+    std::cerr << "aiflame: " << (unknown.empty() ? unknown_word_message(app, argc, argv, e.what()) : unknown)
+              << " (see aiflame " << (sub ? sub->get_name() + " " : std::string()) << "--help)\n";
     return 2;
   }
   // Whatever escapes a command (an allocation that fails, a library's exception on input nobody
@@ -82,10 +104,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    if (app.got_subcommand("record")) return aiflame::run_record(rec);
+    if (app.got_subcommand("record")) return aiflame::run_record_command(rec);
     if (app.got_subcommand("report")) return aiflame::run_report(rep);
     if (app.got_subcommand("demo")) return aiflame::run_demo(demo, argv[0]);
     if (app.got_subcommand("diff")) return aiflame::run_diff(diff);
+    if (app.got_subcommand("top")) return aiflame::run_top(top);
   } catch (const std::bad_alloc&) {
     std::cerr << "aiflame: out of memory\n";
     return failed;

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/resource.h>
+#include <sys/time.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include <cerrno>
 #include <climits>
 #include <cstdlib>
+#include <cmath>
 #include <iomanip>
 #include <cstring>
 #include <iostream>
@@ -26,6 +28,7 @@
 #include "cli/finalize.h"
 #include "cli/process_table.h"
 #include "cli/record_output.h"
+#include "cli/sampling_rate.h"
 #include "symbolize/nvidia/nvdisasm.h"
 #include "cli/stream_hint.h"
 #include "cli/summary.h"
@@ -111,11 +114,20 @@ void add_record_command(CLI::App& app, RecordArgs& a) {
                   "0: no SASS names at record time")
       ->check(CLI::Range(0u, 86400u))->capture_default_str();
   sub->add_option("command", a.command, "The command to profile, after --")->expected(-1);
-  sub->add_option("--pid", a.pids, "Attach to running process(es) instead of starting one (repeat or comma-separate "
+  sub->add_option("-p,--pid", a.pids, "Attach to running process(es) instead of starting one (repeat or comma-separate "
                   "for several): no restart, no environment variable; needs ptrace (root, or the same user)")
       ->delimiter(',')->check(pid_number());
-  sub->add_option("--duration", a.duration_s, "With --pid: seconds to record, then detach (default: until Ctrl-C)")
+  sub->add_option("--duration", a.duration_s,
+                  "Seconds to record (default: until Ctrl-C or the program ends). With --pid: then detach, the "
+                  "program runs on; with a command: then the program is interrupted (SIGINT, as Ctrl-C) and its "
+                  "profile written")
       ->check(seconds_number());
+  sub->add_option("--rate", a.rate_hz,
+                  "Samples per second per SM, instead of --period: the period is 2^N cycles of the SM clock with "
+                  "N = round(log2(clock / HZ)) in 5..31 (so within a factor of 1.4 of HZ), the clock being device "
+                  "0's maximum SM clock from the driver, or 1.98 GHz (H100 SXM) without one; e.g. 100 Hz on an H100 "
+                  "is --period 24 (118/s)")
+      ->check(CLI::PositiveNumber)->excludes(sub->get_option("--period"));
   sub->add_flag("--wait", a.wait, "With --pid: wait for the process to create its CUDA context instead of refusing");
 }
 
@@ -133,6 +145,25 @@ void forward_signal(int sig) {
 // Said even with -q: the profile is not where the user asked for it.
 std::string taken_note(const std::string& wanted, const std::string& got) {
   return wanted + " was named by another run meanwhile (kept); this run's profile is " + got;
+}
+
+// --duration when launching: the time is up, the program is interrupted as Ctrl-C would.
+void duration_over(int) {
+  pid_t child = g_child;
+  if (child > 0) kill(child, SIGINT);
+}
+
+// --rate HZ as the --period the injection library takes (cli/sampling_rate.h), said in one line.
+std::string rate_period(double hz, bool quiet) {
+  std::string where;
+  double clock = device_sm_clock_hz(&where);
+  if (clock > 0) where = where + "'s SM clock";
+  else clock = kNominalSmClockHz, where = "H100 SXM's SM clock, no driver here to ask";
+  unsigned n = period_log2_for_rate(hz, clock);
+  if (!quiet)
+    std::cerr << "aiflame: --rate " << hz << ": --period " << n << " (2^" << n << " cycles at " << clock / 1e9 << " GHz, "
+              << where << ": " << std::lround(clock / std::ldexp(1.0, static_cast<int>(n))) << " samples/s per SM)\n";
+  return std::to_string(n);
 }
 
 // What the end phase's interrupt handler publishes: set up before the handler is installed.
@@ -277,8 +308,8 @@ int run_record(const RecordArgs& a) {
                                     : "aiflame: record takes either a command or --pid, not both\n");
     return 2;
   }
-  if (a.pids.empty() && (a.duration_s > 0 || a.wait)) {
-    std::cerr << "aiflame: --duration and --wait go with --pid (attaching to a running program)\n";
+  if (a.pids.empty() && a.wait) {
+    std::cerr << "aiflame: --wait goes with --pid (attaching to a running program)\n";
     return 2;
   }
   std::string lib = find_library(a);
@@ -344,6 +375,7 @@ int run_record(const RecordArgs& a) {
   // lab's AIFLAME_LAB) or the library's defaults.
   auto options = a.options;
   options["output"] = prefix;
+  if (a.rate_hz > 0) options["period"] = rate_period(a.rate_hz, a.quiet());
   for (const auto& [name, value] : options)
     if (const RecordOptionSpec* spec = find_record_option(name)) setenv(spec->env, value.c_str(), 1);
 
@@ -374,6 +406,15 @@ int run_record(const RecordArgs& a) {
   sa.sa_handler = forward_signal;
   sigemptyset(&sa.sa_mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) sigaction(sig, &sa, nullptr);
+  if (a.duration_s > 0) {
+    sa.sa_handler = duration_over;
+    sigaction(SIGALRM, &sa, nullptr);
+    itimerval t = {};
+    t.it_value.tv_sec = static_cast<time_t>(a.duration_s);
+    t.it_value.tv_usec = static_cast<suseconds_t>((a.duration_s - static_cast<double>(t.it_value.tv_sec)) * 1e6);
+    if (t.it_value.tv_sec == 0 && t.it_value.tv_usec == 0) t.it_value.tv_usec = 1;
+    setitimer(ITIMER_REAL, &t, nullptr);
+  }
   int exec_errno = 0;
   ssize_t got = read(pipefd[0], &exec_errno, sizeof exec_errno);
   close(pipefd[0]);
@@ -382,6 +423,10 @@ int run_record(const RecordArgs& a) {
   siginfo_t info = {};
   while (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT) < 0 && errno == EINTR) {}
   g_child = 0;
+  if (a.duration_s > 0) {
+    itimerval off = {};
+    setitimer(ITIMER_REAL, &off, nullptr);
+  }
   int status = 0;
   struct rusage usage = {};
   while (wait4(pid, &status, 0, &usage) < 0 && errno == EINTR) {}
@@ -499,8 +544,10 @@ int run_record(const RecordArgs& a) {
       continue;
     }
     const AttributionStats& stats = *streamed;
-    if (!several) print_summary(*p, stats, name, std::cerr);
-    else rows.push_back(process_row(*p, stats, name));
+    if (!several) {
+      print_summary(*p, stats, name, std::cerr);
+      print_top_summary(name, std::cerr);
+    } else rows.push_back(process_row(*p, stats, name));
     if (stats.samples > 0)  // PC sampling was on
       if (auto shape = serialized_streams(*p))
         std::cerr << "aiflame: " << (several ? name + ": " : "") << serialized_streams_hint(*shape) << "\n";

@@ -20,10 +20,11 @@ void add_report_command(CLI::App& app, ReportArgs& a) {
   auto* sub = app.add_subcommand("report", "Attribute GPU samples to launch stacks and write a flame graph");
   sub->add_option("files", a.inputs,
                   "Profiles written by `aiflame record`, folded stack files or iaprof output, or directories of "
-                  "profiles (several: one picture, each process under its own name and pid)")
-      ->required()
-      ->expected(1, 1 << 20);
-  sub->add_option("-o,--output", a.output, output_formats_help());
+                  "profiles (default: aiflame.data, as `aiflame record` writes it). Several files (or a "
+                  "directory's profiles) are merged into one picture, each process under its own name and pid")
+      ->expected(0, 1 << 20);
+  sub->add_option("-o,--output", a.output,
+                  output_formats_help());
   sub->add_option("--format", a.format, "Output format, overriding the extension")->check(CLI::IsMember(writer_formats()));
   sub->add_option("--title", a.title, "Title of the flame graph");
   sub->add_flag("-q,--quiet", a.quiet, "Print only errors");
@@ -32,7 +33,10 @@ void add_report_command(CLI::App& app, ReportArgs& a) {
   sub->add_flag("-f,--force", a.force, "Overwrite the output file if it exists");
 }
 
-int run_report(const ReportArgs& a) {
+int run_report(const ReportArgs& args) {
+  ReportArgs a = args;
+  if (a.output == "-") a.output.clear();  // standard output, as every neighbouring tool spells it
+  if (a.inputs.empty()) a.inputs = {"aiflame.data"};  // what `aiflame record` writes, as perf.data for perf
   std::string format = a.format;
   if (format.empty() && !a.output.empty()) {
     format = format_from_path(a.output);
@@ -41,7 +45,7 @@ int run_report(const ReportArgs& a) {
       return 2;
     }
   }
-  if (format.empty()) format = "folded";
+  if (format.empty()) format = "text";
   auto writer = make_writer(format, WriterOptions{.plain = a.plain});
   if (!writer) {
     std::cerr << "aiflame: unknown format '" << format << "'\n";

@@ -7,6 +7,9 @@
 
 #include <sys/stat.h>
 
+#include "attribute/profile_flame.h"
+#include "output/text_writer.h"
+
 namespace aiflame {
 
 void print_summary(const Profile& p, const AttributionStats& stats, const std::string& path, std::ostream& out) {
@@ -83,6 +86,14 @@ void print_summary(const Profile& p, const AttributionStats& stats, const std::s
   }
   if (p.truncated) out << "aiflame: the profile was cut short (the program was killed or crashed); it is read up to its last flush\n";
   for (const auto& w : p.warnings) out << "aiflame: recorded warning: " << w << "\n";
+}
+
+void print_top_summary(const std::string& path, std::ostream& out) {
+  FrameOptions fo;
+  fo.times = false;  // shares only: no timeline, no kernel spans
+  auto pf = flame_from_profile_file(path, fo);
+  if (!pf) return;  // the summary above has said what is wrong with the profile
+  for (const std::string& line : summary_lines(top_tables(pf->flame))) out << "aiflame: " << line << "\n";
 }
 
 void print_gpu_summary(const GpuFrameStats& stats, const std::vector<std::string>& notes, std::ostream& out) {

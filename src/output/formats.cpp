@@ -12,6 +12,7 @@
 #include "output/pprof_writer.h"
 #include "output/speedscope_writer.h"
 #include "output/svg_writer.h"
+#include "output/text_writer.h"
 #include "output/trace_writer.h"
 
 namespace aiflame {
@@ -25,7 +26,8 @@ std::unique_ptr<Writer> make(const WriterOptions&) {
 constexpr bool kFold = true, kKeep = false;  // runs of unsymbolized frames, unless --(no-)fold-runs
 
 const OutputFormat kFormats[] = {
-    {"folded", {".folded", ".txt", ".collapsed"}, "folded stacks (the default; --plain: no iaprof annotations)", kKeep,
+    {"text", {".txt"}, "text report: top kernels, stalls, lines (the default, on stdout)", kKeep, make<TextWriter>},
+    {"folded", {".folded", ".collapsed"}, "folded stacks (--plain: no iaprof annotations)", kKeep,
      [](const WriterOptions& o) -> std::unique_ptr<Writer> {
        return std::make_unique<FoldedWriter>(FoldedOptions{.plain = o.plain});
      }},

@@ -30,7 +30,7 @@ std::string output_formats_help() {
     for (size_t i = 0; i < f.extensions.size(); i++) h += (i ? " " : "") + std::string(f.extensions[i]);
     h += "): " + std::string(f.help);
   }
-  return h + "\nDefault: folded stacks on stdout";
+  return h + "\nDefault (no -o, or -o -): the text report on stdout";
 }
 
 bool folds_runs_by_default(std::string_view format) {

@@ -28,5 +28,17 @@ TEST(UserCode, NativeModulesOfTheProgramNotSystemOrFrameworkLibraries) {
   EXPECT_FALSE(is_user_native_module("[vdso]", "python3"));
 }
 
+// nvcc links the CUDA runtime into the program: its functions sit in the user's module but are not the
+// user's code (the demo's launch site is multiply_basic, not libcudart_static_<hash>).
+TEST(UserCode, TheCudaRuntimeLinkedIntoTheProgramIsNotTheUsersCode) {
+  EXPECT_TRUE(is_cuda_runtime_function("cudaLaunchKernel"));
+  EXPECT_TRUE(is_cuda_runtime_function("libcudart_static_4d8b33a106dceb3c07a56e26de61f2d53bb62a68"));
+  EXPECT_TRUE(is_cuda_runtime_function("__device_stub__Z12matmul_basicPKfS0_Pfi"));
+  EXPECT_TRUE(is_cuda_runtime_function("__cudart1234"));
+  EXPECT_FALSE(is_cuda_runtime_function("multiply_basic"));
+  EXPECT_FALSE(is_cuda_runtime_function("cudaify"));
+  EXPECT_FALSE(is_cuda_runtime_function("cuda"));
+}
+
 }  // namespace
 }  // namespace aiflame

@@ -168,17 +168,17 @@ check "17 billion samples as flamescope: one note says so" '[ "$(grep -c "^aifla
 rc=$?
 check "/dev/zero: one line, status 1" '[ $rc -eq 1 ] && [ "$(lines "$T/err")" -eq 1 ] && grep -q "/dev/zero" "$T/err"'
 
-"$AIFLAME" report -q "$SRC/tests/data/demo_matmul.folded" >"$T/file.out"
-"$AIFLAME" report -q <(cat "$SRC/tests/data/demo_matmul.folded") >"$T/pipe.out" 2>"$T/err"
+"$AIFLAME" report -q --format folded "$SRC/tests/data/demo_matmul.folded" >"$T/file.out"
+"$AIFLAME" report -q --format folded <(cat "$SRC/tests/data/demo_matmul.folded") >"$T/pipe.out" 2>"$T/err"
 check "folded through <(...)" '[ $? -eq 0 ] && cmp -s "$T/file.out" "$T/pipe.out"'
-gzip -c "$SRC/tests/data/demo_matmul.folded" | "$AIFLAME" report -q /dev/stdin >"$T/gz.out" 2>"$T/err"
+gzip -c "$SRC/tests/data/demo_matmul.folded" | "$AIFLAME" report -q --format folded /dev/stdin >"$T/gz.out" 2>"$T/err"
 check "gzip'd folded through a pipe" 'cmp -s "$T/file.out" "$T/gz.out"'
 "$AIFLAME" report -q "$FIX" >"$T/bin_file.out"
 cat "$FIX" | "$AIFLAME" report -q /dev/stdin >"$T/bin_pipe.out" 2>"$T/err"
 check "aiflame profile through a pipe" '[ -s "$T/bin_file.out" ] && cmp -s "$T/bin_file.out" "$T/bin_pipe.out"'
 mkfifo "$T/fifo"
 (cat "$SRC/tests/data/demo_matmul.folded" >"$T/fifo") &
-timeout 20 "$AIFLAME" report -q "$T/fifo" >"$T/fifo.out" 2>"$T/err"
+timeout 20 "$AIFLAME" report -q --format folded "$T/fifo" >"$T/fifo.out" 2>"$T/err"
 rc=$?
 check "FIFO: no hang (rc $rc)" '[ $rc -eq 0 ] && cmp -s "$T/file.out" "$T/fifo.out"'
 

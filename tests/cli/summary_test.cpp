@@ -79,3 +79,29 @@ TEST(Summary, AProfileWithoutSamplesSaysSoInsteadOfAShare) {
 
 }  // namespace
 }  // namespace aiflame
+
+namespace aiflame {
+namespace {
+
+// record's three closing lines (issue 66), on the recorded demo: its three kernels hold every sample,
+// matmul_basic the most; the top line is the host function that launched it.
+TEST(TopSummary, ThreeLinesOfTheRecordedDemo) {
+  std::ostringstream out;
+  print_top_summary(std::string(AIFLAME_SOURCE_DIR) + "/tests/data/demo_matmul.aiflame", out);
+  std::istringstream lines(out.str());
+  std::vector<std::string> got;
+  for (std::string line; std::getline(lines, line);) got.push_back(line);
+  ASSERT_EQ(got.size(), 3u) << out.str();
+  EXPECT_EQ(got[0].rfind("aiflame: 100.0% of GPU samples in 3 kernels: matmul_basic ", 0), 0u) << got[0];
+  EXPECT_EQ(got[1].rfind("aiflame: top stall ", 0), 0u) << got[1];
+  EXPECT_EQ(got[2].rfind("aiflame: top line multiply_basic", 0), 0u) << got[2];
+}
+
+TEST(TopSummary, NothingForAProfileThatCannotBeRead) {
+  std::ostringstream out;
+  print_top_summary("/nonexistent/x.aiflame", out);
+  EXPECT_EQ(out.str(), "");
+}
+
+}  // namespace
+}  // namespace aiflame

@@ -58,7 +58,7 @@ TEST(OutputFormats, FoldDefaultIsARegistryColumn) {
   EXPECT_EQ(folding, (std::set<std::string>{"html", "speedscope", "svg"}));
   EXPECT_FALSE(folds_runs_by_default("no-such-format"));
   std::string help = fold_runs_help();
-  EXPECT_NE(help.find("on for svg, speedscope, html; off for folded, pprof, trace, flamescope, heatmap"),
+  EXPECT_NE(help.find("on for svg, speedscope, html; off for text, folded, pprof, trace, flamescope, heatmap"),
             std::string::npos)
       << help;
 }

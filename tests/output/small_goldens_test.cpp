@@ -22,6 +22,7 @@
 #include "attribute/profile_flame.h"
 #include "input/folded_reader.h"
 #include "output/diff_writer.h"
+#include "output/text_writer.h"
 #include "output/writer.h"
 #include "profile/profile_writer.h"
 #include "test_util.h"
@@ -225,6 +226,30 @@ std::string pprof_text(const std::string& gz) {
     out << "\n";
   }
   return out.str();
+}
+
+TEST(SmallGoldens, Text) {
+  FlameData d = tiny_flame();
+  std::string s = written("text", d);
+  check_golden("tiny.txt", s);
+  // By hand: gemm 9 of 11 samples (81.8%), 30 ms in 1 launch, from forward; softmax 2 (18.2%), 10 ms,
+  // from backward; stalls long_scoreboard 8 (6 + 2), selected 3.
+  EXPECT_NE(s.find("        9  81.8%     30.000         1  gemm\n"
+                   "                                       from forward (train.py:10), 100.0% of the kernel\n"),
+            std::string::npos);
+  EXPECT_NE(s.find("        2  18.2%     10.000         1  softmax\n"
+                   "                                       from backward (train.py:20), 100.0% of the kernel\n"),
+            std::string::npos);
+  EXPECT_NE(s.find("        8  72.7%  long_scoreboard\n        3  27.3%  selected\n"), std::string::npos);
+  EXPECT_NE(s.find("  gemm: long_scoreboard 66.7%, selected 33.3%\n"), std::string::npos);
+}
+
+TEST(SmallGoldens, RecordSummaryLines) {
+  auto lines = summary_lines(top_tables(tiny_flame()));
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0], "100.0% of GPU samples in 2 kernels: gemm 81.8%, softmax 18.2%");
+  EXPECT_EQ(lines[1], "top stall long_scoreboard 72.7% (then selected 27.3%)");
+  EXPECT_EQ(lines[2], "top line forward (train.py:10) 81.8% of GPU samples, mostly gemm");
 }
 
 TEST(SmallGoldens, Folded) {
