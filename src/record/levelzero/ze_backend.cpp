@@ -27,11 +27,22 @@ uint64_t fnv1a(const uint8_t* p, size_t n) {
   return h;
 }
 
+// Set on a thread while the backend runs there: the tracing layer calls our callbacks for the
+// backend's own Level Zero calls too (an event reset, a streamer read), and those are not the
+// program's.
+thread_local bool t_in_backend = false;
+struct InBackend {
+  bool was = t_in_backend;
+  InBackend() { t_in_backend = true; }
+  ~InBackend() { t_in_backend = was; }
+};
+
 // The trampolines: nothing may leave them but a return.
 #define AIFLAME_ZE_GUARD(body)                         \
   do {                                                 \
     LevelZeroBackend* b = g_backend.load();            \
-    if (!b) return;                                    \
+    if (!b || t_in_backend) return;                    \
+    InBackend in;                                      \
     try {                                              \
       body;                                            \
     } catch (...) {                                    \
@@ -142,6 +153,7 @@ bool LevelZeroBackend::check(ze_result_t r, const char* call, const std::string&
 }
 
 bool LevelZeroBackend::start() {
+  InBackend in;
   // The options, read once: the callbacks read these copies.
   pc_sampling_ = rec_.options().pc_sampling;
   keep_images_ = rec_.options().keep_cubins;
@@ -325,6 +337,8 @@ void LevelZeroBackend::read_samples_locked(Device& d, uint64_t now) {
   if (dropped)
     rec_.warn("the GPU's EU-stall buffer overflowed and samples were lost; record with a shorter --interval or a "
               "longer --period");
+  // The batch's time is taken after the read: every report in it comes from a kernel that ran before.
+  now = std::max(now, timestamp());
   if (raw.empty() && !dropped) return;
   std::vector<zet_typed_value_t> values;
   if (!raw.empty()) {
@@ -596,6 +610,7 @@ void LevelZeroBackend::event_ending(ze_event_handle_t event) {
 
 void LevelZeroBackend::drain() {
   if (stopped_) return;
+  InBackend in;
   std::lock_guard<std::mutex> l(mu_);
   const uint64_t now = timestamp();
   for (auto& [h, d] : devices_) read_samples_locked(*d, now);
@@ -604,6 +619,7 @@ void LevelZeroBackend::drain() {
 
 void LevelZeroBackend::stop() {
   if (stopped_.exchange(true)) return;
+  InBackend in;
   if (tracer_) api_.zelTracerSetEnabled(tracer_, false);
   std::lock_guard<std::mutex> l(mu_);
   const uint64_t now = timestamp();
