@@ -77,4 +77,13 @@ fails "streamer refused" FAKE_ZE_STREAMER_REFUSED=1 'observation_paranoid'
 fails "buffer overflow" FAKE_ZE_STREAM_CAPACITY=20 'EU-stall buffer overflowed'
 fails "no devices" FAKE_ZE_DEVICES=0 'reports no devices'
 
+# A program of both runtimes: the one it initialized first (Level Zero here) records it; the other
+# gets one line.
+ZE_TEST_ALSO_CUDA=1 "$AIFLAME" record -o "$T/b.data" -- "$PROG" "$ZEBIN" 3 >"$T/bout" 2>"$T/berr"
+check_status "both runtimes: the program runs on" $? "$T/berr"
+check "both runtimes: one line says which records" \
+  '[ "$(grep -v "recorded warning" "$T/berr" | grep -c "uses both CUDA and Level Zero; only its Level Zero work is recorded")" -eq 1 ] ||
+   { cat "$T/berr"; false; }'
+check "both runtimes: the Level Zero work is recorded" 'grep -q "15 kernels on 1 GPU" "$T/berr"'
+
 finish levelzero_record

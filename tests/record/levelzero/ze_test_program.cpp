@@ -3,6 +3,9 @@
 // (host_one through an immediate command list without an event, host_two through one with the
 // program's own timestamp event), and kernel_b from host_three through a regular command list and a
 // queue. Usage: ze_test_program KERNELS.zebin [ROUNDS]
+// With ZE_TEST_ALSO_CUDA=1 it then does what CUDA's cuInit does under `aiflame record`: calls the
+// InitializeInjection of the library CUDA_INJECTION64_PATH names (a program of both runtimes).
+#include <dlfcn.h>
 #include <level_zero/ze_api.h>
 
 #include <cstdio>
@@ -68,6 +71,12 @@ int main(int argc, char** argv) {
     return 2;
   }
   check(zeInit(ZE_INIT_FLAG_GPU_ONLY), "zeInit");
+  if (const char* also = std::getenv("ZE_TEST_ALSO_CUDA"); also && *also == '1') {
+    const char* lib = std::getenv("CUDA_INJECTION64_PATH");
+    void* h = lib ? dlopen(lib, RTLD_NOW) : nullptr;
+    auto init = h ? reinterpret_cast<int (*)()>(dlsym(h, "InitializeInjection")) : nullptr;
+    if (init) init();
+  }
   uint32_t n = 1;
   ze_driver_handle_t driver;
   check(zeDriverGet(&n, &driver), "zeDriverGet");
