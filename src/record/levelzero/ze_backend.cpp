@@ -310,10 +310,13 @@ void LevelZeroBackend::open_sampling_locked(Device& d, ze_context_handle_t ctx) 
   }
   d.streamer_context = ctx;
   d.last_read = timestamp();
-  StallReasonsRecord sr;
-  sr.device = d.index;
-  for (size_t i = 0; i < d.layout.reasons.size(); i++) sr.reasons.emplace_back(static_cast<uint32_t>(i), d.layout.reasons[i]);
-  rec_.add_stall_reasons(sr);
+  if (!d.reasons_written) {
+    d.reasons_written = true;
+    StallReasonsRecord sr;
+    sr.device = d.index;
+    for (size_t i = 0; i < d.layout.reasons.size(); i++) sr.reasons.emplace_back(static_cast<uint32_t>(i), d.layout.reasons[i]);
+    rec_.add_stall_reasons(sr);
+  }
   debug("levelzero: EU-stall streamer open on device %u (%zu reasons)", d.index, d.layout.reasons.size());
 }
 
@@ -418,9 +421,14 @@ void LevelZeroBackend::context_destroying(ze_context_handle_t ctx) {
   for (auto it = lists_.begin(); it != lists_.end();) it = it->second.ctx == ctx ? lists_.erase(it) : std::next(it);
   auto p = pools_.find(ctx);
   if (p != pools_.end()) {
-    // The pool's events are destroyed with it: the ones handed out are no longer pending (above).
+    // None of ours is pending any more (above), and the lists they were appended to are gone.
+    for (ze_event_handle_t e : p->second.events) api_.zeEventDestroy(e);
+    for (ze_event_pool_handle_t pool : p->second.pools) api_.zeEventPoolDestroy(pool);
     pools_.erase(p);
   }
+  // A later context of the program opens the devices' streamers again.
+  for (auto& [h, d] : devices_)
+    if (!d->streamer) d->sampling_tried = false;
 }
 
 void LevelZeroBackend::module_created(ze_device_handle_t device, ze_module_handle_t module) {
@@ -512,11 +520,13 @@ ze_event_handle_t LevelZeroBackend::our_event_locked(ze_context_handle_t ctx) {
     if (!check(api_.zeEventPoolCreate(ctx, &pd, 0, nullptr, &pool), "zeEventPoolCreate", "kernels have no times"))
       return nullptr;
     p.pool = pool;  // the previous, full pool lives on with its events
+    p.pools.push_back(pool);
     p.next = 0;
   }
   ze_event_desc_t ed{ZE_STRUCTURE_TYPE_EVENT_DESC, nullptr, p.next++, 0, ZE_EVENT_SCOPE_FLAG_HOST};
   ze_event_handle_t e = nullptr;
   if (!check(api_.zeEventCreate(p.pool, &ed, &e), "zeEventCreate", "kernels have no times")) return nullptr;
+  p.events.push_back(e);
   return e;
 }
 

@@ -72,6 +72,7 @@ class LevelZeroBackend final : public GpuBackend {
     EuStallLayout layout;
     uint64_t last_read = 0;
     bool sampling_tried = false;
+    bool reasons_written = false;  // its StallReasons record (once, though a later context opens again)
   };
   struct Kernel {
     uint32_t name = 0;  // string id
@@ -97,9 +98,13 @@ class LevelZeroBackend final : public GpuBackend {
     int32_t grid[3] = {0, 0, 0};
   };
   struct EventPool {
-    ze_event_pool_handle_t pool = nullptr;
+    ze_event_pool_handle_t pool = nullptr;  // the one events are taken from
     uint32_t next = 0;
     std::vector<ze_event_handle_t> free;
+    // Every pool and event made for the context, destroyed before it is (the specification wants a
+    // context's objects gone first).
+    std::vector<ze_event_pool_handle_t> pools;
+    std::vector<ze_event_handle_t> events;
   };
 
   Device* device_locked(ze_device_handle_t d);
