@@ -61,6 +61,13 @@ check "no frame of the loader or the tracing layer between host_one and the kern
 "$AIFLAME" report "$T/p.data" -o "$T/p.svg" 2>/dev/null
 check_status "SVG written" $?
 
+# Without iga64 the instructions keep their offsets, and one note says why.
+PATH=/nonexistent "$AIFLAME" record -o "$T/n.data" -- "$PROG" "$ZEBIN" 3 >/dev/null 2>"$T/nerr"
+check_status "without iga64: recorded" $? "$T/nerr"
+check "without iga64: the note names the package" 'grep -q "iga64 not found on PATH.*libigc-tools" "$T/nerr" || { cat "$T/nerr"; false; }'
+PATH=/nonexistent "$AIFLAME" report "$T/n.data" -o "$T/n.folded" 2>/dev/null
+check "without iga64: offsets only" 'grep -q ";0x10_\?\[\?g\?\]\?;sbid" "$T/n.folded" && ! grep -q "add 0x10" "$T/n.folded"'
+
 # Failure paths: the program runs to its end and aiflame says why there are no samples, once.
 fails() {  # fails NAME ENV PATTERN
   env "$2" "$AIFLAME" record -o "$T/f.data" -- "$PROG" "$ZEBIN" 3 >"$T/fout" 2>"$T/ferr"

@@ -55,12 +55,12 @@ std::string find_iga64() {
       p.remove_prefix(colon + 1);
     }
   }
-  return executable("/usr/bin/iga64") ? "/usr/bin/iga64" : "";
+  return "";
 }
 
 const std::string& iga64_not_found_note() {
   static const std::string note =
-      "iga64 not found (PATH, /usr/bin): Intel GPU instructions show their offsets only; install Intel's GPU "
+      "iga64 not found on PATH: Intel GPU instructions show their offsets only; install Intel's GPU "
       "assembler (Debian: apt-get install libigc-tools)";
   return note;
 }

@@ -11,7 +11,7 @@
 
 namespace aiflame {
 
-// The iga64 to run: the first on PATH, else /usr/bin/iga64. Empty when none.
+// The iga64 to run: the first on PATH (Debian's is /usr/bin/iga64). Empty when none.
 std::string find_iga64();
 
 // The note given once when no iga64 was found.
