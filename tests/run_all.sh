@@ -39,7 +39,8 @@ pkgs=(cmake g++ make pkg-config libdw-dev libelf-dev libzstd-dev zlib1g-dev libl
       libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libbenchmark-dev libre2-dev python3
       clang libclang-rt-14-dev chromium golang-go protobuf-compiler libprotobuf-dev libunwind-dev
       tmux  # aiflame top in a real terminal (tests/cli/top_test.sh)
-      python3-torch)  # the torch_api test: resolve_torch() inside a Python that imported a real torch
+      python3-torch  # the torch_api test: resolve_torch() inside a Python that imported a real torch
+      libze-dev libze1 libigc-tools)  # the Level Zero backend's headers, loader and tracing layer, iga64
 node_dir=$ROOT/.tools/node  # Node >= 20 from the npm registry's `node` package when the system's is older
 node_ok() { command -v node >/dev/null && [ "$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)" -ge 20 ]; }
 as_root() {

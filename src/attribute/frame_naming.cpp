@@ -3,6 +3,7 @@
 #include <cstdio>
 
 #include "symbolize/symbolizer.h"
+#include "symbolize/intel/ze_names.h"
 #include "symbolize/nvidia/cupti_names.h"
 
 namespace aiflame {
@@ -15,6 +16,8 @@ FrameKind classify_module(const std::string& m) {
   // The GPU vendors' runtime and math libraries, the C/C++ runtimes and the loader: "the
   // driver/runtime" layer.
   for (const char* pre : nvidia_runtime_library_prefixes())
+    if (m.rfind(pre, 0) == 0) return FrameKind::Runtime;
+  for (const char* pre : intel_runtime_library_prefixes())
     if (m.rfind(pre, 0) == 0) return FrameKind::Runtime;
   static const char* system_prefixes[] = {"libc.so", "libc-", "libpthread", "ld-linux", "libstdc++", "libgcc_s", "libdl."};
   for (const char* pre : system_prefixes)

@@ -51,7 +51,9 @@ void name_gpu_instructions(const Profile& p, const std::map<GpuPc, uint64_t>& pc
   std::map<uint64_t, SassCache::Want> wanted;
   for (const auto& [pc, n] : pcs)
     if (!p.gpu_sass.count(pc)) want_kernel(wanted, p, pc.code_object_id, pc.function, n);
-  if (opt.use_nvdisasm && !wanted.empty()) {
+  // nvdisasm for CUPTI's cubins only; a Level Zero profile's kernels go to iga64 (GpuSymbolizer).
+  const bool cuda = !p.process || p.process->backend.empty() || p.process->backend == "cupti";
+  if (opt.use_nvdisasm && cuda && !wanted.empty()) {
     // The budget is for the whole recording: what earlier profiles used is gone.
     int left = sass_budget_ms - static_cast<int>(stats.sass.stats().seconds * 1000);
     stats.sass.derive(opt.nvdisasm, wanted, std::max(left, 0), std::clamp(std::thread::hardware_concurrency(), 1u, 8u),

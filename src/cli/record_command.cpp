@@ -302,6 +302,24 @@ int exit_status_of(int status) {
 
 }  // namespace
 
+
+// Level Zero has no injection variable: the preloaded libaiflame_ze_preload.so (next to the injection
+// library; record/levelzero/ze_preload.c says why this way) starts the library at the program's first
+// zeInit. The loader needs its tracing layer on at that zeInit, and metrics enabled for EU-stall
+// sampling. A program built with ASan refuses to start when a preloaded object comes before ASan's
+// runtime; the preloaded object allocates nothing and interposes nothing of ASan's, so that check is
+// turned off for the command.
+static void preload_for_level_zero(const std::string& lib) {
+  const std::string preload = lib.substr(0, lib.rfind('/') + 1) + "libaiflame_ze_preload.so";
+  if (!exists(preload)) return;
+  const char* old = std::getenv("LD_PRELOAD");
+  setenv("LD_PRELOAD", (old && *old ? preload + ":" + old : preload).c_str(), 1);
+  setenv("ZE_ENABLE_TRACING_LAYER", "1", 1);
+  setenv("ZET_ENABLE_METRICS", "1", 1);
+  const char* asan = std::getenv("ASAN_OPTIONS");
+  setenv("ASAN_OPTIONS", (asan && *asan ? std::string(asan) + ":verify_asan_link_order=0" : std::string("verify_asan_link_order=0")).c_str(), 1);
+}
+
 int run_record(const RecordArgs& a) {
   if (a.command.empty() == a.pids.empty()) {
     std::cerr << (a.command.empty() ? "aiflame: record needs a command after -- (or --pid PID to attach to a running program)\n"
@@ -371,6 +389,7 @@ int run_record(const RecordArgs& a) {
   auto t_start = std::chrono::steady_clock::now();
 
   if (problem.empty()) setenv("CUDA_INJECTION64_PATH", lib.c_str(), 1);
+  if (problem.empty()) preload_for_level_zero(lib);
   // The options given, in the variables of the schema; the others keep the environment's values (the
   // lab's AIFLAME_LAB) or the library's defaults.
   auto options = a.options;

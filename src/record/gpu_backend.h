@@ -96,4 +96,10 @@ class GpuBackend {
 // with *why when none can be loaded (then nothing is recorded). The backend reports to `rec`.
 std::unique_ptr<GpuBackend> make_gpu_backend(Recorder& rec, const RecordOptions& opt, std::string* why);
 
+// The runtime whose first call started the recording (injection.cpp): CUDA's cuInit loads the library
+// through CUDA_INJECTION64_PATH, Level Zero's zeInit reaches it through the preloaded
+// libaiflame_ze_preload.so (record/levelzero/ze_preload.c).
+enum class GpuVendor { Cuda, LevelZero };
+std::unique_ptr<GpuBackend> make_gpu_backend(Recorder& rec, const RecordOptions& opt, std::string* why, GpuVendor vendor);
+
 }  // namespace aiflame

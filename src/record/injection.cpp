@@ -1,5 +1,8 @@
-// Entry point of libaiflame_cupti.so: the CUDA driver calls InitializeInjection() from cuInit when
-// CUDA_INJECTION64_PATH names this library. Nothing here may throw or stop the program.
+// Entry points of libaiflame_cupti.so: the CUDA driver calls InitializeInjection() from cuInit when
+// CUDA_INJECTION64_PATH names this library; for a Level Zero program, the preloaded
+// libaiflame_ze_preload.so calls aiflame_levelzero_initialize() after the program's first zeInit.
+// The first runtime to arrive records the process (one backend per process: a second would need its
+// own Recorder hub). Nothing here may throw or stop the program.
 #include <dlfcn.h>
 #include <pthread.h>
 #include <unistd.h>
@@ -61,7 +64,7 @@ void at_exit() {
   if (g_backend_started) g_backend->stop();
   uint64_t kernels = n.kernels, samples = n.samples;
   if (kernels > 0 && samples == 0 && g_recorder->options().pc_sampling && g_recorder->options().period_log2 &&
-      !n.sampling_declined)
+      !n.sampling_declined && g_backend && std::string(g_backend->name()) == "cupti")
     g_recorder->warn("kernels ran but no GPU sample came; some GPUs sample nothing at an explicit period: try --period default");
   g_recorder->finish(g_backend ? g_backend->timestamp() : 0);
   debug("profile written");
@@ -115,14 +118,14 @@ int run_unprofiled(const RecordOptions& opt, const ProcessRecord& p, const std::
   return 1;
 }
 
-int initialize() {
+int initialize(GpuVendor vendor) {
   std::vector<std::string> option_warnings;
   RecordOptions opt = record_options_from_env(&option_warnings);
   install_crash_report();
   ProcessRecord p = process_record(opt);
   auto* rec = new Recorder();
   std::string err;
-  std::unique_ptr<GpuBackend> backend = make_gpu_backend(*rec, opt, &err);
+  std::unique_ptr<GpuBackend> backend = make_gpu_backend(*rec, opt, &err, vendor);
   if (!backend) {
     delete rec;
     return run_unprofiled(opt, p, option_warnings, err);
@@ -172,15 +175,39 @@ void injection_skip_own_frames(StackCapture& st) {
 
 }  // namespace aiflame
 
-extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
-  static std::once_flag once;
+namespace aiflame {
+namespace {
+
+// The first runtime's call starts the recording; a later call of the other runtime gets one line.
+int start_once(GpuVendor vendor) {
+  static std::mutex mu;
+  static int started = -1;  // the GpuVendor that started, -1: none yet
   static int result = 1;
-  std::call_once(once, [] {
+  std::lock_guard<std::mutex> lock(mu);
+  if (started < 0) {
+    started = static_cast<int>(vendor);
     try {
-      result = aiflame::initialize();
+      result = initialize(vendor);
     } catch (...) {
       std::fprintf(stderr, "aiflame: internal error while starting; the program runs on unprofiled\n");
     }
-  });
+  } else if (started != static_cast<int>(vendor)) {
+    const std::string line = std::string("this process uses both CUDA and Level Zero; only its ") +
+                             (started == static_cast<int>(GpuVendor::Cuda) ? "CUDA" : "Level Zero") +
+                             " work is recorded (one GPU backend per process)";
+    if (g_recorder) g_recorder->warn(line);
+    else std::fprintf(stderr, "aiflame: %s\n", line.c_str());
+  }
   return result;
+}
+
+}  // namespace
+}  // namespace aiflame
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  return aiflame::start_once(aiflame::GpuVendor::Cuda);
+}
+
+extern "C" __attribute__((visibility("default"))) int aiflame_levelzero_initialize(void) {
+  return aiflame::start_once(aiflame::GpuVendor::LevelZero);
 }

@@ -31,10 +31,38 @@ const std::vector<GpuSourceFrame>& GpuSymbolizer::lines(const GpuPc& pc) {
   return it->second;
 }
 
+const std::string* GpuSymbolizer::intel_mnemonic(const GpuPc& pc) {
+  if (!opt_.use_nvdisasm || !has_image(pc.code_object_id)) return nullptr;
+  auto [it, fresh] = iga_names_.try_emplace({pc.code_object_id, pc.function});
+  if (fresh) {
+    if (!iga64_) iga64_ = find_iga64();
+    const std::string& image = p_.cubins.at(pc.code_object_id).image;
+    uint32_t core = 0;
+    const std::string platform = zebin_iga_platform(image, &core);
+    const std::string code = zebin_kernel_code(image, p_.str(pc.function));
+    if (iga64_->empty()) {
+      note(iga64_not_found_note());
+    } else if (platform.empty()) {
+      note("iga64 has no platform for this GPU (GFXCORE_FAMILY " + std::to_string(core) +
+           "): Intel GPU instructions show their offsets only");
+    } else if (!code.empty()) {
+      auto names = iga_disassemble(*iga64_, platform, code, opt_.timeout_ms);
+      if (names) it->second = std::move(*names);
+      else note(names.error());
+    }
+  }
+  auto m = it->second.find(pc.pc_offset);
+  return m == it->second.end() ? nullptr : &m->second;
+}
+
 const std::string& GpuSymbolizer::mnemonic(const GpuPc& pc) {
   static const std::string none;
   auto stored = p_.gpu_sass.find(pc);
   if (stored != p_.gpu_sass.end()) return stored->second;
+  if (intel_) {
+    const std::string* m = intel_mnemonic(pc);
+    return m ? *m : none;
+  }
   const std::string& kernel = p_.str(pc.function);
   const SassCache* cache = opt_.sass_cache && opt_.sass_cache->tried(pc.code_object_id, kernel) ? opt_.sass_cache : &lazy_sass_;
   if (cache == &lazy_sass_ && opt_.use_nvdisasm && has_image(pc.code_object_id) && !lazy_sass_.tried(pc.code_object_id, kernel)) {

@@ -12,11 +12,14 @@
 #include "symbolize/nvidia/cubin_lines.h"
 #include "symbolize/nvidia/nvdisasm.h"
 #include "symbolize/nvidia/sass_cache.h"
+#include "symbolize/intel/iga.h"
 
 namespace aiflame {
 
 struct GpuSymbolizerOptions {
-  bool use_nvdisasm = false;  // run nvdisasm for mnemonics not stored in the profile
+  // Run the vendor's disassembler for mnemonics not stored in the profile: nvdisasm for CUPTI's
+  // profiles, iga64 (found on PATH) for Level Zero's.
+  bool use_nvdisasm = false;
   std::string nvdisasm;       // its path (find_nvdisasm); empty with use_nvdisasm: one "not found" note
   int timeout_ms = 60000;
   // Mnemonics derived ahead for the sampled kernels (finalize); a kernel it tried is not disassembled again.
@@ -25,7 +28,8 @@ struct GpuSymbolizerOptions {
 
 class GpuSymbolizer {
  public:
-  GpuSymbolizer(const Profile& p, GpuSymbolizerOptions opt = {}) : p_(p), opt_(std::move(opt)) {}
+  GpuSymbolizer(const Profile& p, GpuSymbolizerOptions opt = {})
+      : p_(p), opt_(std::move(opt)), intel_(p.process && p.process->backend == "levelzero") {}
 
   // Kernel line first, innermost inlined function last; empty when unknown.
   const std::vector<GpuSourceFrame>& lines(const GpuPc& pc);
@@ -39,12 +43,17 @@ class GpuSymbolizer {
  private:
   const CubinLines* cubin_lines(uint64_t crc);
   void note(std::string text);
+  const std::string* intel_mnemonic(const GpuPc& pc);
   const Profile& p_;
   GpuSymbolizerOptions opt_;
   std::map<uint64_t, std::optional<CubinLines>> lines_by_cubin_;
   SassCache lazy_sass_;  // kernels the report meets without stored names: one nvdisasm run each
   std::map<GpuPc, std::vector<GpuSourceFrame>> derived_lines_;
   std::vector<std::string> notes_;
+  // Level Zero profiles: iga64's names per (code object, kernel), derived at the first sample of each.
+  bool intel_ = false;
+  std::optional<std::string> iga64_;
+  std::map<std::pair<uint64_t, uint32_t>, std::map<uint64_t, std::string>> iga_names_;
 };
 
 }  // namespace aiflame

@@ -39,6 +39,10 @@ harnesses=(
   "torch_tls_code||104"
   # The readers of CPython's Py_IsInitialized and PyGILState_GetThisThreadState (the injection library's).
   "py_runtime_fields||104"
+  # The Level Zero backend's decoding of EU-stall values (the injection library's).
+  "eu_stall_values||65536"
+  # The reader of iga64's listing (Intel GPU instruction names).
+  "iga_listing||65536"
 )
 # The report side's sources, read from src/CMakeLists.txt (aiflame_format and aiflame_core) so that the
 # list never drifts from the build; compiled once with the fuzzing flags into an archive that each
@@ -76,6 +80,10 @@ for h in "${harnesses[@]}"; do
   fi
   if [ "$name" = torch_tls_code ]; then
     $CXX "${flags[@]}" tests/fuzz/torch_tls_code_fuzz.cpp src/record/autograd/torch_tls_code.cpp -o $out/torch_tls_code_fuzz &
+    continue
+  fi
+  if [ "$name" = eu_stall_values ]; then
+    $CXX "${flags[@]}" tests/fuzz/eu_stall_values_fuzz.cpp src/record/levelzero/eu_stall_values.cpp -o $out/eu_stall_values_fuzz &
     continue
   fi
   $CXX "${flags[@]}" -Itests/fuzz tests/fuzz/${name}_fuzz.cpp "${libs[@]}" -o $out/${name}_fuzz &

@@ -13,8 +13,8 @@ TLSDESC=${2:-0}
 fail=0
 check() { if ! eval "$2"; then echo "FAIL $1"; fail=1; fi; }
 defined=$(nm -D --defined-only "$LIB" | awk '$2 ~ /^[TDBR]$/ {print $3}')
-check "the only exported functions are InitializeInjection and aiflame_attach (got: $defined)" \
-  '[ "$(echo $defined | tr " " "\n" | sort | tr "\n" " ")" = "InitializeInjection aiflame_attach " ]'
+check "the only exported functions are InitializeInjection, aiflame_attach and aiflame_levelzero_initialize (got: $defined)" \
+  '[ "$(echo $defined | tr " " "\n" | sort | tr "\n" " ")" = "InitializeInjection aiflame_attach aiflame_levelzero_initialize " ]'
 # No STB_GNU_UNIQUE symbol: one makes the library impossible to unload, and a refused attach
 # (`aiflame record --pid`) unloads it from the program again.
 check "no GNU unique symbol: $(readelf -Ws "$LIB" | grep UNIQUE | awk '{print $8}' | sort -u | tr '\n' ' ')" \
