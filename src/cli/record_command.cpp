@@ -308,10 +308,17 @@ int exit_status_of(int status) {
 // zeInit. The loader needs its tracing layer on at that zeInit, and metrics enabled for EU-stall
 // sampling. A program built with ASan refuses to start when a preloaded object comes before ASan's
 // runtime; the preloaded object allocates nothing and interposes nothing of ASan's, so that check is
-// turned off for the command.
+// turned off for the command. A program reaches Level Zero only through its loader: where this machine
+// has none, nothing is preloaded, so CUDA programs there run exactly as before.
+static bool level_zero_loader_present() {
+  void* h = dlopen("libze_loader.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (!h) return false;
+  dlclose(h);
+  return true;
+}
 static void preload_for_level_zero(const std::string& lib) {
   const std::string preload = lib.substr(0, lib.rfind('/') + 1) + "libaiflame_ze_preload.so";
-  if (!exists(preload)) return;
+  if (!exists(preload) || !level_zero_loader_present()) return;
   const char* old = std::getenv("LD_PRELOAD");
   setenv("LD_PRELOAD", (old && *old ? preload + ":" + old : preload).c_str(), 1);
   setenv("ZE_ENABLE_TRACING_LAYER", "1", 1);
