@@ -21,6 +21,7 @@
 #include "attribute/attribution.h"
 #include "attribute/profile_flame.h"
 #include "cli/commands.h"
+#include "cli/duty_command.h"
 #include "cli/finalize.h"
 #include "cli/process_table.h"
 #include "symbolize/nvidia/nvdisasm.h"
@@ -265,6 +266,7 @@ int run_record(const RecordArgs& a) {
     std::cerr << "aiflame: --nvdisasm " << a.nvdisasm << " is not an executable file; pass the path of CUDA's nvdisasm\n";
     return 2;
   }
+  if (const std::string& duty = a.option("duty"); !duty.empty() && duty != "off") return run_duty_record(a, lib);
   std::string output = absolute(a.output);
   // The injection library writes PREFIX.<pid>; the prefix is this run's own (two runs with the same
   // -o never take each other's files), and the files are named FILE (or FILE.<pid>) only at the end.
