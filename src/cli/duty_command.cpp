@@ -39,7 +39,8 @@ void duty_forward(int sig) {
 void duty_interrupt(int) { g_duty_interrupts = g_duty_interrupts + 1; }
 
 bool is_duty_entry(const std::string& name) {
-  return name.rfind("window-", 0) == 0 || name.rfind("windows.", 0) == 0 || name.rfind(".cubins.", 0) == 0;
+  return name.rfind("window-", 0) == 0 || name.rfind("windows.", 0) == 0 || name.rfind(".cubins.", 0) == 0 ||
+         name.rfind(".status.", 0) == 0 || name == ".stop";  // the last two: `--pid`'s, left by a killed aiflame
 }
 
 // Removes a directory that holds only what a duty-cycled recording writes; false (nothing removed)

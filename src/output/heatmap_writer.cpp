@@ -130,6 +130,9 @@ void HeatmapWriter::write(const FlameData& data, std::ostream& out) const {
         }
       }
     }
+    if (h.lanes.size() > 1)
+      out << fmt::format("<text x=\"4\" y=\"{}\" font-weight=\"bold\">GPU {}{}</text>\n", y0 + 12, g.device,
+                         h.other_devices && l + 1 == h.lanes.size() ? "+" : "");
     out << fmt::format("<g class=\"lane\" data-device=\"{}\">\n", g.device);
     for (uint32_t c = 0; c < h.columns; c++)
       for (uint32_t r = 0; r < h.rows; r++) {
