@@ -28,7 +28,8 @@ Result<TimeBound> parse_time_bound(std::string_view t) {
         if (std::sscanf(s.c_str() + used, ":%2d%n", &sec, &more) != 1 || static_cast<size_t>(used + more) != s.size())
           return Error{"'" + std::string(t) + "' is not a time: give YYYY-MM-DDTHH:MM[:SS] (UTC)"};
       }
-      if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
+      // Years past 2200 would overflow the nanoseconds (int64 reaches 2262).
+      if (tm.tm_year < 1970 || tm.tm_year > 2200 || tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 || tm.tm_hour > 23 || tm.tm_min > 59 ||
           sec > 60)
         return Error{"'" + std::string(t) + "' is not a time: give YYYY-MM-DDTHH:MM[:SS] (UTC)"};
       tm.tm_year -= 1900;
@@ -41,7 +42,8 @@ Result<TimeBound> parse_time_bound(std::string_view t) {
   }
   bool back = t.front() == '-';
   double ms = 0;
-  if (!parse_duration_ms(back ? t.substr(1) : t, &ms))
+  // At most 100 years: the nanoseconds must fit an int64.
+  if (!parse_duration_ms(back ? t.substr(1) : t, &ms) || ms > 100 * 365.25 * 86400e3)
     return Error{"'" + std::string(t) +
                  "' is not a time: give a duration from the first window (90s, 10m, 2h), -DURATION back from the "
                  "last one, or YYYY-MM-DDTHH:MM[:SS] (UTC)"};
