@@ -44,6 +44,7 @@ struct PictureArgs {
   std::string nvdisasm;
   std::string stall_reasons = "all";
   int fold_runs = 0;  // --fold-runs 1, --no-fold-runs -1, else by format (output/formats.cpp)
+  std::string since, until;  // duty-cycled windows by start time (cli/time_span.h)
 };
 
 struct ReportArgs : PictureArgs {

@@ -6,6 +6,7 @@
 #include "cli/input_files.h"
 #include "cli/output_file.h"
 #include "cli/picture_options.h"
+#include "cli/time_span.h"
 #include "output/diff_writer.h"
 #include "output/writer.h"
 
@@ -25,6 +26,8 @@ void add_diff_command(CLI::App& app, DiffArgs& a) {
   sub->add_flag("-q,--quiet", a.quiet, "Print only errors");
   sub->add_flag("-f,--force", a.force, "Overwrite the output file if it exists");
   add_picture_options(sub, a);
+  sub->add_option("--since", a.since, std::string(kSinceHelp) + "; on both sides, each from its own windows");
+  sub->add_option("--until", a.until, kUntilHelp);
 }
 
 namespace {
@@ -37,9 +40,12 @@ std::string percent(double share) {
 
 // One side of the diff through the pipeline `report` uses (streamed, its memory bound, filtered and
 // folded as report's picture of that format would be).
-Result<LoadedFlame> load_side(const std::string& input, const LoadOptions& options) {
+Result<LoadedFlame> load_side(const std::string& input, const LoadOptions& options, const PictureArgs& a) {
   auto inputs = expand_inputs({input});
   if (!inputs) return Error{inputs.error()};
+  bool usage = false;
+  inputs = apply_time_span(*inputs, a.since, a.until, &usage);
+  if (!inputs) return Error{input + ": " + inputs.error()};
   return load_flame(*inputs, options);
 }
 
@@ -72,12 +78,12 @@ int run_diff(const DiffArgs& args) {
     std::cerr << "aiflame: " << options.error() << "\n";
     return 2;
   }
-  auto before = load_side(a.before, *options);
+  auto before = load_side(a.before, *options, a);
   if (!before) {
     std::cerr << "aiflame: " << before.error() << "\n";
     return 1;
   }
-  auto after = load_side(a.after, *options);
+  auto after = load_side(a.after, *options, a);
   if (!after) {
     std::cerr << "aiflame: " << after.error() << "\n";
     return 1;

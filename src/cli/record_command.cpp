@@ -25,6 +25,7 @@
 #include "attribute/attribution.h"
 #include "attribute/profile_flame.h"
 #include "cli/commands.h"
+#include "cli/duty_command.h"
 #include "cli/finalize.h"
 #include "cli/process_table.h"
 #include "cli/record_output.h"
@@ -358,6 +359,7 @@ int run_record(const RecordArgs& a) {
     std::cerr << "aiflame: --nvdisasm " << a.nvdisasm << " is not an executable file; pass the path of CUDA's nvdisasm\n";
     return 2;
   }
+  if (const std::string& duty = a.option("duty"); !duty.empty() && duty != "off") return run_duty_record(a, lib);
   std::string output = absolute(a.output);
   // A device node, FIFO, socket or link at -o is never ours to write, move or delete: refused before
   // anything runs, as `report -o` refuses it.

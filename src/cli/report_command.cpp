@@ -10,6 +10,7 @@
 #include "cli/picture_options.h"
 #include "cli/process_table.h"
 #include "cli/stream_hint.h"
+#include "cli/time_span.h"
 #include "cli/summary.h"
 #include "output/writer.h"
 #include "report/load_flame.h"
@@ -31,6 +32,8 @@ void add_report_command(CLI::App& app, ReportArgs& a) {
   sub->add_flag("--plain", a.plain, "Folded output without iaprof's annotations (_[G], _[g], py::)");
   add_picture_options(sub, a);
   sub->add_flag("-f,--force", a.force, "Overwrite the output file if it exists");
+  sub->add_option("--since", a.since, kSinceHelp);
+  sub->add_option("--until", a.until, kUntilHelp);
 }
 
 int run_report(const ReportArgs& args) {
@@ -66,6 +69,13 @@ int run_report(const ReportArgs& args) {
   if (Status st = check_output_not_input(a.output, *inputs); !st) {
     std::cerr << "aiflame: " << st.error() << "\n";
     return 2;
+  }
+  bool usage = false;
+  if (auto spanned = apply_time_span(*inputs, a.since, a.until, &usage); !spanned) {
+    std::cerr << "aiflame: " << spanned.error() << "\n";
+    return usage ? 2 : 1;
+  } else {
+    inputs = std::move(spanned);
   }
   auto options = load_options(a, format);
   if (!options) {

@@ -96,6 +96,9 @@ struct FlameData {
   uint32_t pid = 0;
   uint64_t start_ns = 0;   // profiler clock at the start of the profile
   uint64_t duration_ns = 0;
+  // The spans [begin, end) of the timeline (ns from start_ns) that some profile recorded, when the
+  // merged profiles leave gaps (the windows of a duty-cycled recording); empty: all of it.
+  std::vector<std::pair<uint64_t, uint64_t>> recorded;
   RunSummary summary;
   // The recorded processes behind the picture with their totals, one per profile; stacks and kernel
   // spans point into it. Empty for inputs that name no process of their own (folded, iaprof).

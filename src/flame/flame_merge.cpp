@@ -41,6 +41,24 @@ void merge_flame(FlameData& into, FlameData from) {
   for (auto& t : into.timeline) t.time_ns += shift_into;
   for (auto& k : into.kernels) { k.start_ns += shift_into; k.end_ns += shift_into; k.launch_ns += shift_into; }
   uint64_t end = std::max(into.start_ns + into.duration_ns, from.start_ns + from.duration_ns);
+  // What each side recorded, on the merged timeline; gaps between them are not idle GPU but unrecorded.
+  std::vector<std::pair<uint64_t, uint64_t>> spans;
+  auto add_spans = [&spans](const FlameData& d, uint64_t shift) {
+    if (d.recorded.empty()) spans.push_back({shift, shift + d.duration_ns});
+    for (const auto& [b, e] : d.recorded) spans.push_back({b + shift, e + shift});
+  };
+  add_spans(into, shift_into);
+  add_spans(from, shift_from);
+  std::sort(spans.begin(), spans.end());
+  into.recorded.clear();
+  for (const auto& s : spans) {
+    if (!into.recorded.empty() && s.first <= into.recorded.back().second)
+      into.recorded.back().second = std::max(into.recorded.back().second, s.second);
+    else
+      into.recorded.push_back(s);
+  }
+  if (into.recorded.size() == 1 && into.recorded[0].first == 0 && into.recorded[0].second >= end - start)
+    into.recorded.clear();  // no gap
 
   auto stack_base = static_cast<uint32_t>(into.stacks.size());
   auto cpu_base = static_cast<int32_t>(into.cpu_stacks.size());

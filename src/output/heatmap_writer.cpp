@@ -99,6 +99,37 @@ void HeatmapWriter::write(const FlameData& data, std::ostream& out) const {
   for (size_t l = 0; l < h.lanes.size(); l++) {
     const HeatmapGrid& g = h.lanes[l];
     int y0 = top + static_cast<int>(l) * (lane_h + lane_gap);
+    // Time no profile recorded (between the windows of a duty-cycled recording): grey, not white, so
+    // that it does not read as an idle GPU. Cell by cell at one second a column; whole columns when a
+    // column sums several seconds.
+    if (!data.recorded.empty()) {
+      auto covered = [&](uint64_t b, uint64_t e) {
+        for (const auto& [rb, re] : data.recorded)
+          if (rb < e && re > b) return true;
+        return false;
+      };
+      const uint64_t column_ns = uint64_t{h.column_s} * 1000000000ull, row_ns = uint64_t{h.row_ms} * 1000000ull;
+      for (uint32_t c = 0; c < h.columns; c++) {
+        const uint64_t b = uint64_t{c} * column_ns;
+        if (h.column_s > 1 || !covered(b, b + column_ns)) {
+          if (!covered(b, b + column_ns))
+            out << fmt::format("<rect class=\"unrecorded\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
+                               "fill=\"#d8d8d8\"><title>{} s: not recorded (between windows)</title></rect>\n",
+                               left + static_cast<int>(c) * cell_w, y0, cell_w, lane_h, column_label(c));
+          continue;
+        }
+        for (uint32_t r = 0; r < h.rows;) {  // runs of unrecorded rows as one rectangle
+          uint32_t e = r;
+          while (e < h.rows && !covered(b + e * row_ns, b + (e + 1) * row_ns)) e++;
+          if (e > r)
+            out << fmt::format("<rect class=\"unrecorded\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" "
+                               "fill=\"#d8d8d8\"><title>{} s + {}-{} ms: not recorded (between windows)</title></rect>\n",
+                               left + static_cast<int>(c) * cell_w, y0 + static_cast<int>(r) * cell_h, cell_w,
+                               static_cast<int>(e - r) * cell_h, column_label(c), r * h.row_ms, e * h.row_ms);
+          r = e + 1;
+        }
+      }
+    }
     if (h.lanes.size() > 1)
       out << fmt::format("<text x=\"4\" y=\"{}\" font-weight=\"bold\">GPU {}{}</text>\n", y0 + 12, g.device,
                          h.other_devices && l + 1 == h.lanes.size() ? "+" : "");
@@ -131,6 +162,10 @@ void HeatmapWriter::write(const FlameData& data, std::ostream& out) const {
     out << fmt::format("<rect x=\"{}\" y=\"{}\" width=\"20\" height=\"12\" fill=\"{}\" stroke=\"#ccc\"/>\n",
                        left + i * 20, ly + 4, cell_colour(max * i / 10.0, max));
   out << fmt::format("<text x=\"{}\" y=\"{}\">0 .. {:.0f} samples per cell</text>\n", left + 11 * 20 + 6, ly + 14, max);
+  if (!data.recorded.empty())
+    out << fmt::format("<rect x=\"{}\" y=\"{}\" width=\"20\" height=\"12\" fill=\"#d8d8d8\"/><text x=\"{}\" "
+                       "y=\"{}\">not recorded (between windows)</text>\n",
+                       left + 11 * 20 + 200, ly + 4, left + 11 * 20 + 224, ly + 14);
   out << "</svg>\n";
 }
 

@@ -20,6 +20,7 @@
 
 #include "record/gpu_backend.h"
 #include "record/debug_log.h"
+#include "record/duty_cycle.h"
 #include "record/recorder.h"
 #include "record/unwind/object_table.h"
 #include "util/hot_pages.h"
@@ -114,6 +115,24 @@ bool should_stop(const Request& r, std::chrono::steady_clock::time_point started
   return false;
 }
 
+// `record --pid --duty`: the windows of duty_cycle.h until told to stop; "started" at once (the
+// first window waits for a context by itself).
+void duty_session(const Request& r, const RecordOptions& opt, const std::vector<std::string>& warnings) {
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_state = State::Recording;
+    static bool registered = false;
+    if (!registered) registered = std::atexit(duty_cycle_at_exit) == 0;
+  }
+  report(r.status, "started");
+  auto started = std::chrono::steady_clock::now();
+  DutyRun run{opt, warnings, [&r, started](std::string* reason) { return should_stop(r, started, reason); }};
+  std::string reason = run_duty_cycle(run);
+  report(r.status, "done " + (reason.rfind("refused ", 0) == 0 ? "stopped" : reason));
+  std::lock_guard<std::mutex> lock(g_mu);
+  g_state = State::Idle;
+}
+
 void session(Request r) {
   // The program's signals are not ours to take (a Python SIGINT handler, a job's SIGTERM); threads
   // started from here (collector, CUPTI's) inherit the mask.
@@ -128,6 +147,7 @@ void session(Request r) {
 
   // The libcupti named on aiflame's command line, else the one the program's own environment names.
   if (const char* e = std::getenv("AIFLAME_CUPTI"); opt.cupti_path.empty() && e) opt.cupti_path = e;
+  if (opt.duty_period_ms) return duty_session(r, opt, option_warnings);
   auto* rec = new Recorder();
   std::string err;
   std::unique_ptr<GpuBackend> backend = make_gpu_backend(*rec, opt, &err);

@@ -15,6 +15,7 @@
 #include <memory>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <atomic>
@@ -22,6 +23,7 @@
 #include "record/attach.h"
 #include "record/crash_report.h"
 #include "record/debug_log.h"
+#include "record/duty_cycle.h"
 #include "util/static_tls.h"
 #include "util/tls_offsets.h"
 #include "record/gpu_backend.h"
@@ -122,6 +124,16 @@ int initialize(GpuVendor vendor) {
   std::vector<std::string> option_warnings;
   RecordOptions opt = record_options_from_env(&option_warnings);
   install_crash_report();
+  if (opt.duty_period_ms) {
+    // Duty-cycled: windows opened from a thread of ours, CUPTI detached between them (duty_cycle.h).
+    DutyRun run{opt, option_warnings, {}};
+    std::thread([run] {
+      pthread_setname_np(pthread_self(), "aiflame-duty");
+      run_duty_cycle(run);
+    }).detach();
+    std::atexit(duty_cycle_at_exit);
+    return 1;
+  }
   ProcessRecord p = process_record(opt);
   auto* rec = new Recorder();
   std::string err;

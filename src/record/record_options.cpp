@@ -1,5 +1,7 @@
 #include "record/record_options.h"
 
+#include "record/duty_spec.h"
+
 #include <charconv>
 #include <cstdlib>
 #include <cstring>
@@ -95,6 +97,25 @@ constexpr RecordOptionSpec kSchema[] = {
     {"quiet", "AIFLAME_QUIET", "-q,--quiet", "1", "0 or 1", "Print only errors", FLAG_OPTION(quiet)},
     {"cupti", "AIFLAME_CUPTI", nullptr, nullptr, "a path", "The libcupti to load (the only one tried)",
      [](RecordOptions& o, std::string_view v) { return o.cupti_path = v, true; }},
+    // Duty-cycled recording (record/duty_spec.h, docs/always_on.md).
+    {"duty", "AIFLAME_DUTY", "--duty", nullptr, "'on', 'off' or WINDOW/PERIOD such as 2s/60s",
+     "Record in windows of WINDOW every PERIOD, detached from CUPTI between them so that the program runs at its "
+     "own speed there ('on': 1s/90s). -o is then a directory that holds one profile per window; `aiflame report "
+     "DIR` merges them (--since/--until pick a span)",
+     [](RecordOptions& o, std::string_view v) {
+       DutySpec d;
+       if (!parse_duty_spec(v, &d)) return false;
+       o.duty_window_ms = d.window_ms;
+       o.duty_period_ms = d.period_ms;
+       return true;
+     }},
+    {"duty_keep", "AIFLAME_DUTY_KEEP", "--duty-keep", nullptr, "N in 0..1000000",
+     "With --duty: keep the newest N window profiles of each process, deleting older ones (default 100; 0: no limit)",
+     UINT_OPTION(duty_keep, 0, 1000000)},
+    {"duty_max_mb", "AIFLAME_DUTY_MAX_MB", "--duty-max-mb", nullptr, "MB in 0..10000000",
+     "With --duty: delete the oldest window profiles of each process past this many MB together (default 2048; 0: "
+     "no limit)",
+     UINT_OPTION(duty_max_mb, 0, 10000000)},
 };
 
 // The lab's switches: measurements and CUPTI experiments, set by name in AIFLAME_LAB.

@@ -132,6 +132,10 @@ struct RecordOptions {
   bool autograd = true;  // the autograd tracking (record/autograd/autograd_tracker.h)
   bool quiet = false;
   std::string cupti_path;  // empty: search (see load_cupti)
+  // Duty-cycled recording (record/duty_spec.h): a window of duty_window_ms every duty_period_ms (0: off),
+  // at most duty_keep window profiles per process and duty_max_mb MB of them (0: no limit).
+  uint32_t duty_window_ms = 0, duty_period_ms = 0;
+  uint32_t duty_keep = 100, duty_max_mb = 2048;
   MeasurementSwitches measure;
 };
 

@@ -429,6 +429,7 @@ void Recorder::on_launch_measured(uint32_t api, uint32_t correlation_id, uint64_
 void Recorder::add_code_object(const CodeObjectRecord& r) {
   writer_.add(r);
   counters_.cubins++;
+  if (on_code_object) on_code_object(r);
 }
 
 void Recorder::add_stall_reasons(const StallReasonsRecord& r) { writer_.add(r); }
@@ -438,6 +439,7 @@ void Recorder::add_sample_batch(const PcBatchRecord& b, uint64_t counted_samples
   counters_.samples += counted_samples;
   counters_.pc_records += pc_records;
   counters_.dropped_samples += b.dropped_samples;
+  if (on_sample_batch) on_sample_batch(b);
 }
 
 void Recorder::add_kernel(const KernelRecord& r) {

@@ -62,6 +62,12 @@ class Recorder {
   // A GPU was left unsampled because another process samples it.
   void note_sampling_declined() { counters_.sampling_declined = true; }
 
+  // Duty-cycled recording (record/duty_cycle.cpp): told of each code object and sample batch written,
+  // so that a later window can carry the code objects of modules loaded in an earlier one. Set before
+  // the backend starts; empty otherwise.
+  std::function<void(const CodeObjectRecord&)> on_code_object;
+  std::function<void(const PcBatchRecord&)> on_sample_batch;
+
   // The collector thread: every interval, runs `drain` (backend's buffers) and flushes the file.
   void start_collector(std::function<void()> drain);
   void stop_collector();

@@ -43,6 +43,8 @@ harnesses=(
   "eu_stall_values||65536"
   # The reader of iga64's listing (Intel GPU instruction names).
   "iga_listing||65536"
+  # `record --duty` and `report --since/--until` values: a few bytes.
+  "duty_spec||256|20"
 )
 # The report side's sources, read from src/CMakeLists.txt (aiflame_format and aiflame_core) so that the
 # list never drifts from the build; compiled once with the fuzzing flags into an archive that each
@@ -76,6 +78,10 @@ for h in "${harnesses[@]}"; do
   fi
   if [ "$name" = py_runtime_fields ]; then
     $CXX "${flags[@]}" tests/fuzz/py_runtime_fields_fuzz.cpp src/record/py_runtime_fields.cpp -o $out/py_runtime_fields_fuzz &
+    continue
+  fi
+  if [ "$name" = duty_spec ]; then
+    $CXX "${flags[@]}" tests/fuzz/duty_spec_fuzz.cpp src/record/duty_spec.cpp src/cli/time_span.cpp "${libs[@]}" -o $out/duty_spec_fuzz &
     continue
   fi
   if [ "$name" = torch_tls_code ]; then

@@ -1,7 +1,7 @@
 /* A program to attach to in tests/cli/attach_test.sh: prints "tick N" every 20 ms for N ticks while a
  * second thread waits on a condition variable and a third one computes, then exits with status 7.
  * With a second argument it first loads that library (the fake libcuda.so.1) and "launches" through
- * its cuLaunchKernel at every tick. */
+ * its cuLaunchKernel at every tick (a third argument: that many launches a tick). */
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -29,6 +29,7 @@ static void* spinner(void* arg) {
 
 int main(int argc, char** argv) {
   int ticks = argc > 1 ? atoi(argv[1]) : 100;
+  int per_tick = argc > 3 ? atoi(argv[3]) : 1;
   int (*launch)(void) = NULL;
   if (argc > 2) {
     void* cuda = dlopen(argv[2], RTLD_NOW | RTLD_LOCAL);
@@ -42,7 +43,7 @@ int main(int argc, char** argv) {
   for (int i = 0; i < ticks; i++) {
     struct timespec ts = {0, 20 * 1000 * 1000};
     nanosleep(&ts, NULL);
-    if (launch) launch();
+    for (int k = 0; launch && k < per_tick; k++) launch();
     sum = sum * 31 + (unsigned long)i;
     printf("tick %d\n", i);
     fflush(stdout);

@@ -38,7 +38,21 @@ CUresult cuCtxPushCurrent_v2(CUcontext c) { (void)c; return CUDA_SUCCESS; }
 CUresult cuCtxPopCurrent_v2(CUcontext* c) { *c = (CUcontext)&fake_context; return CUDA_SUCCESS; }
 int fake_primary_refcount(void) { return refcount; }
 
+/* The driver's cuInit loads CUDA_INJECTION64_PATH and calls its InitializeInjection once; the fake
+ * does the same at the first launch, so that `aiflame record -- CMD` runs its injection library here. */
+static void init_injection(void) {
+  static int done;
+  if (done) return;
+  done = 1;
+  const char* path = getenv("CUDA_INJECTION64_PATH");
+  if (!path || !*path) return;
+  void* lib = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+  int (*init)(void) = lib ? (int (*)(void))dlsym(lib, "InitializeInjection") : NULL;
+  if (init) init();
+}
+
 int fake_launch(void) {
+  init_injection();
   void (*fire)(void*) = (void (*)(void*))dlsym(RTLD_DEFAULT, "fake_cupti_launch");
   if (fire) fire(&fake_context);
   return refcount;

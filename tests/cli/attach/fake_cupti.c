@@ -4,7 +4,14 @@
  * "fake_kernel" (1 us) at the next flush, and every drain after a launch returns 5 samples of it at
  * offset 0x10; cuptiFinalize drops the subscriber. The cubin is never announced (as for an attach,
  * whose modules were loaded before).
- * FAKE_CUPTI_BUSY=1: cuptiSubscribe answers as when another CUPTI client is subscribed. */
+ * FAKE_CUPTI_BUSY=1: cuptiSubscribe answers as when another CUPTI client is subscribed.
+ * FAKE_CUPTI_SILENT=N: the first N subscriptions of the process get no sample (PC sampling enabled
+ * again after a cuptiFinalize that stays silent, as seen on the H100); later ones sample as above.
+ * FAKE_CUPTI_MODULE=1: the first launch of the process with a subscriber announces a module (cubin
+ * "FAKECUBIN", CRC 1) first, as a lazily loaded module is announced once, at its first launch.
+ * FAKE_CUPTI_LOG=path: appends "subscribe", "finalize" and "callback" (a launch callback delivered)
+ * lines, so that a test sees when CUPTI was attached. */
+#include <stdio.h>
 #include <cupti.h>
 #include <cupti_pcsampling.h>
 #include <stdlib.h>
@@ -20,6 +27,15 @@ static uint32_t pending[4096];      /* correlation ids of launches not yet flush
 static uint64_t pending_ts[4096];
 static unsigned npending;
 static unsigned launches_since_drain;
+static unsigned subscriptions;
+static void log_event(const char* what) {
+  const char* path = getenv("FAKE_CUPTI_LOG");
+  FILE* f = path ? fopen(path, "a") : NULL;
+  if (!f) return;
+  fprintf(f, "%s\n", what);
+  fclose(f);
+}
+static int module_announced;
 
 CUptiResult cuptiGetVersion(uint32_t* v) { *v = CUPTI_API_VERSION; return CUPTI_SUCCESS; }
 CUptiResult cuptiGetResultString(CUptiResult r, const char** s) { *s = r ? "CUPTI_ERROR_FAKE" : "CUPTI_SUCCESS"; return CUPTI_SUCCESS; }
@@ -27,11 +43,18 @@ CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* h, CUpti_CallbackFunc fn, voi
   (void)u;
   if (getenv("FAKE_CUPTI_BUSY") || subscriber_fn) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   subscriber_fn = fn;
+  subscriptions++;
+  log_event("subscribe");
   *h = (CUpti_SubscriberHandle)&subscriber_fn;
   return CUPTI_SUCCESS;
 }
 CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle h) { (void)h; subscriber_fn = NULL; launch_enabled = 0; return CUPTI_SUCCESS; }
-CUptiResult cuptiFinalize(void) { subscriber_fn = NULL; launch_enabled = 0; return CUPTI_SUCCESS; }
+CUptiResult cuptiFinalize(void) {
+  subscriber_fn = NULL;
+  launch_enabled = 0;
+  log_event("finalize");
+  return CUPTI_SUCCESS;
+}
 CUptiResult cuptiEnableCallback(uint32_t on, CUpti_SubscriberHandle h, CUpti_CallbackDomain d, CUpti_CallbackId id) {
   (void)h;
   if (d == CUPTI_CB_DOMAIN_DRIVER_API && id == CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel) launch_enabled = on;
@@ -99,6 +122,8 @@ CUptiResult cuptiPCSamplingGetData(CUpti_PCSamplingGetDataParams* p) {
   d->remainingNumPcs = 0;
   d->totalSamples = 0;
   d->droppedSamples = 0;
+  const char* silent = getenv("FAKE_CUPTI_SILENT");
+  if (silent && subscriptions <= (unsigned)atoi(silent)) launches_since_drain = 0;
   if (launches_since_drain && d->collectNumPcs > 0) {
     CUpti_PCSamplingPCData* pc = &d->pPcData[0];
     pc->cubinCrc = 1;
@@ -121,6 +146,19 @@ CUptiResult cuptiPCSamplingStop(CUpti_PCSamplingStopParams* p) { (void)p; return
 void fake_cupti_launch(void* context) {
   CUpti_CallbackFunc fn = subscriber_fn;
   if (!fn || !launch_enabled) return;
+  if (getenv("FAKE_CUPTI_MODULE") && !module_announced) {
+    static const char image[] = "FAKECUBIN";
+    CUpti_ModuleResourceData m;
+    CUpti_ResourceData r;
+    memset(&m, 0, sizeof m);
+    memset(&r, 0, sizeof r);
+    m.pCubin = image;
+    m.cubinSize = sizeof image;
+    r.context = (CUcontext)context;
+    r.resourceDescriptor = &m;
+    module_announced = 1;
+    fn(NULL, CUPTI_CB_DOMAIN_RESOURCE, CUPTI_CBID_RESOURCE_MODULE_LOADED, &r);
+  }
   CUpti_CallbackData cb;
   memset(&cb, 0, sizeof cb);
   cb.context = (CUcontext)context;
@@ -132,6 +170,7 @@ void fake_cupti_launch(void* context) {
     pending[npending++] = cb.correlationId;
   }
   launches_since_drain++;
+  log_event("callback");
   cb.callbackSite = CUPTI_API_ENTER;
   fn(NULL, CUPTI_CB_DOMAIN_DRIVER_API, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel, &cb);
   cb.callbackSite = CUPTI_API_EXIT;
