@@ -25,7 +25,7 @@ std::unique_ptr<Writer> make(const WriterOptions&) {
 constexpr bool kFold = true, kKeep = false;  // runs of unsymbolized frames, unless --(no-)fold-runs
 
 const OutputFormat kFormats[] = {
-    {"folded", {".folded", ".txt", ".collapsed"}, "folded stacks (the default; --plain: no iaprof annotations)", kKeep,
+    {"folded", {".folded", ".txt", ".collapsed"}, "folded stacks (the default; --annotate: iaprof's annotations)", kKeep,
      [](const WriterOptions& o) -> std::unique_ptr<Writer> {
        return std::make_unique<FoldedWriter>(FoldedOptions{.plain = o.plain});
      }},
