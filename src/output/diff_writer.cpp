@@ -47,7 +47,8 @@ std::string match_key(const FrameList& frames, bool* named) {
 DiffData make_diff(const FlameData& before, const FlameData& after) {
   DiffData d;
   d.before_total = before.total(), d.after_total = after.total();
-  d.title = "Differential flame graph: " + (after.title.empty() ? after.process : after.title);
+  const std::string& name = after.title.empty() ? after.process : after.title;
+  d.title = "Differential flame graph" + (name.empty() ? std::string() : ": " + name);
   std::map<std::string, DiffStack> by_line;
   std::map<std::string, bool> named;  // whether the frames shown name their instructions
   for (const auto& s : before.stacks) {

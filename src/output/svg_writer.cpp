@@ -164,9 +164,11 @@ std::vector<Node> build_tree(const FlameData& data, const SvgDiff* diff) {
   nodes[0].name = "all";
   for (size_t si = 0; si < data.stacks.size(); si++) {
     const auto& st = data.stacks[si];
-    if (st.count == 0) continue;  // a diff's stacks only in BEFORE have no width, as in flamegraph.pl
     const uint64_t before = diff && si < diff->before.size() ? diff->before[si] : 0;
     const double scaled = diff && si < diff->before_scaled.size() ? diff->before_scaled[si] : 0;
+    // A diff's stacks only in BEFORE have no width, as in flamegraph.pl, but count in the BEFORE of
+    // the frames they share with AFTER.
+    if (st.count == 0 && before == 0) continue;
     auto add = [&](Node& n) { n.count += st.count, n.before += before, n.before_scaled += scaled; };
     uint32_t cur = 0;
     add(nodes[0]);

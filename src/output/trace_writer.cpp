@@ -121,8 +121,9 @@ void TraceWriter::write(const FlameData& data, std::ostream& out) const {
   for (size_t i = 0; i < data.cpu_stacks.size(); i++) leaf[i] = frames.add(data.cpu_stacks[i]);
   auto span_samples = kernel_span_samples(data);
   // A launch slice's name: the API call and the user's frame that made it, the deepest frame of the
-  // user's own code in the launch stack (FlameData::user_frames), else the deepest Python or native
-  // frame that is not the runtime's ("cuLaunchKernel from forward (model.py:12)").
+  // user's own code in the launch stack (FlameData::user_frames), else (an autograd engine thread
+  // without the forward's stack) the deepest Python or native frame that is not the runtime's
+  // ("cuLaunchKernel from forward (model.py:12)", "cuLaunchKernel from at::native::addmm_out_cuda").
   auto user_frame = [&](const std::vector<Frame>& stack) -> const Frame* {
     const Frame* fallback = nullptr;
     for (size_t i = stack.size(); i-- > 0;) {
@@ -130,7 +131,7 @@ void TraceWriter::write(const FlameData& data, std::ostream& out) const {
       if (data.user_frames.count(f.name)) return &f;
       if (!fallback && (f.kind == FrameKind::Python || f.kind == FrameKind::Native)) fallback = &f;
     }
-    return data.user_frames.empty() ? fallback : nullptr;
+    return fallback;
   };
   // One slice per launch call on its thread (a graph launch runs several kernels), from the launch
   // callback's entry to its exit; where the exit was not recorded (older profiles, the last launch of

@@ -136,7 +136,7 @@ def user_checks(tmp):
         by_addr = {}
         for n, _, name in top_rows(pprof(["-top", "-addresses", "-nodecount=100000", "-nodefraction=0"], base + ".pb.gz")):
             parts = name.split(" ", 1)  # "0000000000000280 matmul_basic matmul.cu:42"
-            if len(parts) == 2 and re.fullmatch(r"[0-9a-f]{16}", parts[0]):
+            if n and len(parts) == 2 and re.fullmatch(r"[0-9a-f]{16}", parts[0]):  # flat: the leaf's address
                 by_addr.setdefault(parts[0], set()).add(parts[1].split(" ")[0])
         shared = [a for a, ks in by_addr.items() if len(ks) > 1]
         if fixture == "demo_matmul.aiflame":
