@@ -48,7 +48,7 @@ t1=$(date +%s.%N)
 wait $att; att_rc=$?
 wait $twin; twin_rc=$?
 cat "$out/attach.err"
-"$bin/aiflame" report "$out/att.aiflame" -o "$out/att.folded" 2>/dev/null
+"$bin/aiflame" report "$out/att.aiflame" --annotate -o "$out/att.folded" 2>/dev/null
 "$bin/aiflame" report "$out/att.aiflame" -o "$out/att.svg" 2>/dev/null
 kernel_shares "$out/att.folded" >"$out/att.shares"
 samples=$(grep -o '[0-9]* GPU samples' "$out/attach.err" | head -1 | grep -o '[0-9]*')

@@ -249,6 +249,8 @@ FlameData FrameBuilder::finish(const AttributionStats& stats) {
   out.start_ns = start;
   out.duration_ns = end > start ? end - start : 0;
   out.user_frames = user_frames_;
+  out.origins = origins_;
+  out.modules = modules_;
   if (!opt_.times) return out;
   std::unordered_map<uint32_t, std::string> kernel_names;
   std::map<uint32_t, std::vector<Frame>> roots;  // by device

@@ -64,6 +64,12 @@ const std::vector<Frame>& FrameBuilder::native_frames(uint64_t address) {
       frames.push_back({std::move(name), kind});
     }
   }
+  // Where they are, for pprof's mappings: the call instruction in its module, as recorded.
+  if (const ModuleRecord* m = sym_.module_of(address - 1)) {
+    auto [mi, fresh] = module_index_.try_emplace(m->id, static_cast<uint32_t>(modules_.size()));
+    if (fresh) modules_.push_back({m->path, m->build_id, m->lo, m->hi, m->lo - std::min(m->lo, m->load_bias)});
+    for (const Frame& f : frames) origins_.try_emplace(f.name, FrameOrigin{mi->second, address - 1, {}});
+  }
   return native_cache_.emplace(address, std::move(frames)).first->second;
 }
 
@@ -146,7 +152,9 @@ Frame FrameBuilder::python_frame(const PyFrame& pf) const {
   std::string name = p_.str(pf.function) + " (" + python_file_name(p_.str(pf.file)) + ":" + std::to_string(pf.line) + ")";
   // The user's own frames (issue #26), forward and backward alike (issue #23).
   if (is_user_python_file(p_.str(pf.file))) user_frames_.insert(name);
-  return {std::move(name), FrameKind::Python};
+  Frame f{std::move(name), FrameKind::Python};
+  origins_.try_emplace(f.name, FrameOrigin{UINT32_MAX, 0, p_.str(pf.file)});  // the full path, for pprof -list
+  return f;
 }
 
 // A kernel launched by autograd's engine: the Python stack that called backward(), "[backward]", the

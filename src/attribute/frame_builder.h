@@ -63,6 +63,11 @@ class FrameBuilder {
   std::unordered_map<uint32_t, std::vector<Frame>> cache_;
   std::unordered_map<uint64_t, std::vector<Frame>> native_cache_;
   mutable std::unordered_set<FrameName> user_frames_;  // FlameData::user_frames (python_frame adds to it)
+  // FlameData::origins and ::modules (native_frames and python_frame add to them); module_index_ maps
+  // a ModuleRecord id to its index in modules_.
+  mutable std::unordered_map<FrameName, FrameOrigin> origins_;
+  std::vector<NativeModule> modules_;
+  std::unordered_map<uint32_t, uint32_t> module_index_;
   std::unique_ptr<GpuSymbolizer> own_gpu_;
   std::map<GpuPc, std::vector<Frame>> instruction_cache_;
   std::map<GpuPc, bool> has_lines_;

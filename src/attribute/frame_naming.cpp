@@ -37,6 +37,11 @@ std::string stall_frame_name(const Profile& p, const std::string& reason) {
   return reason;
 }
 
+std::string launch_api_name(const Profile& p, uint32_t api) {
+  if (!p.process || p.process->backend.empty() || p.process->backend == "cupti") return cupti_launch_api_name(api);
+  return "launch";
+}
+
 std::string program_name(const Profile& p) {
   if (!p.process || p.process->command.empty()) return "[process]";
   const std::string& cmd = p.process->command;

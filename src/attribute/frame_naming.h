@@ -10,6 +10,9 @@
 
 namespace aiflame {
 
+// The API call of a launch record's `api` id in the naming of the backend that recorded `p`
+// ("cuLaunchKernel"); "launch" where the backend's ids are not known.
+std::string launch_api_name(const Profile& p, uint32_t api);
 // The program a profile recorded: basename of its command's first word, "[process]" when unknown.
 std::string program_name(const Profile& p);
 // Frame kind of a native frame by the object it lives in (GPU runtime, libc, interpreter...).

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "attribute/batch_pipeline.h"
+#include "attribute/frame_naming.h"
 #include "symbolize/nvidia/sass_cache.h"
 #include "symbolize/symbolizer.h"
 #include "util/env_switch.h"
@@ -94,16 +95,37 @@ Result<ProfileFlame> flame_from_profile_file(const std::string& path, FrameOptio
     for (uint32_t i = 0; i < out.flame.kernels.size(); i++)
       if (out.flame.kernels[i].correlation_id) spans[out.flame.kernels[i].correlation_id].push_back(i);
     const uint64_t start = out.flame.start_ns;
+    // A launch call's duration rides on its thread's next launch record (LaunchRecord::prev_duration):
+    // every launch of a thread is kept, in time order, to pair them.
+    struct Call {
+      uint32_t tid, correlation_id, prev_duration;
+      uint64_t timestamp;
+    };
+    std::vector<Call> calls;
+    std::unordered_map<uint32_t, FrameName> api_names;
     Status ls = for_each_launch(path, [&](const LaunchRecord& l) {
+      if (!l.tid) return;
+      calls.push_back({l.tid, l.correlation_id, l.prev_duration, l.timestamp});
       auto it = spans.find(l.correlation_id);
-      if (it == spans.end() || !l.tid) return;
+      if (it == spans.end()) return;
+      auto api = api_names.find(l.api);
+      if (api == api_names.end()) api = api_names.emplace(l.api, launch_api_name(out.profile, l.api)).first;
       for (uint32_t i : it->second) {
         KernelSpan& k = out.flame.kernels[i];
         k.launch_tid = l.tid;
         k.launch_ns = l.timestamp > start ? l.timestamp - start : 0;
+        k.launch_api = api->second;
       }
     });
     if (!ls) return Error{ls.error()};
+    std::stable_sort(calls.begin(), calls.end(),
+                     [](const Call& a, const Call& b) { return a.tid != b.tid ? a.tid < b.tid : a.timestamp < b.timestamp; });
+    for (size_t i = 0; i + 1 < calls.size(); i++) {
+      if (calls[i + 1].tid != calls[i].tid || !calls[i + 1].prev_duration) continue;
+      auto it = spans.find(calls[i].correlation_id);
+      if (it == spans.end()) continue;
+      for (uint32_t k : it->second) out.flame.kernels[k].launch_dur_ns = calls[i + 1].prev_duration;
+    }
   }
   out.gpu = fb.gpu_stats();
   for (const auto& n : gpu.notes())

@@ -54,6 +54,7 @@ struct ReportArgs : PictureArgs {
   std::string title;
   bool quiet = false;
   bool plain = false;
+  bool annotate = false;  // folded: iaprof's annotations (plain is the default)
   bool force = false;
 };
 

@@ -21,7 +21,8 @@ void add_diff_command(CLI::App& app, DiffArgs& a) {
   sub->add_option("after", a.after, "Profile after the change")->required();
   sub->add_option("-o,--output", a.output, "Output file, .svg or .folded. Default: diff folded lines on stdout");
   sub->add_option("--format", a.format, "Output format, overriding the extension")->check(CLI::IsMember({"svg", "folded"}));
-  sub->add_flag("--plain", a.plain, "Folded output without iaprof's frame annotations");
+  auto* plain = sub->add_flag("--plain", a.plain, "Folded output with bare frame names (the default)");
+  sub->add_flag("--annotate", a.annotate, "Folded output with iaprof's frame annotations (_[G], _[g], py::)")->excludes(plain);
   sub->add_option("--title", a.title, "Title of the flame graph");
   sub->add_flag("-q,--quiet", a.quiet, "Print only errors");
   sub->add_flag("-f,--force", a.force, "Overwrite the output file if it exists");
@@ -111,7 +112,7 @@ int run_diff(const DiffArgs& args) {
               << "ran them\n";
   auto fill = [&](std::ostream& out) {
     if (format == "svg") write_diff_svg(diff, out);
-    else write_diff_folded(diff, out, a.plain);
+    else write_diff_folded(diff, out, !a.annotate);
   };
   Status st = write_output(a.output, fill, a.force);
   if (!st) {

@@ -16,7 +16,8 @@ struct DiffArgs : PictureArgs {
   std::string before, after;
   std::string output;        // .svg or .folded; empty: diff folded lines on stdout
   std::string format;        // "svg" or "folded", overriding the extension
-  bool plain = false;        // folded output without iaprof's annotations
+  bool plain = false;        // folded output without iaprof's annotations (the default)
+  bool annotate = false;     // folded output with them
   std::string title;
   bool quiet = false;
   bool force = false;        // overwrite an existing output file

@@ -29,7 +29,13 @@ void add_report_command(CLI::App& app, ReportArgs& a) {
   sub->add_option("--format", a.format, "Output format, overriding the extension")->check(CLI::IsMember(writer_formats()));
   sub->add_option("--title", a.title, "Title of the flame graph");
   sub->add_flag("-q,--quiet", a.quiet, "Print only errors");
-  sub->add_flag("--plain", a.plain, "Folded output without iaprof's annotations (_[G], _[g], py::)");
+  // Plain by default: stock flamegraph.pl, speedscope and inferno show iaprof's suffixes as part of
+  // the names; aiflame reads plain files back by the frames' places and shapes (docs/formats.md).
+  auto* plain = sub->add_flag("--plain", a.plain, "Folded output with bare frame names (the default)");
+  sub->add_flag("--annotate", a.annotate,
+                "Folded output with iaprof's annotations (name_[G] GPU code, name_[g] GPU instruction and stall, "
+                "py::name Python), which iaprof's flamegraph.pl colours by")
+      ->excludes(plain);
   add_picture_options(sub, a);
   sub->add_flag("-f,--force", a.force, "Overwrite the output file if it exists");
   sub->add_option("--since", a.since, kSinceHelp);
@@ -49,7 +55,7 @@ int run_report(const ReportArgs& args) {
     }
   }
   if (format.empty()) format = "text";
-  auto writer = make_writer(format, WriterOptions{.plain = a.plain});
+  auto writer = make_writer(format, WriterOptions{.plain = !a.annotate});
   if (!writer) {
     std::cerr << "aiflame: unknown format '" << format << "'\n";
     return 2;

@@ -70,6 +70,26 @@ struct KernelSpan {
   uint32_t process = kNoProcess;  // index into FlameData::processes
   uint32_t launch_tid = 0;  // the thread that launched it (0: not known), FrameOptions::launch_threads
   uint64_t launch_ns = 0;   // when, since FlameData::start_ns (valid where launch_tid is)
+  uint64_t launch_dur_ns = 0;  // how long the launch call took (0: not recorded)
+  FrameName launch_api;     // the API call ("cuLaunchKernel"; empty: not known)
+};
+
+// An object file a native frame lives in, as a recorded process mapped it (for formats that carry
+// addresses: pprof's Mappings).
+struct NativeModule {
+  std::string path;
+  std::string build_id;  // hex, may be empty
+  uint64_t start = 0, limit = 0;  // runtime address range of its loaded segments
+  uint64_t file_offset = 0;       // ELF virtual address of `start` (the file offset for the first segment)
+};
+
+// Where a frame's code is, beyond its name: a native frame's module and address, a Python frame's
+// full file path (frames show the basename). A frame is a name, so one name keeps the first address
+// it was seen at.
+struct FrameOrigin {
+  uint32_t module = UINT32_MAX;  // index into FlameData::modules, UINT32_MAX when none
+  uint64_t address = 0;          // the call instruction's address (return address - 1)
+  std::string file;              // a Python frame's file as recorded
 };
 
 // What the report's header says about the run(s) behind a picture.
@@ -106,6 +126,9 @@ struct FlameData {
   // Names of the CPU frames that are the user's own code (attribute/user_code.h), for the HTML
   // report's launch sites; empty where the input does not tell (folded, iaprof).
   std::unordered_set<FrameName> user_frames;
+  // Origins of CPU frames by name, and the modules they point into; empty for inputs that do not tell.
+  std::vector<NativeModule> modules;
+  std::unordered_map<FrameName, FrameOrigin> origins;
   uint64_t total() const {
     uint64_t t = 0;
     for (const auto& s : stacks) t += s.count;

@@ -19,6 +19,23 @@ void shift_processes(FlameData& d, uint32_t base) {
 
 }  // namespace
 
+void merge_origins(FlameData& into, const FlameData& from) {
+  std::vector<uint32_t> module_index(from.modules.size(), UINT32_MAX);
+  for (const auto& [name, origin] : from.origins) {
+    if (into.origins.count(name)) continue;  // a name keeps its first origin
+    FrameOrigin o = origin;
+    if (o.module < from.modules.size()) {
+      uint32_t& m = module_index[o.module];
+      if (m == UINT32_MAX) {
+        m = static_cast<uint32_t>(into.modules.size());
+        into.modules.push_back(from.modules[o.module]);
+      }
+      o.module = m;
+    }
+    into.origins.emplace(name, std::move(o));
+  }
+}
+
 void merge_flame(FlameData& into, FlameData from) {
   auto process_base = static_cast<uint32_t>(into.processes.size());
   if (into.stacks.empty() && into.kernels.empty() && into.timeline.empty()) {
@@ -36,6 +53,7 @@ void merge_flame(FlameData& into, FlameData from) {
   shift_processes(from, process_base);
   for (auto& r : from.processes) into.processes.push_back(std::move(r));
   into.user_frames.insert(from.user_frames.begin(), from.user_frames.end());
+  merge_origins(into, from);
   uint64_t start = std::min(into.start_ns, from.start_ns);
   uint64_t shift_into = into.start_ns - start, shift_from = from.start_ns - start;
   for (auto& t : into.timeline) t.time_ns += shift_into;

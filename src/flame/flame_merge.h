@@ -8,6 +8,9 @@
 
 namespace aiflame {
 
+// Adds the frame origins of `from` that `into` lacks, with the modules they point into.
+void merge_origins(FlameData& into, const FlameData& from);
+
 // Appends `from` to `into`: stacks (each process keeps its process and pid frames), its processes'
 // rows (stacks and kernels still pointing at theirs), the time series and kernel spans moved onto
 // `into`'s timeline (profiles of one host share the profiler clock).

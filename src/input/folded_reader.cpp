@@ -110,10 +110,14 @@ std::vector<Frame> classify_folded_frames(const std::vector<std::string_view>& n
   size_t sep = names.size();
   for (size_t i = 1; i < names.size() && sep == names.size(); i++)
     if (names[i] == "-") sep = i;
+  // The root is the program only where the stack is laid out as aiflame and iaprof write theirs: a GPU
+  // part after "-", or a pid second. In any other file (`main;foo`, perf's `comm;...`) it is a frame
+  // like the others: writers that turn the program into a label (pprof) would otherwise drop it.
+  const bool program_first = sep < names.size() || (names.size() > 2 && all_digits(names[1]));
   for (size_t i = 0; i < names.size() && i <= sep; i++) {
     std::string_view n = names[i];
     if (i == sep) out[i] = {"-", FrameKind::Separator};
-    else if (i == 0 || (i == 1 && all_digits(n))) out[i] = {std::string(n), FrameKind::Process};  // program, pid
+    else if (program_first && (i == 0 || (i == 1 && all_digits(n)))) out[i] = {std::string(n), FrameKind::Process};  // program, pid
     else out[i] = classify_cpu_frame(n);
   }
   if (sep == names.size()) return out;

@@ -27,7 +27,7 @@ constexpr bool kFold = true, kKeep = false;  // runs of unsymbolized frames, unl
 
 const OutputFormat kFormats[] = {
     {"text", {".txt"}, "text report: top kernels, stalls, lines (the default, on stdout)", kKeep, make<TextWriter>},
-    {"folded", {".folded", ".collapsed"}, "folded stacks (--plain: no iaprof annotations)", kKeep,
+    {"folded", {".folded", ".collapsed"}, "folded stacks (plain names; --annotate: iaprof's annotations)", kKeep,
      [](const WriterOptions& o) -> std::unique_ptr<Writer> {
        return std::make_unique<FoldedWriter>(FoldedOptions{.plain = o.plain});
      }},

@@ -153,28 +153,53 @@ struct Node {
   std::string_view name;
   FrameKind kind = FrameKind::Native;
   uint64_t count = 0;
+  uint64_t before = 0;         // a diff's BEFORE samples
+  double before_scaled = 0;    // and scaled to AFTER's total
   // Ordered by name first, then kind: flamegraph.pl's alphabetical order, and deterministic.
   std::map<std::pair<std::string_view, FrameKind>, uint32_t> children;
 };
 
-std::vector<Node> build_tree(const FlameData& data) {
+std::vector<Node> build_tree(const FlameData& data, const SvgDiff* diff) {
   std::vector<Node> nodes(1);
   nodes[0].name = "all";
-  for (const auto& st : data.stacks) {
-    if (st.count == 0) continue;
+  for (size_t si = 0; si < data.stacks.size(); si++) {
+    const auto& st = data.stacks[si];
+    const uint64_t before = diff && si < diff->before.size() ? diff->before[si] : 0;
+    const double scaled = diff && si < diff->before_scaled.size() ? diff->before_scaled[si] : 0;
+    // A diff's stacks only in BEFORE have no width, as in flamegraph.pl, but count in the BEFORE of
+    // the frames they share with AFTER.
+    if (st.count == 0 && before == 0) continue;
+    auto add = [&](Node& n) { n.count += st.count, n.before += before, n.before_scaled += scaled; };
     uint32_t cur = 0;
-    nodes[0].count += st.count;
+    add(nodes[0]);
     for (const auto& f : st.frames) {
       auto [it, added] = nodes[cur].children.try_emplace({f.name, f.kind}, 0);
       if (added) {
         it->second = static_cast<uint32_t>(nodes.size());
-        nodes.push_back(Node{f.name, f.kind, 0, {}});  // invalidates references, not indices
+        nodes.push_back(Node{f.name, f.kind, 0, 0, 0, {}});  // invalidates references, not indices
       }
       cur = it->second;
-      nodes[cur].count += st.count;
+      add(nodes[cur]);
     }
   }
   return nodes;
+}
+
+std::string fixed(double v, int decimals) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof buf, std::isfinite(v) ? v : 0.0, std::chars_format::fixed, decimals);
+  return std::string(buf, r.ptr);
+}
+
+// flamegraph.pl's differential colours, up to full red (grew) or blue (shrank) for the largest
+// change; an unchanged frame light grey, so that its box shows on the background.
+std::string diff_colour(double delta, double max_delta) {
+  double r = max_delta > 0 ? std::min(1.0, std::fabs(delta) / max_delta) : 0;
+  int light = static_cast<int>(std::lround(210 * (1 - r)));
+  // Below half a sample (scaling leaves fractions) is no change.
+  if (delta >= 0.5) return "rgb(255," + std::to_string(light) + "," + std::to_string(light) + ")";
+  if (delta <= -0.5) return "rgb(" + std::to_string(light) + "," + std::to_string(light) + ",255)";
+  return "rgb(224,224,224)";
 }
 
 struct Placed {
@@ -286,7 +311,9 @@ std::string svg_label(std::string_view clean, double width_px, double char_px) {
   return std::string(clean);
 }
 
-void SvgWriter::write(const FlameData& data, std::ostream& out) const {
+void SvgWriter::write(const FlameData& data, std::ostream& out) const { write_svg(data, options_, nullptr, out); }
+
+void write_svg(const FlameData& data, const SvgOptions& options_, const SvgDiff* diff, std::ostream& out) {
   const int width = std::max(options_.width, 2 * kPad + 100);
   const int frame_h = std::max(options_.frame_height, 4);
   const double min_px = options_.min_width_px >= 0 ? options_.min_width_px : 0;  // also NaN -> 0
@@ -294,7 +321,7 @@ void SvgWriter::write(const FlameData& data, std::ostream& out) const {
   const std::string subtitle = svg_escape(svg_clean_text(data.subtitle, 1024));
 
   std::string o;  // built whole, then written once: no stream state or locale can leak in
-  const std::vector<Node> nodes = build_tree(data);
+  const std::vector<Node> nodes = build_tree(data, diff);
   const uint64_t total = nodes[0].count;
   if (total == 0) {
     const int height = 120;
@@ -322,7 +349,19 @@ void SvgWriter::write(const FlameData& data, std::ostream& out) const {
       for (const auto& f : st.frames) present[static_cast<size_t>(f.kind)] = true;
   o += "<g class=\"legend\">";
   double lx = kPad;
+  double max_delta = 0;
+  if (diff) {
+    for (const auto& n : nodes) max_delta = std::max(max_delta, std::fabs(static_cast<double>(n.count) - n.before_scaled));
+    const std::pair<const char*, std::string> keys[] = {{"grew", diff_colour(1, 1)}, {"shrank", diff_colour(-1, 1)},
+                                                       {"unchanged", diff_colour(0, 1)}};
+    for (const auto& [name, colour] : keys) {
+      o += "<rect x=\"" + num(lx) + "\" y=\"50\" width=\"11\" height=\"11\" fill=\"" + colour + "\" stroke=\"#888\" stroke-width=\"0.5\"/>";
+      o += "<text x=\"" + num(lx + 15) + "\" y=\"60\">" + std::string(name) + "</text>";
+      lx += 15 + 0.52 * 11 * static_cast<double>(std::string_view(name).size()) + 16;
+    }
+  }
   for (FrameKind k : kAllKinds) {
+    if (diff) break;  // a diff's colours are the change, not the kind
     if (static_cast<size_t>(k) >= std::size(present) || !present[static_cast<size_t>(k)]) continue;
     const std::string_view name = kind_label(k);
     o += "<rect x=\"" + num(lx) + "\" y=\"50\" width=\"11\" height=\"11\" fill=\"" + kind_colour(k, .5, .5, .5) + "\"/>";
@@ -342,11 +381,20 @@ void SvgWriter::write(const FlameData& data, std::ostream& out) const {
     o += "<g class=\"f " + (root ? std::string("f-all") : kind_class(n.kind)) + "\" data-o=\"" +
          std::to_string(p.offset) + "\" data-n=\"" + std::to_string(n.count) + "\" data-d=\"" +
          std::to_string(p.depth) + "\">";
-    o += "<title>" + svg_escape(clean) + " (" + std::to_string(n.count) + " samples, " + percent(n.count, total) +
-         "%)</title>";
+    std::string fill = root ? std::string("rgb(200,200,205)") : frame_colour(n.kind, n.name);
+    if (diff) {
+      const double delta = static_cast<double>(n.count) - n.before_scaled;
+      const double pct = n.before_scaled > 0 ? 100.0 * delta / n.before_scaled : 100.0;
+      o += "<title>" + svg_escape(clean) + " (" + std::to_string(n.count) + " samples, " + percent(n.count, total) +
+           "%; before " + std::to_string(n.before) + " samples, " + fixed(n.before_scaled, 1) + " scaled; " +
+           (delta >= 0 ? "+" : "") + fixed(pct, 2) + "%)</title>";
+      fill = diff_colour(delta, max_delta) + "\" stroke=\"#888\" stroke-width=\"0.5";
+    } else {
+      o += "<title>" + svg_escape(clean) + " (" + std::to_string(n.count) + " samples, " + percent(n.count, total) +
+           "%)</title>";
+    }
     o += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(w) + "\" height=\"" + num(frame_h - 1) +
-         "\" fill=\"" + (root ? std::string("rgb(200,200,205)") : frame_colour(n.kind, n.name)) +
-         "\" rx=\"2\" ry=\"2\"/>";
+         "\" fill=\"" + fill + "\" rx=\"2\" ry=\"2\"/>";
     // Baseline a third of the font size below the rect's middle centres the label.
     o += "<text x=\"" + num(x + 3) + "\" y=\"" + num(y + (frame_h - 1) / 2.0 + kFontSize / 3.0) + "\">" +
          svg_escape(svg_label(clean, w, kCharPx)) + "</text></g>\n";

@@ -2,8 +2,10 @@
 // frame kind, with click-to-zoom, regex search and a hover details line in embedded JavaScript.
 #pragma once
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "output/writer.h"
 
@@ -28,6 +30,17 @@ class SvgWriter : public Writer {
  private:
   SvgOptions options_;
 };
+
+// What a differential flame graph adds to the picture's stacks (their counts are AFTER's): each
+// stack's BEFORE samples, raw and scaled to AFTER's total (output/diff_writer.h).
+struct SvgDiff {
+  std::vector<uint64_t> before;
+  std::vector<double> before_scaled;
+};
+
+// The SVG of `data`; with `diff`, frames are coloured by their change (flamegraph.pl's differential
+// colours: red grew, blue shrank, grey unchanged, every frame outlined) and tooltips give both sides.
+void write_svg(const FlameData& data, const SvgOptions& options, const SvgDiff* diff, std::ostream& out);
 
 // Helpers, public for the tests.
 

@@ -120,8 +120,22 @@ void TraceWriter::write(const FlameData& data, std::ostream& out) const {
   std::vector<uint64_t> leaf(data.cpu_stacks.size(), 0);
   for (size_t i = 0; i < data.cpu_stacks.size(); i++) leaf[i] = frames.add(data.cpu_stacks[i]);
   auto span_samples = kernel_span_samples(data);
-  // One slice per launch call on its thread (a graph launch runs several kernels): only its entry
-  // time is recorded, so it lasts 1 us or until the thread's next launch.
+  // A launch slice's name: the API call and the user's frame that made it, the deepest frame of the
+  // user's own code in the launch stack (FlameData::user_frames), else (an autograd engine thread
+  // without the forward's stack) the deepest Python or native frame that is not the runtime's
+  // ("cuLaunchKernel from forward (model.py:12)", "cuLaunchKernel from at::native::addmm_out_cuda").
+  auto user_frame = [&](const std::vector<Frame>& stack) -> const Frame* {
+    const Frame* fallback = nullptr;
+    for (size_t i = stack.size(); i-- > 0;) {
+      const Frame& f = stack[i];
+      if (data.user_frames.count(f.name)) return &f;
+      if (!fallback && (f.kind == FrameKind::Python || f.kind == FrameKind::Native)) fallback = &f;
+    }
+    return fallback;
+  };
+  // One slice per launch call on its thread (a graph launch runs several kernels), from the launch
+  // callback's entry to its exit; where the exit was not recorded (older profiles, the last launch of
+  // a thread), 1 us or until the thread's next launch.
   std::map<std::tuple<uint64_t, uint32_t, uint64_t, uint32_t>, std::vector<size_t>> launches;  // (pid, tid, ts, corr)
   for (size_t i = 0; i < data.kernels.size(); i++) {
     const auto& k = data.kernels[i];
@@ -131,14 +145,16 @@ void TraceWriter::write(const FlameData& data, std::ostream& out) const {
   for (auto it = launches.begin(); it != launches.end(); ++it) {
     const auto& [key, kernels] = *it;
     const auto& [pid, tid, ts, corr] = key;
+    const KernelSpan& first = data.kernels[kernels[0]];
     double dur = 1.0;
     if (auto next = std::next(it); next != launches.end() && std::get<0>(next->first) == pid && std::get<1>(next->first) == tid)
       dur = std::min(dur, micros(std::get<2>(next->first) - ts));
-    const KernelSpan& first = data.kernels[kernels[0]];
+    if (first.launch_dur_ns) dur = micros(first.launch_dur_ns);
     bool has_stack = first.cpu_stack >= 0 && static_cast<size_t>(first.cpu_stack) < data.cpu_stacks.size();
-    std::string name = has_stack && !data.cpu_stacks[first.cpu_stack].empty() ? data.cpu_stacks[first.cpu_stack].back().name.str() : "launch";
+    std::string name = first.launch_api.empty() ? "launch" : first.launch_api.str();
+    if (const Frame* f = has_stack ? user_frame(data.cpu_stacks[first.cpu_stack]) : nullptr) name += " from " + f->name.str();
     json e{{"name", name}, {"cat", "launch"}, {"ph", "X"}, {"pid", pid}, {"tid", tid}, {"ts", micros(ts)}, {"dur", dur},
-           {"args", {{"correlation_id", corr}, {"kernels", kernels.size()}}}};
+           {"args", {{"correlation_id", corr}, {"kernels", kernels.size()}, {"duration_recorded", first.launch_dur_ns != 0}}}};
     if (has_stack) e["sf"] = leaf[first.cpu_stack];
     events.push_back(std::move(e));
     // A flow from the launch to each of its kernels (the "f" end binds to the kernel's slice).

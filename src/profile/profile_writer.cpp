@@ -203,7 +203,7 @@ void ProfileWriter::add_buffered_stack(uint32_t id, const uint64_t* native, int 
 }
 
 LaunchRecord ProfileWriter::RingLaunch::record() const {
-  return LaunchRecord{correlation_id, tid, timestamp, stack_id, api, native_unwound != 0, device};
+  return LaunchRecord{correlation_id, tid, timestamp, stack_id, api, native_unwound != 0, device, prev_duration};
 }
 
 BackwardNote ProfileWriter::RingNote::note() const { return BackwardNote{caller, node, forward, seq, tid, graph_task}; }

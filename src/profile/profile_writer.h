@@ -139,10 +139,11 @@ class ProfileWriter {
   // (append_frames); the file's records are unchanged.
   struct RingLaunch {
     uint64_t timestamp;
-    uint32_t correlation_id, tid, stack_id, api, device;
+    uint32_t correlation_id, tid, stack_id, api, device, prev_duration;
     uint8_t native_unwound;
     static RingLaunch of(const LaunchRecord& r) {
-      return {r.timestamp, r.correlation_id, r.tid, r.stack_id, r.api, r.device, r.native_unwound ? uint8_t{1} : uint8_t{0}};
+      return {r.timestamp, r.correlation_id, r.tid, r.stack_id, r.api, r.device, r.prev_duration,
+              r.native_unwound ? uint8_t{1} : uint8_t{0}};
     }
     LaunchRecord record() const;
   };

@@ -85,6 +85,7 @@ bool decode(ByteReader& r, LaunchRecord& o) {
     uint32_t d = r.varint32();
     o.device = d ? d - 1 : kNoDevice;
   }
+  if (r.ok() && !r.eof()) o.prev_duration = r.varint32();  // added later
   return r.ok();
 }
 

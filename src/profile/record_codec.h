@@ -14,6 +14,7 @@ inline void encode(ByteWriter& w, const LaunchRecord& r) {
   w.varint(r.correlation_id); w.varint(r.tid); w.varint(r.timestamp); w.varint(r.stack_id);
   w.varint(r.api); w.u8(r.native_unwound ? 1 : 0);
   w.varint(r.device == kNoDevice ? 0 : uint64_t{r.device} + 1);
+  w.varint(r.prev_duration);
 }
 void encode(ByteWriter& w, const KernelRecord& r);
 void encode(ByteWriter& w, const PcBatchRecord& r);

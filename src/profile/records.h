@@ -109,6 +109,10 @@ struct LaunchRecord {
   uint32_t api = 0;          // backend's API id (CUPTI driver cbid)
   bool native_unwound = false;  // native part unwound at this launch (else reused from the stack cache)
   uint32_t device = kNoDevice;  // the GPU of the launch's context (added later; older files: unknown)
+  // How long the previous launch call this thread recorded took, from the launch callback's entry to
+  // its exit, in the backend's clock (ns, capped at 2^32-1; 0: not known). Known only once the call
+  // has returned, so it rides on the thread's next launch (added later; older files: 0).
+  uint32_t prev_duration = 0;
 };
 
 struct KernelRecord {

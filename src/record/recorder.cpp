@@ -85,6 +85,7 @@ struct LaunchThread {
   uint64_t timestamp = 0;
   uint64_t note_seq = 0, note_tid = 0;
   int32_t note_graph_task = -1;
+  uint32_t prev_duration = 0;  // the last launch call's entry to exit (ns), for the next launch's record
   uint64_t recorder = 0;  // the serial of the recorder whose tally this is
   Recorder::LaunchTally* tally = nullptr;
 
@@ -112,10 +113,8 @@ __attribute__((always_inline)) inline void write_launch(ProfileWriter& writer, L
   thread.in_launch = true;
   thread.launch_stack = ag.stack_id;
   thread.deferred = ag.deferred && !ag.note.forward;
-  if (thread.deferred) {
-    thread.timestamp = timestamp;
-    thread.keep(ag.note);
-  }
+  thread.timestamp = timestamp;  // on_launch_exit's start (and a deferred launch's, graph_node_stack)
+  if (thread.deferred) thread.keep(ag.note);
   LaunchRecord rec;
   rec.correlation_id = correlation_id;
   rec.tid = thread.tid;
@@ -124,6 +123,8 @@ __attribute__((always_inline)) inline void write_launch(ProfileWriter& writer, L
   rec.api = api;
   rec.native_unwound = unwound;
   rec.device = device;
+  rec.prev_duration = thread.prev_duration;
+  thread.prev_duration = 0;
   // No lock: a buffer of this thread, taken by the collector's flush (which resolves a deferred
   // backward launch's stack id: AutogradTracker::resolve).
   if (ag.deferred)
@@ -142,7 +143,15 @@ __attribute__((always_inline)) inline void tally_add(bool shared, std::atomic<ui
 }
 }  // namespace
 
-AIFLAME_HOT void Recorder::on_launch_exit() { AIFLAME_TLS(tls::kLaunch, t_launch)->in_launch = false; }
+AIFLAME_HOT void Recorder::on_launch_exit(uint64_t (*now)(const void*), const void* ctx) {
+  LaunchThread& t = *AIFLAME_TLS(tls::kLaunch, t_launch);
+  // Only a launch that was recorded (write_launch opened it) has its duration kept.
+  if (t.in_launch && now) {
+    const uint64_t end = now(ctx);
+    if (end > t.timestamp) t.prev_duration = static_cast<uint32_t>(std::min<uint64_t>(end - t.timestamp, UINT32_MAX));
+  }
+  t.in_launch = false;
+}
 
 bool Recorder::launch_ab_slow(uint64_t site) {
   LaunchTally& t = tally();

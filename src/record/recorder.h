@@ -35,7 +35,10 @@ class Recorder {
 
   // Called on the launching thread at every kernel launch (the backend's launch callback).
   void on_launch(uint32_t api, uint32_t correlation_id, uint64_t site, uint64_t timestamp, uint32_t device = kNoDevice);
-  void on_launch_exit();
+  // At the launch call's exit. `now(ctx)`, when given, reads on_launch's clock, and only for a launch
+  // that was recorded (a launch the backend skipped pays no clock read): the call's duration, written
+  // with the thread's next launch (LaunchRecord::prev_duration).
+  void on_launch_exit(uint64_t (*now)(const void* ctx) = nullptr, const void* ctx = nullptr);
   // The CPU stack that is creating a graph node on this thread: the launch being captured into a
   // graph (stream capture), or the stack of an explicit add-node call.
   uint32_t graph_node_stack(uint64_t node_id);

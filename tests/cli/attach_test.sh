@@ -160,7 +160,7 @@ for i in $(seq 20); do
   if [ "$(threads "$PID")" -eq "$base" ] && grep -qE "[1-9][0-9]* launches" "$T/p$i.err"; then ok=$((ok + 1)); else cat "$T/p$i.err"; fi
 done
 check "20 cycles on one Python program, no thread left behind ($ok/20)" '[ $ok -eq 20 ]'
-"$AIFLAME" report "$T/p.data" -o "$T/p.folded" 2>/dev/null
+"$AIFLAME" report "$T/p.data" --annotate -o "$T/p.folded" 2>/dev/null
 check "Python frames in the flame graph: train_loop -> train_step -> fake_kernel" \
   'grep -qE "py::train_loop \(attach_target.py:[0-9]+\);py::train_step \(attach_target.py:[0-9]+\);.*fake_launch;.*fake_kernel" "$T/p.folded"'
 finished py

@@ -99,7 +99,7 @@ FIX="$SRC/tests/data/demo_matmul.aiflame"
 echo old >"$T/exists.folded"
 expect_error exists_needs_force "pass --force" "$AIFLAME" report "$FIX" -q -o "$T/exists.folded"
 check "existing file kept without --force" 'grep -qx old "$T/exists.folded"'
-"$AIFLAME" report "$FIX" -q --force -o "$T/exists.folded"
+"$AIFLAME" report "$FIX" -q --force --annotate -o "$T/exists.folded"
 check "--force overwrites" '[ $? -eq 0 ] && cmp -s "$T/exists.folded" "$SRC/tests/data/demo_matmul.folded"'
 echo secret >"$T/victim"
 ln -s "$T/victim" "$T/link.svg"

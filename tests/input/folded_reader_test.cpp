@@ -39,9 +39,16 @@ TEST(FoldedReader, PlainStacksByPlace) {
   std::vector<Frame> want{{"python3", K::Process}, {"main (t.py:3)", K::Python}, {"-", K::Separator},
                           {"gemm", K::GpuKernel},  {"0x10", K::GpuInstruction},  {"selected", K::Stall}};
   EXPECT_EQ(f, want);
-  auto cpu = frames_of("bash;main;read");  // an ordinary CPU profile
-  EXPECT_EQ(cpu[0].kind, K::Process);
+  // An ordinary CPU profile: its root is a frame (pprof keeps it), not a program to make a label of;
+  // with a pid second it is aiflame's and iaprof's program;pid.
+  auto cpu = frames_of("bash;main;read");
+  EXPECT_EQ(cpu[0].kind, K::Native);
   EXPECT_EQ(cpu[2].kind, K::Native);
+  EXPECT_EQ(frames_of("main;foo")[0].kind, K::Native);
+  auto with_pid = frames_of("bash;412;main");
+  EXPECT_EQ(with_pid[0].kind, K::Process);
+  EXPECT_EQ(with_pid[1].kind, K::Process);
+  EXPECT_EQ(with_pid[2].kind, K::Native);
 }
 
 TEST(FoldedReader, MergesLinesSkipsCommentsAndKeepsTotals) {
@@ -50,7 +57,7 @@ TEST(FoldedReader, MergesLinesSkipsCommentsAndKeepsTotals) {
   ASSERT_EQ(d->stacks.size(), 2u);
   EXPECT_EQ(d->stacks[0].count, 7u);
   EXPECT_EQ(d->total(), 12u);
-  EXPECT_EQ(d->process, "a");
+  EXPECT_EQ(d->process, "");  // "a;b" names no program: a is a frame
 }
 
 TEST(FoldedReader, HostileInputIsOneErrorLine) {

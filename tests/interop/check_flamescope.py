@@ -91,7 +91,7 @@ with tempfile.TemporaryDirectory() as tmp:
     config.PROFILE_DIR = tmp
     for fixture in FIXTURES:
         base = os.path.join(tmp, fixture.replace(".", "_"))
-        for ext, extra in ((".stacks", []), (".folded", [])):
+        for ext, extra in ((".stacks", []), (".folded", ["--annotate"])):
             subprocess.run([AIFLAME, "report", os.path.join(SRC, "tests/data", fixture), "-q", "-o", base + ext] + extra,
                            check=True)
         root = perf_generate_flame_graph(base + ".stacks")

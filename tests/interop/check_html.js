@@ -56,6 +56,31 @@ async function dragHottestCell(page) {
   await page.mouse.up();
 }
 
+// The heatmap's axes and colour scale, as the SVG heatmap has them (issue #67: a 170x316-px canvas
+// without either): read back from the canvas's pixels. A frame (#999) left of the first lane's cells,
+// y-axis labels (dark text) in the margin left of it, and the scale's hottest swatch (rgb(135,35,0),
+// the colour of the hottest cell) in the strip below the lanes.
+async function checkHeatmapAxes(page) {
+  const got = await page.evaluate(() => {
+    const b = window.aiflame.heatmapBox(), c = document.getElementById('heatmap'), ctx = c.getContext('2d');
+    const laneH = b.rows * b.ch, px = (x, y) => Array.from(ctx.getImageData(x, y, 1, 1).data);
+    const frame = px(b.left - 1, 14 + Math.floor(laneH / 2));
+    const margin = ctx.getImageData(0, 14, b.left - 6, laneH).data;
+    let labelPixels = 0;
+    for (let i = 0; i < margin.length; i += 4) if (margin[i + 3] > 128 && margin[i] < 140) labelPixels++;
+    const strip = ctx.getImageData(0, c.height - 40, c.width, 40).data;
+    let hottest = 0;
+    for (let i = 0; i < strip.length; i += 4)
+      if (Math.abs(strip[i] - 135) <= 2 && Math.abs(strip[i + 1] - 35) <= 2 && strip[i + 2] <= 2 && strip[i + 3] === 255) hottest++;
+    return { width: c.width, height: c.height, frame, labelPixels, hottest };
+  });
+  if (got.width < 700) fail(`heatmap canvas ${got.width} px wide, want >= 700 (room for the axes and the scale)`);
+  if (!(got.frame[0] === 153 && got.frame[1] === 153 && got.frame[2] === 153)) fail(`no axis frame left of the heatmap's cells: ${got.frame}`);
+  if (got.labelPixels < 50) fail(`no y-axis labels left of the heatmap (${got.labelPixels} dark pixels)`);
+  if (got.hottest < 100) fail(`no colour scale under the heatmap (${got.hottest} pixels of its hottest colour)`);
+  console.log(`check_html: heatmap ${got.width}x${got.height} px with axes and a colour scale: ok`);
+}
+
 // The rank/GPU selector and the per-process table of a two-rank report.
 async function checkRanks(page, rank0, gpu0, shot) {
   const labels = await page.evaluate(() => window.aiflame.selectorLabels());
@@ -172,6 +197,7 @@ async function checkRanks(page, rank0, gpu0, shot) {
     }
 
     const [, folded, , frame, term, siteRe, siteShare] = args;
+    await checkHeatmapAxes(page);
     const total0 = await page.evaluate(() => window.aiflame.total());
     if (siteRe) {
       const sites = await page.evaluate(() => Array.from(document.querySelectorAll('#t-sites tr'), (tr) => Array.from(tr.cells, (c) => c.textContent)));

@@ -1,6 +1,7 @@
 // Decodes aiflame's pprof output with an independent decoder (the pprof-format npm package) and
 // checks it against aiflame's folded output of the same input: equal sample totals, equal totals per
-// stall reason, every sample's leaf frame its stall reason, and the named functions present.
+// stall reason, every sample's leaf frame its kernel (not its stall reason, which is a label: so that
+// `pprof -top` ranks kernels), only the labels docs/formats.md names, and the named functions present.
 // Usage: node check_pprof.js PROFILE.pb.gz SAME.folded NAME...
 'use strict';
 const fs = require('fs');
@@ -18,6 +19,7 @@ if (types[0] !== 'gpu_samples/count') fail(`first sample type is ${types[0]}`);
 // Expected totals from the folded file: the count after the last blank; the stall reason is the
 // last frame that is not a PC offset (aiflame writes ...;0x1a0_[g];stall_[g], iaprof ...;stall_[g];0x1a0_[g]).
 const want = new Map();
+const kernels = new Set();  // the frame after "-" (aiflame's kernel) or the one after it (iaprof's FILE;SYMBOL)
 let wantTotal = 0n;
 for (const line of fs.readFileSync(folded, 'utf8').split('\n')) {
   if (!line) continue;
@@ -26,6 +28,8 @@ for (const line of fs.readFileSync(folded, 'utf8').split('\n')) {
   const frames = line.slice(0, blank).split(';');
   const gpu = frames.map((f) => f.replace(/_\[g\]$/, '')).filter((f) => !/^0x[0-9a-f]+$/.test(f));
   const stall = gpu[gpu.length - 1];
+  const sep = frames.indexOf('-');
+  if (sep >= 0) for (const k of frames.slice(sep + 1, sep + 3)) kernels.add(k.replace(/_\[G\]$/, ''));
   want.set(stall, (want.get(stall) || 0n) + n);
   wantTotal += n;
 }
@@ -43,9 +47,9 @@ for (const s of p.sample) {
   for (const id of s.locationId) if (!locs.has(String(id))) fail(`sample refers to missing location ${id}`);
   const leaf = locs.get(String(s.locationId[0]));
   const leafName = str(fns.get(String(leaf.line[0].functionId)).name);
-  if (leafName !== stall) fail(`leaf frame ${leafName} is not the stall reason label ${stall}`);
+  if (leafName === stall || !kernels.has(leafName)) fail(`leaf frame ${leafName} is not a kernel (stall reason label ${stall})`);
   for (const key of labels.keys())
-    if (!['process', 'stall_reason', 'device'].includes(key)) fail(`unexpected label ${key}`);
+    if (!['process', 'pid', 'rank', 'proc', 'stall_reason', 'device', 'gpu', 'instruction', 'inlined'].includes(key)) fail(`unexpected label ${key}`);
 }
 if (total !== wantTotal) fail(`total samples ${total}, folded output has ${wantTotal}`);
 for (const [stall, n] of want) if (got.get(stall) !== n) fail(`stall ${stall}: ${got.get(stall)} samples, folded has ${n}`);

@@ -16,13 +16,17 @@ importer:
 - every kernel of the profile is one kernel slice, and their samples add up to the samples
   attributed to a launch stack (the folded output's stacks with a "-" separator);
 - with launch records, every kernel is joined to its launch by a flow; no kernel repeats its
-  launch stack in its args (they are interned).
+  launch stack in its args (they are interned);
+- launch slices are named after the driver call and the user's frame that made it
+  ("cuLaunchKernel from step (gpt_train.py:19)"), not after the innermost CPU frame (a libcudart
+  address on every slice before); their durations are the recorded call's where the profile has them.
 
 Usage: check_trace.py AIFLAME SOURCE_DIR [PROFILE...] (default: every fixture of tests/data).
 """
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -76,6 +80,11 @@ def check(name, trace, folded_lines):
             fail(f"{name}: launch slice on tid {e['tid']} (not a named launching thread)")
         if "sf" not in e:
             fail(f"{name}: launch slice {e['name']} without its stack")
+        if not re.match(r"^cu[A-Za-z]+(_ptsz)?( from .+)?$", e["name"]):
+            fail(f"{name}: launch slice named {e['name']!r}, not after its driver call")
+    named_from = sum(1 for e in launches if " from " in e["name"])
+    if launches and named_from < len(launches) / 2:
+        fail(f"{name}: only {named_from} of {len(launches)} launch slices name the frame that made the call")
     # Flows.
     by_track = {}
     for e in slices:

@@ -33,5 +33,11 @@ check pprof_iaprof node "$DIR/check_pprof.js" "$I.pb.gz" "$I.folded" multiply_ba
 check speedscope_demo node "$DIR/check_speedscope.js" "$B.speedscope.json" "$B.folded" matmul_basic multiply_basic \
   matmul_local_access_and_tiling main
 check speedscope_iaprof node "$DIR/check_speedscope.js" "$I.speedscope.json" "$I.folded" multiply_basic active
+# diff: the report's SVG with diff colours, its zoom and search in Chromium; a self-diff's boxes show.
+D=$SRC/tests/data
+"$AIFLAME" diff "$D/demo_matmul.aiflame" "$D/demo_matmul.aiflame" -q -o "$T/self.svg" || { echo "FAIL diff self"; fail=$((fail + 1)); }
+"$AIFLAME" diff "$D/iaprof_interval.txt" "$D/iaprof_current.txt" -q -o "$T/iaprof.diff.svg" || { echo "FAIL diff iaprof"; fail=$((fail + 1)); }
+check svg_diff_self node "$DIR/check_svg_diff.js" "$T/self.svg" matmul_basic matmul --self
+check svg_diff_iaprof node "$DIR/check_svg_diff.js" "$T/iaprof.diff.svg" multiply_basic multiply
 echo "interop: $pass passed, $fail failed"
 exit $fail

@@ -12,7 +12,8 @@ const listeners = {};
 global.window = { addEventListener: (type, f) => { listeners[type] = f; } };
 function page() {
   const noop = () => {};
-  const ctx = { clearRect: noop, fillRect: noop, fillText: noop, set font(v) {}, set fillStyle(v) {} };
+  const ctx = { clearRect: noop, fillRect: noop, fillText: noop, strokeRect: noop, set font(v) {}, set fillStyle(v) {},
+                set strokeStyle(v) {}, set lineWidth(v) {}, set textAlign(v) {}, set textBaseline(v) {} };
   const canvas = { width: 0, height: 0, style: {}, getContext: () => ctx, getBoundingClientRect: () => ({ left: 0, top: 0 }),
                    addEventListener: (type, f) => { listeners[type] = f; } };
   const els = { heatmap: canvas, heatinfo: {}, range: {}, allrange: { addEventListener: noop } };
@@ -29,7 +30,7 @@ function heatmap(duration_ms, timeline, interval_ms = 10) {
   return { h, width: $('heatmap').width, range: () => range };
 }
 function drag(h, [c0, r0], [c1, r1]) {
-  const b = h.box(), at = (c, r) => ({ clientX: (c + 0.5) * b.cw, clientY: 14 + (r + 0.5) * b.ch, preventDefault() {} });
+  const b = h.box(), at = (c, r) => ({ clientX: b.x + (c + 0.5) * b.cw, clientY: b.y + (r + 0.5) * b.ch, preventDefault() {} });
   listeners.mousedown(at(c0, r0));
   listeners.mouseup(at(c1, r1));
 }

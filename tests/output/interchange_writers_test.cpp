@@ -72,8 +72,8 @@ TEST(PprofWriter, SampleTotalsAndStallLabelsMatchTheFlameData) {
 }
 
 // pprof re-demangles a function whose system_name equals its name; names must be the display names,
-// every location in the one mapping, marked symbolized (else pprof looks for the binary).
-TEST(PprofWriter, DisplayNamesAndOneSymbolizedMapping) {
+// every mapping marked symbolized (else pprof looks for the binary), the program's first.
+TEST(PprofWriter, DisplayNamesAndSymbolizedMappings) {
   FlameData d = load("gpt_train.aiflame");
   perftools::profiles::Profile p;
   ASSERT_TRUE(p.ParseFromString(pprof_profile_bytes(d)));
@@ -86,13 +86,150 @@ TEST(PprofWriter, DisplayNamesAndOneSymbolizedMapping) {
   bool templates = false;
   for (const auto& n : names) templates |= n.find("vectorized_elementwise_kernel<") != std::string::npos;
   EXPECT_TRUE(templates);
-  ASSERT_EQ(p.mapping_size(), 1);
-  EXPECT_TRUE(p.mapping(0).has_functions());
-  EXPECT_NE(p.string_table(p.mapping(0).filename()), "");
-  for (const auto& l : p.location()) {
-    EXPECT_EQ(l.mapping_id(), p.mapping(0).id());
-    EXPECT_LT(l.address(), p.mapping(0).memory_limit());
+  ASSERT_GT(p.mapping_size(), 1);
+  EXPECT_EQ(p.string_table(p.mapping(0).filename()), d.process);
+  std::map<uint64_t, const perftools::profiles::Mapping*> by_id;
+  for (const auto& m : p.mapping()) {
+    EXPECT_TRUE(m.has_functions());
+    by_id[m.id()] = &m;
   }
+  for (const auto& l : p.location()) {
+    ASSERT_TRUE(by_id.count(l.mapping_id()));
+    const auto& m = *by_id[l.mapping_id()];
+    EXPECT_GE(l.address(), m.memory_start());
+    EXPECT_LT(l.address(), m.memory_limit());
+  }
+}
+
+// Native frames: one Mapping per library, with the module's path, build ID and runtime range, and
+// each native Location at its recorded address (the call: return address - 1) in it.
+TEST(PprofWriter, NativeFramesAtTheirAddressesInTheirLibraries) {
+  FlameData d = load("gpt_train.aiflame");
+  ASSERT_FALSE(d.modules.empty());
+  perftools::profiles::Profile p;
+  ASSERT_TRUE(p.ParseFromString(pprof_profile_bytes(d)));
+  std::map<uint64_t, const perftools::profiles::Mapping*> libs;
+  size_t with_build_id = 0;
+  for (const auto& m : p.mapping()) {
+    if (m.id() == 1) continue;
+    libs[m.id()] = &m;
+    const std::string file = p.string_table(m.filename());
+    EXPECT_EQ(file.front(), '/') << file;
+    with_build_id += m.build_id() != 0;
+    EXPECT_LT(m.memory_start(), m.memory_limit());
+  }
+  EXPECT_GE(libs.size(), 3u);
+  EXPECT_GE(with_build_id, libs.size() / 2);
+  size_t native = 0;
+  for (const auto& l : p.location()) {
+    if (!libs.count(l.mapping_id())) continue;
+    native++;
+    EXPECT_GT(l.address(), 0u);
+    // The Location's function is a frame whose origin is this address.
+    const std::string fn = p.string_table(p.function(static_cast<int>(l.line(0).function_id() - 1)).name());
+    auto o = d.origins.find(FrameName(fn));
+    ASSERT_NE(o, d.origins.end()) << fn;
+    EXPECT_EQ(o->second.address, l.address()) << fn;
+  }
+  EXPECT_GT(native, 10u);
+}
+
+// The kernel is each GPU sample's leaf (pprof -top ranks it); the instruction and the stall reason
+// are labels; Python frames carry their full file path; pid and device labels keep GPU 0 and the pid.
+TEST(PprofWriter, KernelLeafLabelsAndFullPythonPaths) {
+  FlameData d = load("gpt_train.aiflame");
+  perftools::profiles::Profile p;
+  ASSERT_TRUE(p.ParseFromString(pprof_profile_bytes(d)));
+  const auto& st = p.string_table();
+  std::set<std::string> kernels;
+  for (const auto& s : d.stacks)
+    if (int k = find_frame(s.frames, FrameKind::GpuKernel); k >= 0) kernels.insert(s.frames[k].name);
+  std::map<uint64_t, const perftools::profiles::Location*> locs;
+  for (const auto& l : p.location()) locs[l.id()] = &l;
+  size_t checked = 0;
+  for (const auto& s : p.sample()) {
+    std::map<std::string, std::string> str;
+    std::map<std::string, std::pair<int64_t, std::string>> num;
+    for (const auto& l : s.label()) {
+      if (l.str()) str[st.at(l.key())] = st.at(l.str());
+      else num[st.at(l.key())] = {l.num(), st.at(l.num_unit())};
+    }
+    const auto* leaf = locs.at(s.location_id(0));
+    const std::string leaf_name = st.at(p.function(static_cast<int>(leaf->line(0).function_id() - 1)).name());
+    if (!kernels.count(leaf_name)) continue;  // [unattributed]
+    checked++;
+    EXPECT_TRUE(str.count("stall_reason"));
+    EXPECT_NE(leaf_name, str["stall_reason"]);
+    EXPECT_TRUE(str.count("instruction")) << leaf_name;
+    const std::string& insn = str["instruction"];  // "FFMA 0x1a0" or "0x1a0": the leaf's address
+    EXPECT_EQ(std::stoull(insn.substr(insn.rfind("0x") + 2), nullptr, 16), leaf->address()) << insn;
+    EXPECT_EQ(str["proc"], "pid " + std::to_string(d.processes.at(0).pid));
+    EXPECT_EQ(num["pid"], std::make_pair(static_cast<int64_t>(d.processes.at(0).pid), std::string("pid")));
+    // GPU 0: a numeric label of 0 is kept by pprof only with a unit; Pyroscope keeps the string.
+    EXPECT_EQ(str["gpu"], "0");
+    EXPECT_FALSE(str.count("device"));
+    EXPECT_EQ(num["device"], std::make_pair(int64_t{0}, std::string("device")));
+  }
+  EXPECT_GT(checked, 100u);
+  size_t python = 0;
+  for (const auto& f : p.function()) {
+    const std::string file = st.at(f.filename());
+    if (file.size() > 3 && file.substr(file.size() - 3) == ".py") {
+      python++;
+      EXPECT_EQ(file.front(), '/') << file;
+    }
+  }
+  EXPECT_GT(python, 5u);
+}
+
+// "FFMA 0x4e0" of two kernels: two Locations, each its kernel's (the instruction is an address and
+// a label, not a function shared by every kernel).
+TEST(PprofWriter, OneOffsetOfTwoKernelsIsTwoLocations) {
+  auto d = parse_flame_input("p;1;main;-;k1;FFMA 0x4e0;selected 3\np;1;main;-;k2;FFMA 0x4e0;selected 5\n", "two.folded");
+  ASSERT_TRUE(d.ok()) << d.error();
+  perftools::profiles::Profile p;
+  ASSERT_TRUE(p.ParseFromString(pprof_profile_bytes(*d)));
+  std::set<std::string> leaves;
+  for (const auto& s : p.sample()) {
+    const auto& l = p.location(static_cast<int>(s.location_id(0) - 1));
+    EXPECT_EQ(l.address(), 0x4e0u);
+    leaves.insert(p.string_table(p.function(static_cast<int>(l.line(0).function_id() - 1)).name()));
+  }
+  EXPECT_EQ(leaves, (std::set<std::string>{"k1", "k2"}));
+  for (const auto& f : p.function()) EXPECT_EQ(p.string_table(f.name()).find("FFMA"), std::string::npos);
+}
+
+// Folded input names no program: "main;foo" is two frames, not a process label and one frame.
+TEST(PprofWriter, FoldedInputKeepsItsFirstFrame) {
+  auto d = parse_flame_input("main;foo 10\n", "plain.folded");
+  ASSERT_TRUE(d.ok()) << d.error();
+  perftools::profiles::Profile p;
+  ASSERT_TRUE(p.ParseFromString(pprof_profile_bytes(*d)));
+  ASSERT_EQ(p.sample_size(), 1);
+  EXPECT_EQ(p.sample(0).location_id_size(), 2);
+  for (const auto& l : p.sample(0).label()) EXPECT_NE(p.string_table(l.key()), "process");
+}
+
+// gzip_bytes hands zlib its input in chunks (its counts are 32-bit) and checks what zlib returns: the
+// output inflates back to the input, whatever the chunk.
+TEST(PprofWriter, GzipInChunksInflatesBack) {
+  std::string raw;
+  for (int i = 0; i < 200000; i++) raw += std::to_string(i * 7919 % 10007) + ";";
+  for (size_t chunk : {size_t{1} << 30, size_t{4096}, size_t{7}}) {
+    std::string gz = gzip_bytes(raw, chunk);
+    z_stream z{};
+    ASSERT_EQ(inflateInit2(&z, 15 + 16), Z_OK);
+    std::string back(raw.size() + 16, '\0');
+    z.next_in = reinterpret_cast<Bytef*>(gz.data());
+    z.avail_in = static_cast<uInt>(gz.size());
+    z.next_out = reinterpret_cast<Bytef*>(back.data());
+    z.avail_out = static_cast<uInt>(back.size());
+    EXPECT_EQ(inflate(&z, Z_FINISH), Z_STREAM_END) << chunk;
+    back.resize(z.total_out);
+    inflateEnd(&z);
+    EXPECT_TRUE(back == raw) << chunk << ": " << back.size() << " of " << raw.size() << " bytes";
+  }
+  EXPECT_EQ(gzip_bytes("").substr(0, 2), "\x1f\x8b");
 }
 
 TEST(PprofWriter, OutputIsGzip) {
@@ -322,9 +459,34 @@ TEST(DiffWriter, NormalizedByTotalsWithBothCounts) {
   check_golden("iaprof.diff.folded", folded.str());
   write_diff_svg(diff, svg);
   std::string s = svg.str();
-  EXPECT_NE(s.find("multiply_basic (before 49 samples, 53.0 scaled; after 48 samples; -9.43%)"), std::string::npos);
+  EXPECT_NE(s.find("<title>multiply_basic (48 samples, "), std::string::npos);
+  EXPECT_NE(s.find("%; before 49 samples, 53.0 scaled; -9.43%)</title>"), std::string::npos);
   EXPECT_NE(s.find("rgb(255,"), std::string::npos);  // grew
   EXPECT_NE(s.find(",255)\""), std::string::npos);   // shrank
+}
+
+// The diff is the report's SVG (its script: click-to-zoom, search, the details line), and a
+// self-diff's frames, all unchanged, are boxes that show: grey, outlined (they were white on white).
+TEST(DiffWriter, SelfDiffIsTheReportSvgWithVisibleBoxes) {
+  FlameData d = load("demo_matmul.aiflame");
+  std::ostringstream svg;
+  write_diff_svg(make_diff(d, d), svg);
+  const std::string s = svg.str();
+  EXPECT_NE(s.find("<g id=\"frames\">"), std::string::npos);
+  EXPECT_NE(s.find("id=\"search\""), std::string::npos);
+  EXPECT_NE(s.find("id=\"unzoom\""), std::string::npos);
+  EXPECT_NE(s.find("Search frames (regular expression"), std::string::npos);  // the report's script
+  size_t rects = 0, unchanged = 0;
+  for (size_t at = s.find("<g class=\"f "); at != std::string::npos; at = s.find("<g class=\"f ", at + 1)) {
+    size_t r = s.find("<rect ", at), end = s.find("/>", r);
+    std::string rect = s.substr(r, end - r);
+    if (s.compare(at, 17, "<g class=\"f f-all") == 0) continue;
+    rects++;
+    unchanged += rect.find("fill=\"rgb(224,224,224)\" stroke=\"#888\"") != std::string::npos;
+  }
+  EXPECT_GT(rects, 100u);
+  EXPECT_EQ(unchanged, rects);
+  EXPECT_NE(s.find("; before 3959 samples, 3959.0 scaled; +0.00%)"), std::string::npos);
 }
 
 }  // namespace

@@ -219,6 +219,8 @@ std::string pprof_text(const std::string& gz) {
       out << " [" << str(label.ints.find(1)->second) << "=";
       if (auto v = label.ints.find(2); v != label.ints.end()) out << str(v->second);
       else if (auto n = label.ints.find(3); n != label.ints.end()) out << n->second;
+      else out << 0;  // a number 0 is not written
+      if (auto u = label.ints.find(4); u != label.ints.end()) out << " " << str(u->second);
       out << "]";
     }
     out << " ";

@@ -9,9 +9,12 @@
 #include <functional>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "attribute/profile_flame.h"
 #include "output/flamescope_writer.h"
 #include "output/heatmap_writer.h"
+#include "output/trace_writer.h"
 #include "output/writer.h"
 #include "profile/profile_writer.h"
 #include "test_util.h"
@@ -182,6 +185,45 @@ TEST(Heatmap, ShortRunIsWideEnoughForItsTitleAndLegend) {
   size_t w = s.find("width=\"");
   ASSERT_NE(w, std::string::npos);
   EXPECT_GE(std::stoi(s.substr(w + 7)), 700);
+}
+
+}  // namespace
+}  // namespace aiflame
+
+namespace aiflame {
+namespace {
+
+// The trace's launch slices: named after the launch API and the user's frame that made the call, and
+// as long as the call was (entry to exit), which the recorder writes with the thread's next launch
+// (LaunchRecord::prev_duration). The thread's last launch has no recorded exit: 1 us.
+TEST(CraftedProfiles, TraceLaunchSlicesHaveTheCallsNameAndDuration) {
+  std::string path = write_crafted("launch_durations", [](Crafted& c) {
+    LaunchRecord second = c.launches[0];
+    second.correlation_id = 2;
+    second.timestamp = 1'060'000'000;
+    second.prev_duration = 3'000;  // the first launch call took 3 us
+    c.launches.push_back(second);
+    KernelRecord k = c.kernels[0];
+    k.correlation_id = 2;
+    k.start = 1'200'000'000;
+    k.end = 1'250'000'000;
+    c.kernels.push_back(k);
+  });
+  FrameOptions fo;
+  fo.times = true;
+  fo.launch_threads = true;
+  auto r = flame_from_profile_file(path, fo);
+  std::remove(path.c_str());
+  ASSERT_TRUE(r.ok()) << r.error();
+  std::ostringstream out;
+  TraceWriter().write(r->flame, out);
+  auto j = nlohmann::json::parse(out.str());
+  std::vector<std::pair<std::string, double>> slices;  // (name, dur) of the launch slices, in time order
+  for (const auto& e : j["traceEvents"])
+    if (e["ph"] == "X" && e["cat"] == "launch") slices.emplace_back(e["name"], e["dur"].get<double>());
+  ASSERT_EQ(slices.size(), 2u) << out.str();
+  EXPECT_EQ(slices[0], std::make_pair(std::string("cuLaunchKernel from step (train.py:10)"), 3.0));
+  EXPECT_EQ(slices[1], std::make_pair(std::string("cuLaunchKernel from step (train.py:10)"), 1.0));
 }
 
 }  // namespace

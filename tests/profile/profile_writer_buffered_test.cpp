@@ -308,6 +308,7 @@ TEST(ProfileWriterBuffered, EveryFieldAtItsExtremesSurvivesTheBuffer) {
   big.api = UINT32_MAX - 3;
   big.native_unwound = true;
   big.device = UINT32_MAX - 4;
+  big.prev_duration = UINT32_MAX - 5;
   LaunchRecord none = big;  // no device, not unwound, zeros
   none.correlation_id = 1;
   none.timestamp = 0;
@@ -315,6 +316,7 @@ TEST(ProfileWriterBuffered, EveryFieldAtItsExtremesSurvivesTheBuffer) {
   none.api = 0;
   none.native_unwound = false;
   none.device = kNoDevice;
+  none.prev_duration = 0;
   LaunchRecord deferred = big, forward = big;
   deferred.correlation_id = 2;
   forward.correlation_id = 3;
@@ -337,7 +339,8 @@ TEST(ProfileWriterBuffered, EveryFieldAtItsExtremesSurvivesTheBuffer) {
   ASSERT_TRUE(w.close());
   auto same = [](const LaunchRecord& a, const LaunchRecord& b) {
     return a.correlation_id == b.correlation_id && a.tid == b.tid && a.timestamp == b.timestamp &&
-           a.stack_id == b.stack_id && a.api == b.api && a.native_unwound == b.native_unwound && a.device == b.device;
+           a.stack_id == b.stack_id && a.api == b.api && a.native_unwound == b.native_unwound && a.device == b.device &&
+           a.prev_duration == b.prev_duration;
   };
   std::vector<LaunchRecord> got;
   Status st = for_each_launch(path, [&](const LaunchRecord& l) { got.push_back(l); });

@@ -42,6 +42,36 @@ struct Recording {
   }
 };
 
+// A launch call's duration (entry to exit, the backend's clock) rides on the thread's next launch
+// record; an exit without a recorded entry, or without a time, leaves none (the trace's launch slices).
+TEST(Recorder, TheLaunchCallsDurationRidesOnTheNextLaunch) {
+  Recording r;
+  uint64_t clock = 500, reads = 0;
+  auto now = [](const void* c) { return *static_cast<const uint64_t*>(c); };
+  struct Counted { uint64_t* clock; uint64_t* reads; };
+  Counted counted{&clock, &reads};
+  auto counted_now = [](const void* c) {
+    const auto* k = static_cast<const Counted*>(c);
+    ++*k->reads;
+    return *k->clock;
+  };
+  r.rec.on_launch_exit(counted_now, &counted);  // a launch the recorder did not record: no clock read
+  EXPECT_EQ(reads, 0u);
+  r.rec.on_launch(307, 1, 0x1000, 1000);
+  clock = 1750;
+  r.rec.on_launch_exit(now, &clock);
+  r.rec.on_launch(307, 2, 0x1000, 5000);
+  r.rec.on_launch_exit();  // no clock
+  r.rec.on_launch(307, 3, 0x1000, 9000);
+  r.rec.finish(1);
+  const std::string file = r.path + "." + std::to_string(getpid());
+  std::vector<uint32_t> durations;
+  Status st = for_each_launch(file, [&](const LaunchRecord& l) { durations.push_back(l.prev_duration); });
+  std::remove(file.c_str());
+  ASSERT_TRUE(st.ok()) << st.error();
+  EXPECT_EQ(durations, (std::vector<uint32_t>{0, 750, 0}));
+}
+
 TEST(Recorder, LaunchesOfEveryThreadAreCountedOnce) {
   Recording r;
   constexpr int kThreads = 8, kEach = 5000;

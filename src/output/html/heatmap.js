@@ -38,8 +38,20 @@ function aiflameHeatmap(D, $, sel, onRange) {
   const laneOf = new Map(lanes.map((l) => [l.key, l]));
   // Lanes 300 px high for one or two, lower for more (down to one pixel a row).
   const laneHeight = lanes.length > 2 ? Math.max(100, 600 / lanes.length) : 300;
-  const CW = Math.max(6, Math.min(24, Math.floor(1100 / cols)));
-  const CH = Math.max(lanes.length > 2 ? 1 : 2, Math.floor(laneHeight / rows)), LANE = rows * CH + 16;
+  const CW = Math.max(6, Math.min(48, Math.floor(1100 / cols)));
+  // Axes as the SVG heatmap draws them: ms within the second on the left (LEFT px), seconds below each
+  // lane (AXIS px); the colour scale under the last lane (SCALE px). At least MIN_W wide, so that a
+  // short run's one column still has room for its axes and scale.
+  const LEFT = 62, AXIS = 18, SCALE = 46, MIN_W = 700;
+  const CH = Math.max(lanes.length > 2 ? 1 : 2, Math.floor(laneHeight / rows)), LANE = 14 + rows * CH + AXIS;
+  // White through orange to dark red (heatmap_writer.cpp's cell_colour); square root, so that small
+  // counts stay visible beside a hot second.
+  const colour = (v) => {
+    if (!(v > 0) || !(hmax > 0)) return '#ffffff';
+    const x = Math.sqrt(Math.min(1, v / hmax));
+    const r = x > 0.75 ? 255 - 120 * (x - 0.75) * 4 : 255;
+    return `rgb(${r | 0},${(235 - 200 * x) | 0},${(200 - 200 * x) | 0})`;
+  };
   let shown = [], hmax = 0, range = null, drag = null;
 
   // Re-bins the selected timeline entries into the lanes shown.
@@ -56,30 +68,50 @@ function aiflameHeatmap(D, $, sel, onRange) {
   }
   function draw() {
     if (!lanes.length) { $('heatinfo').textContent = 'No timed samples in this input (folded and iaprof inputs have no time series).'; hm.style.display = 'none'; return; }
-    hm.width = cols * CW + 2; hm.height = Math.max(1, shown.length) * LANE;
+    const plotW = cols * CW;
+    hm.width = Math.max(MIN_W, LEFT + plotW + 20); hm.height = Math.max(1, shown.length) * LANE + SCALE;
     hctx.clearRect(0, 0, hm.width, hm.height);
     hctx.font = '11px Verdana';
+    hctx.textBaseline = 'alphabetic';
     if (!shown.length) { hctx.fillStyle = '#333'; hctx.fillText('Nothing selected', 2, 12); }
+    // Column labels: about 20 along the axis, as the SVG heatmap's.
+    const step = Math.max(1, Math.floor(cols / 20));
     shown.forEach((lane, l) => {
-      const y0 = l * LANE + 14;
-      hctx.fillStyle = '#333'; hctx.fillText(lane.name, 2, y0 - 3);
+      const y0 = l * LANE + 14, laneH = rows * CH;
+      hctx.fillStyle = '#333'; hctx.textAlign = 'left'; hctx.fillText(lane.name, LEFT, y0 - 3);
       for (let c = 0; c < cols; c++) for (let r = 0; r < rows; r++) {
         const v = lane.grid[c * rows + r];
-        const x = Math.sqrt(v / Math.max(hmax, 1e-9));
-        hctx.fillStyle = v > 0 ? `rgb(255,${(235 - 200 * x) | 0},${(200 - 200 * x) | 0})` : '#f4f4f4';
-        hctx.fillRect(c * CW, y0 + r * CH, CW - 1, CH);
+        hctx.fillStyle = v > 0 ? colour(v) : '#f4f4f4';
+        hctx.fillRect(LEFT + c * CW, y0 + r * CH, CW - 1, CH);
       }
       if (range) {
         hctx.fillStyle = 'rgba(0,0,255,0.25)';
         for (let c = 0; c < cols; c++) for (let r = 0; r < rows; r++) {
-          if (cellEnd(c, r) > range[0] && cellStart(c, r) < range[1]) hctx.fillRect(c * CW, y0 + r * CH, CW - 1, CH);
+          if (cellEnd(c, r) > range[0] && cellStart(c, r) < range[1]) hctx.fillRect(LEFT + c * CW, y0 + r * CH, CW - 1, CH);
         }
       }
+      // The axes: a frame, ms within the second (top to bottom), seconds since the start.
+      hctx.strokeStyle = '#999'; hctx.lineWidth = 1;
+      hctx.strokeRect(LEFT - 0.5, y0 - 0.5, plotW + 1, laneH + 1);
+      hctx.fillStyle = '#555'; hctx.textAlign = 'right';
+      for (let ms = 0; ms <= 1000; ms += 250) hctx.fillText(`${ms} ms`, LEFT - 4, y0 + Math.round(laneH * ms / 1000) + 4);
+      hctx.textAlign = 'center';
+      for (let c = 0; c <= cols; c += step) hctx.fillText(String(c * colS), LEFT + c * CW, y0 + laneH + 13);
     });
+    // The colour scale, from 0 to the hottest cell shown, and what the axes are.
+    const sy = Math.max(1, shown.length) * LANE + 6;
+    hctx.textAlign = 'left'; hctx.fillStyle = '#555';
+    hctx.fillText(`x: seconds since the start${colS > 1 ? ` (${colS} s a column)` : ''}; y: offset within the second, ${rowMs} ms rows`, LEFT, sy + 8);
+    for (let i = 0; i <= 10; i++) {
+      hctx.fillStyle = colour(hmax * i / 10); hctx.fillRect(LEFT + i * 20, sy + 16, 20, 12);
+      hctx.strokeStyle = '#ccc'; hctx.strokeRect(LEFT + i * 20 + 0.5, sy + 16.5, 19, 11);
+    }
+    hctx.fillStyle = '#333';
+    hctx.fillText(`0 .. ${Math.round(hmax)} samples per cell`, LEFT + 11 * 20 + 6, sy + 26);
   }
   function cellAt(ev) {
     const b = hm.getBoundingClientRect(), x = ev.clientX - b.left, y = ev.clientY - b.top;
-    const c = Math.min(cols - 1, Math.max(0, Math.floor(x / CW)));
+    const c = Math.min(cols - 1, Math.max(0, Math.floor((x - LEFT) / CW)));
     const r = Math.min(rows - 1, Math.max(0, Math.floor((((y - 14) % LANE) + LANE) % LANE / CH)));
     return [c, r];
   }
@@ -107,6 +139,7 @@ function aiflameHeatmap(D, $, sel, onRange) {
       if (g) for (let k = 0; k < cols * rows; k++) if (g[k] > best.v) best = { col: Math.floor(k / rows), row: k % rows, v: g[k] };
       return best;
     },
-    box: () => { const r = hm.getBoundingClientRect(); return { x: r.left, y: r.top + 14, cw: CW, ch: CH, cols, rows, colS }; },
+    // Where the first lane's cells start on the page, their size, and the axes' and scale's extent.
+    box: () => { const r = hm.getBoundingClientRect(); return { x: r.left + LEFT, y: r.top + 14, cw: CW, ch: CH, cols, rows, colS, left: LEFT, width: hm.width, height: hm.height }; },
   };
 }

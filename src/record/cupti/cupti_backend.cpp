@@ -224,7 +224,8 @@ AIFLAME_HOT void CuptiBackend::on_callback(CUpti_CallbackDomain domain, CUpti_Ca
       return;
     }
     if (cb->callbackSite != CUPTI_API_ENTER) {
-      rec_.on_launch_exit();
+      // The clock, for the call's duration (the trace's launch slices), read only for a recorded launch.
+      rec_.on_launch_exit([](const void* self) { return static_cast<const CuptiBackend*>(self)->timestamp(); }, this);
       if (rec_.options().pc_mode == PcMode::Windows) window_exit(cb->context);
       if (sampling_switch_.load(std::memory_order_relaxed)) switch_sampling_at_launch();  // AIFLAME_LAB=callback_ab=4
       return;
