@@ -514,6 +514,8 @@ void Attributor::add_batch(const PcBatchRecord& b, std::vector<AttributedSample>
       out.push_back(a);
       continue;
     }
+    // One launch stack: the launch is known whatever the timing; several: the model placed them.
+    a.estimated = shares.size() > 1;
     for (const Share& sh : shares) {
       a.stack_id = sh.stack;
       a.weight = sh.fraction * s.count;
@@ -521,6 +523,7 @@ void Attributor::add_batch(const PcBatchRecord& b, std::vector<AttributedSample>
       // Outside the window (fallback shares) the executions' times say nothing about this batch.
       a.time_ns = in_window ? sh.time : lo / 2 + hi / 2;
       if (sh.stack) stats_.attributed += a.weight;
+      if (sh.stack && a.estimated) stats_.estimated += a.weight;
       if (sh.stack && in_window) stats_.in_window += a.weight;
       out.push_back(a);
     }

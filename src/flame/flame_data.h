@@ -49,6 +49,7 @@ class FrameTable {
 struct WeightedStack {
   FrameList frames;  // root first
   uint64_t count = 0;
+  uint64_t estimated = 0;  // of count: samples the attribution's model split between launch stacks
   uint32_t process = kNoProcess;  // index into FlameData::processes
 };
 

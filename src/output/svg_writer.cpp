@@ -153,6 +153,7 @@ struct Node {
   std::string_view name;
   FrameKind kind = FrameKind::Native;
   uint64_t count = 0;
+  uint64_t estimated = 0;  // of count: split between launch stacks by the attribution's model
   // Ordered by name first, then kind: flamegraph.pl's alphabetical order, and deterministic.
   std::map<std::pair<std::string_view, FrameKind>, uint32_t> children;
 };
@@ -164,14 +165,16 @@ std::vector<Node> build_tree(const FlameData& data) {
     if (st.count == 0) continue;
     uint32_t cur = 0;
     nodes[0].count += st.count;
+    nodes[0].estimated += st.estimated;
     for (const auto& f : st.frames) {
       auto [it, added] = nodes[cur].children.try_emplace({f.name, f.kind}, 0);
       if (added) {
         it->second = static_cast<uint32_t>(nodes.size());
-        nodes.push_back(Node{f.name, f.kind, 0, {}});  // invalidates references, not indices
+        nodes.push_back(Node{f.name, f.kind, 0, 0, {}});  // invalidates references, not indices
       }
       cur = it->second;
       nodes[cur].count += st.count;
+      nodes[cur].estimated += st.estimated;
     }
   }
   return nodes;
@@ -342,8 +345,10 @@ void SvgWriter::write(const FlameData& data, std::ostream& out) const {
     o += "<g class=\"f " + (root ? std::string("f-all") : kind_class(n.kind)) + "\" data-o=\"" +
          std::to_string(p.offset) + "\" data-n=\"" + std::to_string(n.count) + "\" data-d=\"" +
          std::to_string(p.depth) + "\">";
-    o += "<title>" + svg_escape(clean) + " (" + std::to_string(n.count) + " samples, " + percent(n.count, total) +
-         "%)</title>";
+    o += "<title>" + svg_escape(clean) + " (" + std::to_string(n.count) + " samples, " + percent(n.count, total) + "%" +
+         // Samples the model split between launch stacks: how much of this frame is an estimate.
+         (n.estimated ? ", ~" + percent(n.estimated, n.count) + "% split between launch stacks by the model" : "") +
+         ")</title>";
     o += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(w) + "\" height=\"" + num(frame_h - 1) +
          "\" fill=\"" + (root ? std::string("rgb(200,200,205)") : frame_colour(n.kind, n.name)) +
          "\" rx=\"2\" ry=\"2\"/>";
