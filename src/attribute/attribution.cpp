@@ -217,23 +217,34 @@ void sm_time(std::vector<Execution>& runs, uint32_t sms) {
 // its expected samples (SM-nanoseconds) over its span; NaN for kernels of devices without recorded
 // limits (or whose simulation ran out of steps), which sm_time() weighs instead. Empty when no
 // device is modeled.
-std::vector<float> modeled_shares(const Profile& p, std::unordered_set<uint32_t>& modeled) {
+std::vector<float> modeled_shares(const Profile& p, LaunchIndex& launches, std::unordered_set<uint32_t>& modeled) {
   std::unordered_map<uint32_t, std::vector<uint32_t>> by_device;  // kernel indices of modeled devices
   for (uint32_t i = 0; i < p.kernels.size(); i++)
     if (p.sm_limits(p.kernels[i].device)) by_device[p.kernels[i].device].push_back(i);
   if (by_device.empty()) return {};
   std::vector<float> share(p.kernels.size(), std::numeric_limits<float>::quiet_NaN());
+  // A kernel function launched from one stack gets all its samples whatever its executions weigh:
+  // only groups of overlapping executions that hold a function from several stacks are simulated.
+  std::unordered_map<uint64_t, std::pair<uint32_t, bool>> stacks;  // device << 32 | function -> (a stack, several)
+  for (const KernelRow& k : p.kernels) {
+    const uint32_t stack = launches.stack_of(k);
+    auto [it, fresh] = stacks.try_emplace(uint64_t{k.device} << 32 | k.name, stack, false);
+    if (!fresh && it->second.first != stack) it->second.second = true;
+  }
   for (const auto& [device, kernels] : by_device) {
     const StallReasonsRecord& d = *p.sm_limits(device);
     const SmLimits sm{d.sm_count, d.max_threads_per_sm, d.max_blocks_per_sm, d.registers_per_sm, d.shared_per_sm,
                       d.shared_reserved_per_block};
     std::vector<GridRun> grids;
+    std::vector<bool> needed;
     grids.reserve(kernels.size());
+    needed.reserve(kernels.size());
     for (uint32_t i : kernels) {
       const KernelRow& k = p.kernels[i];
       grids.push_back({k.start, std::max(k.end, k.start + 1), k.blocks, k.threads, k.registers, k.shared});
+      needed.push_back(stacks[uint64_t{k.device} << 32 | k.name].second);
     }
-    const std::vector<double> w = expected_sm_time(grids, sm);
+    const std::vector<double> w = expected_sm_time(grids, sm, &needed);
     if (w.empty()) continue;
     modeled.insert(device);
     for (size_t j = 0; j < kernels.size(); j++)
@@ -345,7 +356,7 @@ Attributor::Attributor(const Profile& p, uint64_t lag_ns) : p_(p), lag_ns_(lag_n
   // the block-scheduler model (block_scheduler.h), over all the device's executions; elsewhere (files
   // recorded before the limits were) sm_time() below.
   std::unordered_set<uint32_t> modeled_devices;
-  const std::vector<float> modeled = modeled_shares(p, modeled_devices);
+  const std::vector<float> modeled = modeled_shares(p, launches, modeled_devices);
   FunctionRuns* last = nullptr;  // kernels come in runs of one function: look the map up per change
   uint64_t last_key = 0;
   uint32_t sms = 0;

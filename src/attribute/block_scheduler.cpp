@@ -71,6 +71,8 @@ struct Static {
   // Simulation steps left (classes and runs visited) before the model gives up on the device: a
   // hostile or pathological profile must not make a report take hours.
   mutable int64_t budget = 0;
+  mutable std::vector<int64_t> k;      // dispatch's scratch: blocks that fit per class
+  mutable std::vector<size_t> order;   // and the classes, emptiest first
 };
 
 struct Sim {
@@ -82,8 +84,8 @@ struct Sim {
 // Places pending blocks at `now`: runs in launch order (an earlier grid takes what fits first), each
 // spread breadth-first, one block per SM before two, emptiest SMs first.
 void dispatch(Sim& s, const Static& st) {
-  std::vector<int64_t> k;
-  std::vector<size_t> order;
+  std::vector<int64_t>& k = st.k;
+  std::vector<size_t>& order = st.order;
   for (Live& l : s.live) {
     if (l.pending <= 0) continue;
     const Res& use = st.use[l.run];
@@ -98,14 +100,18 @@ void dispatch(Sim& s, const Static& st) {
     if (total == 0) continue;
     // Level L: every SM gets min(k, L) blocks; the rest one more, on the emptiest SMs that take it.
     int64_t level = top;
-    if (l.pending < total) {
-      level = 0;
-      for (int64_t next = 1; next <= top; next++) {
-        int64_t placed = 0;
-        for (size_t c = 0; c < n; c++) placed += std::min(k[c], next) * s.classes[c].count;
-        if (placed > l.pending) break;
-        level = next;
+    if (l.pending < total) {  // the largest level whose blocks do not exceed the pending ones
+      auto placed = [&](int64_t v) {
+        int64_t sum = 0;
+        for (size_t c = 0; c < n; c++) sum += std::min(k[c], v) * s.classes[c].count;
+        return sum;
+      };
+      int64_t lo = 0, hi = top;  // placed(lo) <= pending < placed(hi)
+      while (hi - lo > 1) {
+        int64_t mid = lo + (hi - lo) / 2;
+        (placed(mid) <= l.pending ? lo : hi) = mid;
       }
+      level = lo;
     }
     int64_t extra = l.pending;
     for (size_t c = 0; c < n; c++) extra -= std::min(k[c], level) * s.classes[c].count;
@@ -225,8 +231,9 @@ int64_t grid_cohorts(const GridRun& r, const SmLimits& sm) {
   return (b + m - 1) / m;
 }
 
-// Simulation steps allowed per device.
-constexpr int64_t kBudget = 50'000'000;
+// Simulation steps allowed per device: a base and so many per execution (a run of two streams side by
+// side takes a few hundred per execution: its fit's trials over the executions beside it).
+constexpr int64_t kBudgetBase = 10'000'000, kBudgetPerRun = 4'000;
 
 // A run that overlaps no other: waves of blocks_per_sm x SMs, the last one on min(rest, SMs) SMs.
 double alone(const GridRun& r, const SmLimits& sm) {
@@ -237,22 +244,53 @@ double alone(const GridRun& r, const SmLimits& sm) {
   return d * static_cast<double>(full * sm.sms + std::min<int64_t>(rest, sm.sms));
 }
 
+// The block duration d in [1, span] whose simulated end end_with(d) is target (end_with grows with d,
+// piecewise linearly: its slope is the waves run one after another). Regula falsi with the Illinois
+// step, to a tolerance of 1/4096 of the span: a few trials where bisection takes twelve.
+template <class EndWith>
+uint64_t fit_duration(EndWith&& end_with, uint64_t span, uint64_t target) {
+  uint64_t lo = 1, hi = span;
+  double f_lo = static_cast<double>(end_with(lo)) - static_cast<double>(target);
+  if (f_lo >= 0) return lo;
+  double f_hi = static_cast<double>(end_with(hi)) - static_cast<double>(target);
+  if (f_hi <= 0) return hi;
+  const uint64_t tolerance = std::max<uint64_t>(1, span / 4096);
+  int side = 0;
+  for (int iter = 0; iter < 40 && hi - lo > tolerance; iter++) {
+    double x = static_cast<double>(lo) + static_cast<double>(hi - lo) * (-f_lo) / (f_hi - f_lo);
+    uint64_t d = std::clamp<uint64_t>(static_cast<uint64_t>(x), lo + 1, hi - 1);
+    double f = static_cast<double>(end_with(d)) - static_cast<double>(target);
+    if (std::abs(f) <= static_cast<double>(tolerance)) return d;
+    if (f < 0) {
+      lo = d, f_lo = f;
+      if (side == -1) f_hi /= 2;
+      side = -1;
+    } else {
+      hi = d, f_hi = f;
+      if (side == 1) f_lo /= 2;
+      side = 1;
+    }
+  }
+  return hi;
+}
+
 }  // namespace
 
 uint32_t blocks_per_sm(const GridRun& r, const SmLimits& sm) {
   return static_cast<uint32_t>(std::max<int64_t>(1, fit(capacity(sm), block_usage(r, sm))));
 }
 
-std::vector<double> expected_sm_time(const std::vector<GridRun>& runs, const SmLimits& sm) {
-  return expected_sm_time(runs, sm, nullptr);
+std::vector<double> expected_sm_time(const std::vector<GridRun>& runs, const SmLimits& sm,
+                                     const std::vector<bool>* needed) {
+  return expected_sm_time(runs, sm, nullptr, needed);
 }
 
 std::vector<double> expected_sm_time(const std::vector<GridRun>& runs, const SmLimits& sm,
-                                     std::vector<uint64_t>* simulated_end) {
+                                     std::vector<uint64_t>* simulated_end, const std::vector<bool>* needed) {
   std::vector<double> weight(runs.size(), 0.0);
   if (simulated_end) simulated_end->assign(runs.size(), 0);
   if (runs.empty() || !sm.known()) return weight;
-  int64_t budget = kBudget;
+  int64_t budget = kBudgetBase + kBudgetPerRun * static_cast<int64_t>(runs.size());
   std::vector<uint32_t> order(runs.size());
   std::iota(order.begin(), order.end(), 0u);
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) { return runs[a].start < runs[b].start; });
@@ -264,11 +302,18 @@ std::vector<double> expected_sm_time(const std::vector<GridRun>& runs, const SmL
     uint64_t reach = runs[order[first]].start + span_of(runs[order[first]]);
     while (last < order.size() && runs[order[last]].start < reach)
       reach = std::max(reach, runs[order[last]].start + span_of(runs[order[last]])), last++;
-    if (last == first + 1) {
-      GridRun r = runs[order[first]];
-      r.end = r.start + span_of(r);
-      weight[order[first]] = alone(r, sm);
-      if (simulated_end) (*simulated_end)[order[first]] = r.end;
+    bool simulate = last > first + 1;
+    if (simulate && needed) {
+      simulate = false;
+      for (size_t i = first; i < last; i++) simulate = simulate || (*needed)[order[i]];
+    }
+    if (!simulate) {
+      for (size_t i = first; i < last; i++) {
+        GridRun r = runs[order[i]];
+        r.end = r.start + span_of(r);
+        weight[order[i]] = alone(r, sm);
+        if (simulated_end) (*simulated_end)[order[i]] = r.end;
+      }
       first = last;
       continue;
     }
@@ -298,17 +343,12 @@ std::vector<double> expected_sm_time(const std::vector<GridRun>& runs, const SmL
         trial.live.push_back(joined);
         return advance(trial, st, std::numeric_limits<uint64_t>::max(), static_cast<int64_t>(i), nullptr, nullptr);
       };
-      uint64_t lo = 1, hi = span;
-      if (end_with(lo) < target) {
-        const uint64_t tolerance = std::max<uint64_t>(1, span / 4096);
-        for (int iter = 0; iter < 48 && hi - lo > tolerance; iter++) {
-          uint64_t mid = lo + (hi - lo) / 2;
-          (end_with(mid) < target ? lo : hi) = mid;
-        }
-      } else {
-        hi = lo;
-      }
-      st.duration[i] = hi;
+      // Every block placed at the start (the free slots hold the grid): one wave, the span itself.
+      int64_t room = 0;
+      for (const SmClass& c : chain.classes) room += fit(c.free, st.use[i]) * c.count;
+      uint64_t d = span;
+      if (room < joined.pending) d = fit_duration(end_with, span, target);
+      st.duration[i] = d;
       chain.live.push_back(joined);
       const uint64_t until = i + 1 < n ? runs[order[first + i + 1]].start : std::numeric_limits<uint64_t>::max();
       advance(chain, st, until, -1, &w, &ends);

@@ -44,10 +44,13 @@ uint32_t blocks_per_sm(const GridRun& r, const SmLimits& sm);
 // the time integral of the run's share of the SM's resident warps. `runs` are the executions of one
 // device, in any order; the model takes launch order to be the order of their starts. Empty when the
 // simulation would take too long (a bounded number of steps per device: hostile profiles).
-std::vector<double> expected_sm_time(const std::vector<GridRun>& runs, const SmLimits& sm);
+// needed (optional, per run): a group of overlapping runs none of which is needed is not simulated,
+// each run weighed as if alone (attribution needs the split only for kernels from several stacks).
+std::vector<double> expected_sm_time(const std::vector<GridRun>& runs, const SmLimits& sm,
+                                     const std::vector<bool>* needed = nullptr);
 
 // Also gives each run's simulated end (for tests: the fit must reproduce the recorded ends).
 std::vector<double> expected_sm_time(const std::vector<GridRun>& runs, const SmLimits& sm,
-                                     std::vector<uint64_t>* simulated_end);
+                                     std::vector<uint64_t>* simulated_end, const std::vector<bool>* needed = nullptr);
 
 }  // namespace aiflame
