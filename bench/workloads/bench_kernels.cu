@@ -12,7 +12,12 @@
 //                      the work), thin (path_heavy's grid fills the GPU, path_light's few blocks run
 //                      33x longer on another stream, stretching across the heavy ones; both with one
 //                      block per SM so that samples follow work). Prints "truth path_a 0.75 path_b 0.25"
-//                      (thin: "truth path_heavy 0.75 path_light 0.25").
+//                      (thin: "truth path_heavy 0.75 path_light 0.25"). Issue 65's modes, each
+//                      printing its truth from the work it launched: fullfull (two full grids, the
+//                      heavy one launched first), fullthin / thinfull (8 one-block-per-SM grids beside 4
+//                      blocks as long as the round, either launched first), small (grids of 64 and 32
+//                      blocks), blocksize (1,024- beside 64-thread blocks), regs (a register-heavy
+//                      kernel), three (three streams, 3:2:1), graph (a CUDA graph, two parallel nodes)
 #include <cuda_runtime.h>
 
 #include <chrono>
