@@ -152,7 +152,8 @@ TEST(CraftedProfiles, BlockSchedulerFieldsAtTheirLimits) {
       k.static_shared = 0xffffffffu;
       k.dynamic_shared = i;
       c.kernels.push_back(k);
-      c.launches.push_back(LaunchRecord{2 + i, 1, 1'050'000'000, 1, 307, true, 0});
+      // Two launch stacks (the second without a Stack record), so that the model simulates the group.
+      c.launches.push_back(LaunchRecord{2 + i, 1, 1'050'000'000, 1 + i % 2, 307, true, 0});
     }
   });
   report_every_format(path, 10);
