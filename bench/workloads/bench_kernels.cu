@@ -12,13 +12,19 @@
 //                      the work), thin (path_heavy's grid fills the GPU, path_light's few blocks run
 //                      33x longer on another stream, stretching across the heavy ones; both with one
 //                      block per SM so that samples follow work). Prints "truth path_a 0.75 path_b 0.25"
-//                      (thin: "truth path_heavy 0.75 path_light 0.25").
+//                      (thin: "truth path_heavy 0.75 path_light 0.25"). Issue 65's modes, each
+//                      printing its truth from the work it launched: fullfull (two full grids, the
+//                      heavy one launched first), fullthin / thinfull (8 one-block-per-SM grids beside 4
+//                      blocks as long as the round, either launched first), small (grids of 64 and 32
+//                      blocks), blocksize (1,024- beside 64-thread blocks), regs (a register-heavy
+//                      kernel), three (three streams, 3:2:1), graph (a CUDA graph, two parallel nodes)
 #include <cuda_runtime.h>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -41,6 +47,24 @@ __global__ void work(float* x, int n, int iters) {
   float v = x[i];
   for (int k = 0; k < iters; k++) v = v * 1.0001f + 0.5f;
   x[i] = v;
+}
+
+// `work` with many values live across the loop: more registers per thread, so fewer blocks per SM
+// (its registers are what the kernel record reports; the arrangement does not assume a number).
+__global__ void __launch_bounds__(256) work_regs(float* x, int n, int iters) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  float v[48];
+#pragma unroll
+  for (int j = 0; j < 48; j++) v[j] = x[i] + j;
+  for (int k = 0; k < iters; k++) {
+#pragma unroll
+    for (int j = 0; j < 48; j++) v[j] = v[j] * 1.0001f + v[(j + 1) % 48] * 0.0001f;
+  }
+  float t = 0;
+#pragma unroll
+  for (int j = 0; j < 48; j++) t += v[j];
+  x[i] = t;
 }
 
 __global__ void scale(float* x, int n, float f) {
@@ -191,7 +215,125 @@ static int split_thin(int rounds, cudaStream_t sa, cudaStream_t sb) {
   return 0;
 }
 
+// Issue 65's arrangements: one kernel from path_a(), path_b() (and path_c()) on streams of their own,
+// each launch's work counted by construction (blocks x threads x iterations; work_regs does 48
+// values an iteration in every path alike). A round's launches start together: every stream waits for
+// the others' launches of the round before its next, so each arrangement holds for the whole run.
+struct Launch {
+  int blocks, threads, iters, smem;
+  bool regs;  // work_regs instead of work
+};
+static void launch(const Launch& l, float* x, cudaStream_t s) {
+  if (l.regs) work_regs<<<l.blocks, l.threads, l.smem, s>>>(x, l.blocks * l.threads, l.iters);
+  else work<<<l.blocks, l.threads, l.smem, s>>>(x, l.blocks * l.threads, l.iters);
+}
+__attribute__((noinline)) void path_a(const Launch& l, float* x, cudaStream_t s) {
+  launch(l, x, s);
+  asm volatile("" ::: "memory");
+}
+__attribute__((noinline)) void path_b(const Launch& l, float* x, cudaStream_t s) {
+  launch(l, x, s);
+  asm volatile("" ::: "memory");
+}
+__attribute__((noinline)) void path_c(const Launch& l, float* x, cudaStream_t s) {
+  launch(l, x, s);
+  asm volatile("" ::: "memory");
+}
+static double work_of(const Launch& l) { return double(l.blocks) * l.threads * l.iters; }
+
+// paths[i] launches[i] times a round, on stream i; `first` names the path the host launches first.
+static int split_arranged(const char* mode, int rounds, const std::vector<Launch>& paths, const std::vector<int>& times,
+                          int first) {
+  void (*const fn[3])(const Launch&, float*, cudaStream_t) = {path_a, path_b, path_c};
+  const int n = static_cast<int>(paths.size());
+  std::vector<cudaStream_t> st(n);
+  std::vector<cudaEvent_t> done(n);
+  std::vector<float*> x(n);
+  for (int i = 0; i < n; i++) {
+    CHECK(cudaStreamCreateWithFlags(&st[i], cudaStreamNonBlocking));
+    CHECK(cudaEventCreateWithFlags(&done[i], cudaEventDisableTiming));
+    x[i] = buffer(paths[i].blocks * paths[i].threads);
+  }
+  for (const Launch& l : paths)
+    if (l.smem > 48 * 1024) CHECK(cudaFuncSetAttribute(work, cudaFuncAttributeMaxDynamicSharedMemorySize, l.smem));
+  auto t0 = Clock::now();
+  for (int r = 0; r < rounds; r++) {
+    for (int k = 0; k < n; k++) {
+      int i = (first + k) % n;
+      for (int j = 0; j < times[i]; j++) fn[i](paths[i], x[i], st[i]);
+      CHECK(cudaEventRecord(done[i], st[i]));
+    }
+    for (int i = 0; i < n; i++)
+      for (int j = 0; j < n; j++)
+        if (i != j) CHECK(cudaStreamWaitEvent(st[i], done[j], 0));
+  }
+  CHECK(cudaDeviceSynchronize());
+  double total = 0;
+  for (int i = 0; i < n; i++) total += times[i] * work_of(paths[i]);
+  std::printf("split %s rounds %d loop_s %.3f truth", mode, rounds, since(t0));
+  const char* names[3] = {"path_a", "path_b", "path_c"};
+  for (int i = 0; i < n; i++) std::printf(" %s %.6f", names[i], times[i] * work_of(paths[i]) / total);
+  std::printf("\n");
+  return 0;
+}
+
+// A CUDA graph whose two parallel branches run `work` from path_a() (3x the iterations) and path_b(),
+// captured once and replayed: the nodes' launch stacks are those of their capture.
+static int split_graph(int rounds) {
+  const Launch a{1024, 256, 3 * 20000, 0, false}, b{1024, 256, 20000, 0, false};
+  float* xa = buffer(a.blocks * a.threads);
+  float* xb = buffer(b.blocks * b.threads);
+  cudaStream_t s, side;
+  cudaEvent_t fork, join;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CHECK(cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking));
+  CHECK(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming));
+  CHECK(cudaEventCreateWithFlags(&join, cudaEventDisableTiming));
+  cudaGraph_t g;
+  CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  CHECK(cudaEventRecord(fork, s));
+  CHECK(cudaStreamWaitEvent(side, fork, 0));
+  path_a(a, xa, s);
+  path_b(b, xb, side);
+  CHECK(cudaEventRecord(join, side));
+  CHECK(cudaStreamWaitEvent(s, join, 0));
+  CHECK(cudaStreamEndCapture(s, &g));
+  cudaGraphExec_t exec;
+  CHECK(cudaGraphInstantiate(&exec, g, 0));
+  auto t0 = Clock::now();
+  for (int r = 0; r < rounds; r++) CHECK(cudaGraphLaunch(exec, s));
+  CHECK(cudaStreamSynchronize(s));
+  std::printf("split graph rounds %d loop_s %.3f truth path_a 0.750000 path_b 0.250000\n", rounds, since(t0));
+  return 0;
+}
+
+// The arrangement of each mode (iterations sized for about 0.1-1 ms a launch on an H100).
+static int split_new(const char* mode, int rounds) {
+  const int sms = [] { int v = 0; CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, 0)); return v; }();
+  const int big = 150 * 1024;  // one block per SM: thin grids issue like the full one beside them
+  const std::string m = mode;
+  if (m == "fullfull")  // two full grids, the heavy one launched first (read 62% before the model)
+    return split_arranged(mode, rounds, {{1024, 256, 3 * 20000, 0, false}, {1024, 256, 20000, 0, false}}, {1, 1}, 0);
+  if (m == "fullthin")  // heavy: 8 grids of one block per SM; light: 4 blocks as long as the round
+    return split_arranged(mode, rounds, {{sms, 256, 10000, big, false}, {4, 256, sms * 10000 * 8 / 12, big, false}}, {8, 1}, 0);
+  if (m == "thinfull")  // the same, the thin grid launched first
+    return split_arranged(mode, rounds, {{sms, 256, 10000, big, false}, {4, 256, sms * 10000 * 8 / 12, big, false}}, {8, 1}, 1);
+  if (m == "small")  // grids smaller than the GPU, side by side: 64 + 32 of its SMs
+    return split_arranged(mode, rounds, {{64, 256, 3 * 40000, big, false}, {32, 256, 2 * 40000, big, false}}, {1, 1}, 0);
+  if (m == "blocksize")  // 1,024-thread blocks beside 64-thread blocks
+    return split_arranged(mode, rounds, {{256, 1024, 3 * 20000, 0, false}, {4096, 64, 20000, 0, false}}, {1, 1}, 0);
+  if (m == "regs")  // a register-heavy kernel: fewer blocks per SM
+    return split_arranged(mode, rounds, {{1024, 256, 3 * 2000, 0, true}, {1024, 256, 2000, 0, true}}, {1, 1}, 0);
+  if (m == "three")  // three streams, 3 : 2 : 1
+    return split_arranged(mode, rounds,
+                          {{1024, 256, 3 * 20000, 0, false}, {1024, 256, 2 * 20000, 0, false}, {1024, 256, 20000, 0, false}},
+                          {1, 1, 1}, 0);
+  if (m == "graph") return split_graph(rounds);
+  return -1;
+}
+
 static int split(const char* mode, int rounds) {
+  if (int r = split_new(mode, rounds); r >= 0) return r;
   // About 0.4 ms per launch on an H100 with these sizes: many launches per 10 ms drain window.
   const int n = 1 << 20, iters = 40000;
   float* xa = buffer(n);
@@ -217,7 +359,8 @@ static int split(const char* mode, int rounds) {
       path_b(xa, n, iters, sa);
     }
   } else {
-    std::fprintf(stderr, "unknown split mode '%s' (sequential, streams, size, thin)\n", mode);
+    std::fprintf(stderr, "unknown split mode '%s' (sequential, streams, size, thin, fullfull, fullthin, thinfull, small, "
+                 "blocksize, regs, three, graph)\n", mode);
     return 2;
   }
   CHECK(cudaDeviceSynchronize());

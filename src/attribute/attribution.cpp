@@ -1,13 +1,17 @@
 #include "attribute/attribution.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
+#include "attribute/block_scheduler.h"
 #include "attribute/launch_index.h"
 
 namespace aiflame {
@@ -209,6 +213,46 @@ void sm_time(std::vector<Execution>& runs, uint32_t sms) {
   }
 }
 
+// Per kernel of the profile (in its order), its weight per nanosecond from the block-scheduler model:
+// its expected samples (SM-nanoseconds) over its span; NaN for kernels of devices without recorded
+// limits (or whose simulation ran out of steps), which sm_time() weighs instead. Empty when no
+// device is modeled.
+std::vector<float> modeled_shares(const Profile& p, LaunchIndex& launches, std::unordered_set<uint32_t>& modeled) {
+  std::unordered_map<uint32_t, std::vector<uint32_t>> by_device;  // kernel indices of modeled devices
+  for (uint32_t i = 0; i < p.kernels.size(); i++)
+    if (p.sm_limits(p.kernels[i].device)) by_device[p.kernels[i].device].push_back(i);
+  if (by_device.empty()) return {};
+  std::vector<float> share(p.kernels.size(), std::numeric_limits<float>::quiet_NaN());
+  // A kernel function launched from one stack gets all its samples whatever its executions weigh:
+  // only groups of overlapping executions that hold a function from several stacks are simulated.
+  std::unordered_map<uint64_t, std::pair<uint32_t, bool>> stacks;  // device << 32 | function -> (a stack, several)
+  for (const KernelRow& k : p.kernels) {
+    const uint32_t stack = launches.stack_of(k);
+    auto [it, fresh] = stacks.try_emplace(uint64_t{k.device} << 32 | k.name, stack, false);
+    if (!fresh && it->second.first != stack) it->second.second = true;
+  }
+  for (const auto& [device, kernels] : by_device) {
+    const StallReasonsRecord& d = *p.sm_limits(device);
+    const SmLimits sm{d.sm_count, d.max_threads_per_sm, d.max_blocks_per_sm, d.registers_per_sm, d.shared_per_sm,
+                      d.shared_reserved_per_block};
+    std::vector<GridRun> grids;
+    std::vector<bool> needed;
+    grids.reserve(kernels.size());
+    needed.reserve(kernels.size());
+    for (uint32_t i : kernels) {
+      const KernelRow& k = p.kernels[i];
+      grids.push_back({k.start, std::max(k.end, k.start + 1), k.blocks, k.threads, k.registers, k.shared});
+      needed.push_back(stacks[uint64_t{k.device} << 32 | k.name].second);
+    }
+    const std::vector<double> w = expected_sm_time(grids, sm, &needed);
+    if (w.empty()) continue;
+    modeled.insert(device);
+    for (size_t j = 0; j < kernels.size(); j++)
+      share[kernels[j]] = static_cast<float>(w[j] / static_cast<double>(grids[j].end - grids[j].start));
+  }
+  return share;
+}
+
 }  // namespace
 
 bool is_duplicate_stall_reason(const std::string& name) {
@@ -308,19 +352,25 @@ Attributor::Attributor(const Profile& p, uint64_t lag_ns) : p_(p), lag_ns_(lag_n
     runs.reserve(counts.size());
     for (const auto& [key, n] : counts) runs[key].runs.reserve(n);
   }
+  // Where the device's SM limits were recorded, each execution's weight is its expected samples from
+  // the block-scheduler model (block_scheduler.h), over all the device's executions; elsewhere (files
+  // recorded before the limits were) sm_time() below.
+  std::unordered_set<uint32_t> modeled_devices;
+  const std::vector<float> modeled = modeled_shares(p, launches, modeled_devices);
   FunctionRuns* last = nullptr;  // kernels come in runs of one function: look the map up per change
   uint64_t last_key = 0;
   uint32_t sms = 0;
-  for (const auto& k : p.kernels) {
+  for (size_t i = 0; i < p.kernels.size(); i++) {
+    const KernelRow& k = p.kernels[i];
     uint32_t stack = launches.stack_of(k);
     uint64_t key = uint64_t{k.device} << 32 | k.name;
     if (!last || key != last_key) last = &runs[key], last_key = key, sms = p.sm_count(k.device);
     auto& fr = *last;
-    fr.runs.push_back({k.start, std::max(k.end, k.start + 1), stack, sm_want(k.blocks, sms), k.blocks});
+    fr.runs.push_back({k.start, std::max(k.end, k.start + 1), stack, modeled.empty() || std::isnan(modeled[i]) ? sm_want(k.blocks, sms) : modeled[i], k.blocks});
   }
   for (auto& [key, fr] : runs) {
     std::sort(fr.runs.begin(), fr.runs.end(), [](const Execution& a, const Execution& b) { return a.start < b.start; });
-    sm_time(fr.runs, p.sm_count(static_cast<uint32_t>(key >> 32)));
+    if (!modeled_devices.count(static_cast<uint32_t>(key >> 32))) sm_time(fr.runs, p.sm_count(static_cast<uint32_t>(key >> 32)));
     Weights w;
     for (const auto& e : fr.runs) {
       fr.max_duration = std::max(fr.max_duration, e.end - e.start);
@@ -475,6 +525,8 @@ void Attributor::add_batch(const PcBatchRecord& b, std::vector<AttributedSample>
       out.push_back(a);
       continue;
     }
+    // One launch stack: the launch is known whatever the timing; several: the model placed them.
+    a.estimated = shares.size() > 1;
     for (const Share& sh : shares) {
       a.stack_id = sh.stack;
       a.weight = sh.fraction * s.count;
@@ -482,6 +534,7 @@ void Attributor::add_batch(const PcBatchRecord& b, std::vector<AttributedSample>
       // Outside the window (fallback shares) the executions' times say nothing about this batch.
       a.time_ns = in_window ? sh.time : lo / 2 + hi / 2;
       if (sh.stack) stats_.attributed += a.weight;
+      if (sh.stack && a.estimated) stats_.estimated += a.weight;
       if (sh.stack && in_window) stats_.in_window += a.weight;
       out.push_back(a);
     }

@@ -26,6 +26,7 @@ struct AttributedSample {
   double weight = 0;      // samples (fractional after splitting)
   double not_issued = 0;  // of which were taken on cycles when nothing issued (the "X_not_issued" count)
   uint64_t time_ns = 0;   // estimated time the samples ran (profiler clock)
+  bool estimated = false; // split between several launch stacks by the model (docs/attribution.md)
 };
 
 struct AttributionStats {
@@ -33,6 +34,7 @@ struct AttributionStats {
   double attributed = 0;           // of which reached a launch stack
   double in_window = 0;            // of which matched an execution inside their batch window
   double exact = 0;                // of which carried their launch's correlation id (windows mode)
+  double estimated = 0;            // of which the model split between several launch stacks
   uint64_t dropped = 0;            // samples CUPTI reported dropped
   double percent_attributed() const { return samples ? 100.0 * attributed / static_cast<double>(samples) : 100.0; }
 };

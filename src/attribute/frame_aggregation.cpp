@@ -216,6 +216,7 @@ void FrameBuilder::add_to(PairTable::Entry& pair, int which, const AttributedSam
   if (list & Aggregation::kOwned) pair.weight[which] += weight;
   else g.stacks.add_weight(list, weight);
   g.stacks.add_time(list & ~Aggregation::kOwned, a.device, a.time_ns, weight);
+  if (a.estimated) g.stacks.add_estimated(list & ~Aggregation::kOwned, weight);
 }
 
 FlameData FrameBuilder::build(const AttributionResult& res) {

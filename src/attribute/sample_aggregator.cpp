@@ -109,6 +109,7 @@ void StackAggregator::finish(FlameData& out) {
     ws.frames = FrameList(run_of(lists_[l].first), run_of(lists_[l].second));
     double w = weights_[l];
     ws.count = static_cast<uint64_t>(std::floor(w));
+    if (l < estimated_.size()) ws.estimated = static_cast<uint64_t>(std::llround(std::min(estimated_[l], w)));
     sum += ws.count;
     remainders.emplace_back(w - std::floor(w), out.stacks.size());
     index_of[l] = static_cast<uint32_t>(out.stacks.size());
@@ -116,6 +117,8 @@ void StackAggregator::finish(FlameData& out) {
   }
   std::stable_sort(remainders.begin(), remainders.end(), [](const auto& x, const auto& y) { return x.first > y.first; });
   for (size_t i = 0; sum < target && i < remainders.size(); i++, sum++) out.stacks[remainders[i].second].count++;
+  for (size_t i = out.stacks.size() - order.size(); i < out.stacks.size(); i++)
+    out.stacks[i].estimated = std::min(out.stacks[i].estimated, out.stacks[i].count);
 
   std::vector<TimedCount> timeline;
   timeline.reserve(timed_.size());

@@ -33,6 +33,11 @@ class StackAggregator {
   // A sample's weight for a list, in sample order (a caller that sums a list's weights itself while
   // one key alone feeds it adds the sum once), and for the list's time series on `device`.
   void add_weight(uint32_t list, double weight) { weights_[list] += weight; }
+  // Of a list's weight, what the attribution's model split between launch stacks.
+  void add_estimated(uint32_t list, double weight) {
+    if (estimated_.size() <= list) estimated_.resize(list + 1, 0.0);
+    estimated_[list] += weight;
+  }
   void add_time(uint32_t list, uint32_t device, uint64_t time_ns, double weight) {
     if (resolution_ns_) add_timed(list, device, time_ns, weight);
   }
@@ -62,6 +67,7 @@ class StackAggregator {
   std::vector<uint32_t> offsets_ = {0};   // part id -> where its ids start in arena_ (and where the next's do)
   std::vector<std::pair<uint32_t, uint32_t>> lists_;  // by list id: (head, tail) part ids
   std::vector<double> weights_;           // by list id
+  std::vector<double> estimated_;         // by list id, up to the last list that has any
   std::unordered_map<TimedKey, double, TimedHash> timed_;
 };
 

@@ -32,6 +32,14 @@ void print_summary(const Profile& p, const AttributionStats& stats, const std::s
   else
     out << fmt::format("aiflame: {:.2f}% of GPU samples attributed to a launch stack ({:.2f}% inside their drain window)\n",
                        stats.percent_attributed(), 100.0 * stats.in_window / stats.samples);
+  // Which placements are facts and which the model's: a kernel launched from one stack, or
+  // a sample with its launch id, is tied to its launch exactly; a kernel from several stacks whose
+  // executions shared a batch window is split between them by the block-scheduler model.
+  if (stats.samples)
+    out << fmt::format("aiflame: {:.2f}% of GPU samples tied to their launch exactly (a kernel from one launch stack, "
+                       "or a launch id), {:.2f}% split between launch stacks by the model (docs/attribution.md)\n",
+                       100.0 * std::max(0.0, stats.attributed - stats.estimated) / static_cast<double>(stats.samples),
+                       100.0 * stats.estimated / static_cast<double>(stats.samples));
   if (stats.exact > 0)
     out << fmt::format("aiflame: {:.2f}% of GPU samples matched exactly by launch id (windows mode)\n",
                        100.0 * stats.exact / static_cast<double>(stats.samples));

@@ -50,6 +50,7 @@ struct WeightedStack {
   FrameList frames;  // root first
   uint64_t count = 0;
   uint32_t process = kNoProcess;  // index into FlameData::processes
+  uint64_t estimated = 0;  // of count: samples the attribution's model split between launch stacks
 };
 
 // Samples of one stack at one time: the time series behind heatmaps and timed outputs.

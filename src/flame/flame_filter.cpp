@@ -2,6 +2,7 @@
 
 #include <re2/re2.h>
 
+#include <algorithm>
 #include <sstream>
 
 namespace aiflame {
@@ -93,8 +94,10 @@ void apply_filter(const FlameFilter& f, FlameData& data) {
     std::vector<double> kept(data.stacks.size(), 0);
     for (const auto& t : data.timeline)
       if (f.devices.count(t.device)) kept[t.stack] += t.weight;
-    for (size_t i = 0; i < data.stacks.size(); i++)
+    for (size_t i = 0; i < data.stacks.size(); i++) {
       data.stacks[i].count = static_cast<uint64_t>(kept[i] + 0.5);
+      data.stacks[i].estimated = std::min(data.stacks[i].estimated, data.stacks[i].count);
+    }
   }
   for (size_t i = 0; i < data.stacks.size(); i++)
     if (!keep[i]) data.stacks[i].count = 0;  // kept in place: the timeline refers to stacks by index

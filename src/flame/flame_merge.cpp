@@ -135,6 +135,7 @@ void merge_flame_summed(FlameData& into, FlameData from, StackIndex& index) {
       WeightedStack& t = into.stacks[i];
       if (t.frames != s.frames) continue;
       t.count += s.count;
+      t.estimated += s.estimated;
       if (t.process != s.process) t.process = kNoProcess;
       summed = true;
       break;

@@ -313,6 +313,15 @@ nlohmann::json html_report_data(const FlameData& data) {
   j["stack_len"] = pack_numbers(stack_len);
   j["stack_frames"] = pack_numbers(stack_frames);
   j["stack_count"] = stack_count;  // by stack index
+  // Of each stack's count, what the attribution's model split between launch stacks (by stack index;
+  // absent when nothing was): the page marks those frames with "~" and the share estimated.
+  std::vector<double> estimated(stack_count.size(), 0.0);
+  bool any_estimated = false;
+  for (size_t s = 0; s < estimated.size() && s < original; s++)
+    if (data.stacks[s].estimated && data.stacks[s].count)
+      estimated[s] = static_cast<double>(data.stacks[s].estimated) / static_cast<double>(data.stacks[s].count),
+      any_estimated = true;
+  if (any_estimated) j["stack_estimated"] = estimated;
   // Timeline as flat quadruples (stack, device, ms since start, weight), bounded (html_timeline).
   std::vector<double>& timeline = bounded.quadruples;
   if (bounded.min_share > kHtmlTimelineMinShare)

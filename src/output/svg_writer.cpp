@@ -155,6 +155,7 @@ struct Node {
   uint64_t count = 0;
   uint64_t before = 0;         // a diff's BEFORE samples
   double before_scaled = 0;    // and scaled to AFTER's total
+  uint64_t estimated = 0;  // of count: split between launch stacks by the attribution's model
   // Ordered by name first, then kind: flamegraph.pl's alphabetical order, and deterministic.
   std::map<std::pair<std::string_view, FrameKind>, uint32_t> children;
 };
@@ -169,14 +170,14 @@ std::vector<Node> build_tree(const FlameData& data, const SvgDiff* diff) {
     // A diff's stacks only in BEFORE have no width, as in flamegraph.pl, but count in the BEFORE of
     // the frames they share with AFTER.
     if (st.count == 0 && before == 0) continue;
-    auto add = [&](Node& n) { n.count += st.count, n.before += before, n.before_scaled += scaled; };
+    auto add = [&](Node& n) { n.count += st.count, n.estimated += st.estimated, n.before += before, n.before_scaled += scaled; };
     uint32_t cur = 0;
     add(nodes[0]);
     for (const auto& f : st.frames) {
       auto [it, added] = nodes[cur].children.try_emplace({f.name, f.kind}, 0);
       if (added) {
         it->second = static_cast<uint32_t>(nodes.size());
-        nodes.push_back(Node{f.name, f.kind, 0, 0, 0, {}});  // invalidates references, not indices
+        nodes.push_back(Node{f.name, f.kind, 0, 0, 0, 0, {}});  // invalidates references, not indices
       }
       cur = it->second;
       add(nodes[cur]);
@@ -390,8 +391,10 @@ void write_svg(const FlameData& data, const SvgOptions& options_, const SvgDiff*
            (delta >= 0 ? "+" : "") + fixed(pct, 2) + "%)</title>";
       fill = diff_colour(delta, max_delta) + "\" stroke=\"#888\" stroke-width=\"0.5";
     } else {
-      o += "<title>" + svg_escape(clean) + " (" + std::to_string(n.count) + " samples, " + percent(n.count, total) +
-           "%)</title>";
+      o += "<title>" + svg_escape(clean) + " (" + std::to_string(n.count) + " samples, " + percent(n.count, total) + "%" +
+           // Samples the model split between launch stacks: how much of this frame is an estimate.
+           (n.estimated ? ", ~" + percent(n.estimated, n.count) + "% split between launch stacks by the model" : "") +
+           ")</title>";
     }
     o += "<rect x=\"" + num(x) + "\" y=\"" + num(y) + "\" width=\"" + num(w) + "\" height=\"" + num(frame_h - 1) +
          "\" fill=\"" + fill + "\" rx=\"2\" ry=\"2\"/>";

@@ -37,7 +37,7 @@ struct LaunchRow {
 };
 
 // A kernel execution as a report reads it: the kernel record without its launch configuration,
-// context and graph id, which no report shows (40 bytes, not 80). The file keeps them all.
+// context and graph id, which no report shows (56 bytes, not 96). The file keeps them all.
 struct KernelRow {
   uint64_t start = 0, end = 0;
   uint64_t graph_node_id = 0;  // the graph node that ran it (0: not run by a graph, or not recorded)
@@ -45,10 +45,25 @@ struct KernelRow {
   uint32_t device = 0, stream = 0;
   uint32_t name = 0;  // string id (mangled name)
   uint32_t blocks = 0;  // thread blocks of its grid (capped at 2^32-1; 0: not known)
+  // What one block holds of an SM (attribution's block-scheduler model; 0: not known).
+  uint32_t shared = 0;          // static + dynamic shared memory, bytes (capped at 2^32-1)
+  uint16_t threads = 0;         // per block (capped at 65535)
+  uint16_t registers = 0;       // per thread (capped at 65535)
   KernelRow() = default;
   KernelRow(const KernelRecord& k)  // NOLINT: implicit, as LaunchRow
       : start(k.start), end(k.end), graph_node_id(k.graph_node_id), correlation_id(k.correlation_id),
-        device(k.device), stream(k.stream), name(k.name), blocks(grid_blocks(k)) {}
+        device(k.device), stream(k.stream), name(k.name), blocks(grid_blocks(k)),
+        shared(static_cast<uint32_t>(std::min<uint64_t>(uint64_t{k.static_shared} + k.dynamic_shared, UINT32_MAX))),
+        threads(static_cast<uint16_t>(std::min<uint64_t>(block_threads(k), UINT16_MAX))),
+        registers(static_cast<uint16_t>(std::min<uint32_t>(k.registers, UINT16_MAX))) {}
+  static uint64_t block_threads(const KernelRecord& k) {
+    uint64_t n = 1;
+    for (int32_t d : k.block) {
+      if (d <= 0) return 0;
+      n = std::min<uint64_t>(n * static_cast<uint64_t>(d), UINT32_MAX);
+    }
+    return n;
+  }
   static uint32_t grid_blocks(const KernelRecord& k) {
     uint64_t n = 1;
     for (int32_t d : k.grid) {
@@ -117,6 +132,8 @@ struct Profile {
   std::string stall_reason_name(uint32_t device, uint32_t index) const;
   // The device's streaming multiprocessors as recorded (0: not known, as in files before they were).
   uint32_t sm_count(uint32_t device) const;
+  // The device's record with its per-SM limits, or null when they were not recorded (older files).
+  const StallReasonsRecord* sm_limits(uint32_t device) const;
 
   uint64_t dropped_launches_ = 0, dropped_unwound_ = 0;  // see drop_launch_rows()
 };

@@ -36,6 +36,14 @@ uint32_t Profile::sm_count(uint32_t device) const {
   return 0;
 }
 
+const StallReasonsRecord* Profile::sm_limits(uint32_t device) const {
+  for (const auto& t : stall_reasons)
+    if (t.device == device && t.sm_count && t.max_threads_per_sm && t.max_blocks_per_sm && t.registers_per_sm &&
+        t.shared_per_sm)
+      return &t;
+  return nullptr;
+}
+
 namespace {
 
 bool decompress(Compression c, std::string_view stored, uint32_t raw_size, std::string& out) {

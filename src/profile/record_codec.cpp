@@ -34,6 +34,8 @@ void encode(ByteWriter& w, const StallReasonsRecord& r) {
   w.varint(r.device); w.varint(r.reasons.size());
   for (const auto& [idx, name] : r.reasons) { w.varint(idx); w.str(name); }
   w.varint(r.sm_count);
+  w.varint(r.max_threads_per_sm); w.varint(r.max_blocks_per_sm); w.varint(r.registers_per_sm);
+  w.varint(r.shared_per_sm); w.varint(r.shared_reserved_per_block);
 }
 bool decode(ByteReader& r, StallReasonsRecord& o) {
   o.device = r.varint32();
@@ -44,6 +46,10 @@ bool decode(ByteReader& r, StallReasonsRecord& o) {
     o.reasons.emplace_back(idx, std::string(r.str()));
   }
   if (r.ok() && !r.eof()) o.sm_count = r.varint32();  // added later
+  if (r.ok() && !r.eof()) {  // added later still
+    o.max_threads_per_sm = r.varint32(); o.max_blocks_per_sm = r.varint32(); o.registers_per_sm = r.varint32();
+    o.shared_per_sm = r.varint32(); o.shared_reserved_per_block = r.varint32();
+  }
   return r.ok();
 }
 
@@ -96,6 +102,7 @@ void encode(ByteWriter& w, const KernelRecord& r) {
   for (int i = 0; i < 3; i++) w.svarint(r.block[i]);
   w.varint(r.graph_id);
   w.varint(r.graph_node_id);
+  w.varint(r.registers); w.varint(r.static_shared); w.varint(r.dynamic_shared);
 }
 bool decode(ByteReader& r, KernelRecord& o) {
   o.correlation_id = r.varint32(); o.start = r.varint(); o.end = o.start + r.varint();
@@ -104,6 +111,9 @@ bool decode(ByteReader& r, KernelRecord& o) {
   for (int i = 0; i < 3; i++) o.block[i] = static_cast<int32_t>(r.svarint());
   o.graph_id = r.varint();
   if (!r.eof()) o.graph_node_id = r.varint();  // added after the first files were written
+  if (!r.eof()) {  // added later still
+    o.registers = r.varint32(); o.static_shared = r.varint32(); o.dynamic_shared = r.varint32();
+  }
   return r.ok() && o.end >= o.start;
 }
 

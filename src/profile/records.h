@@ -74,6 +74,13 @@ struct StallReasonsRecord {
   // The device's streaming multiprocessors (added later; 0: not known). The sampler takes warps per
   // SM, so an execution's expected samples follow the SMs it occupies times its time (attribution.cpp).
   uint32_t sm_count = 0;
+  // Per SM, what blocks are placed against (added later still, from cuDeviceGetAttribute; 0: not
+  // known, and attribution then falls back to SMs x time).
+  uint32_t max_threads_per_sm = 0;
+  uint32_t max_blocks_per_sm = 0;
+  uint32_t registers_per_sm = 0;
+  uint32_t shared_per_sm = 0;           // bytes
+  uint32_t shared_reserved_per_block = 0;  // bytes the driver keeps of each block's shared memory
 };
 
 // A loaded ELF object of the process (native code).
@@ -124,6 +131,10 @@ struct KernelRecord {
   int32_t block[3] = {0, 0, 0};
   uint64_t graph_id = 0;     // non-zero when run by a graph launch
   uint64_t graph_node_id = 0;  // the graph node that ran it (0: not run by a graph, or not recorded)
+  // What its blocks hold of an SM, for attribution's block-scheduler model (added later; 0: not known).
+  uint32_t registers = 0;       // per thread
+  uint32_t static_shared = 0;   // bytes per block
+  uint32_t dynamic_shared = 0;  // bytes per block
 };
 
 // A node of a CUDA graph: created by stream capture or an explicit add-node call (stack_id: the CPU

@@ -247,6 +247,79 @@ TEST(Attribution, WithoutTheSmCountTimeAloneSplitsAsBefore) {
   EXPECT_NEAR(m[1], 1000.0 * 3 / 36, 1e-6);
 }
 
+// With the device's SM limits and each kernel's block recorded, the block-scheduler model weighs the
+// executions (block_scheduler.h). Issue 65's arrangement: two full grids of 1,024 blocks of 256
+// threads on two streams, the heavy one (3x the work per block) launched first; the light one gets
+// the 32 slots the heavy one leaves, then the GPU. The SMs x time rule read 62% on the H100 for it.
+Profile with_h100_limits(Profile p) {
+  StallReasonsRecord& d = p.stall_reasons[0];
+  d.sm_count = kSms, d.max_threads_per_sm = 2048, d.max_blocks_per_sm = 32, d.registers_per_sm = 65536;
+  d.shared_per_sm = 233472, d.shared_reserved_per_block = 1024;
+  return p;
+}
+void add_grid(Profile& p, uint32_t corr, uint32_t stack, uint64_t start, uint64_t end, int32_t blocks, int32_t threads,
+              uint32_t shared = 0) {
+  add_launch(p, corr, stack, 1, start, end, 0, blocks);
+  KernelRecord k;
+  k.correlation_id = corr; k.start = start; k.end = end; k.name = 1;
+  k.grid[0] = blocks; k.grid[1] = k.grid[2] = 1;
+  k.block[0] = threads; k.block[1] = k.block[2] = 1;
+  k.registers = 32; k.dynamic_shared = shared;
+  p.kernels[p.kernels.size() - 1] = k;
+}
+
+TEST(Attribution, AFullGridLaunchedFirstKeepsItsShareBesideAnother) {
+  Profile p = with_h100_limits(base_profile());
+  add_grid(p, 1, 1, 100 * kMs, 103 * kMs, 1024, 256);            // heavy: 3 ms blocks
+  add_grid(p, 2, 2, 100 * kMs + 10'000, 104 * kMs, 1024, 256);   // light: 1 ms blocks, after it
+  PcBatchRecord b;
+  b.prev_timestamp = 100 * kMs;
+  b.timestamp = 300 * kMs;
+  b.samples = {{1, 0, 0x10, kLongScoreboard, 1000, 0}};
+  p.batches.push_back(b);
+  auto r = attribute_samples(p, 1);
+  auto m = by_stack(r);
+  // By hand (block_scheduler_test): 384.04 : 143.96 SM-ms. Without the limits: about two thirds.
+  EXPECT_NEAR(m[1], 1000 * 384.04 / 528.0, 1.0);
+  EXPECT_NEAR(m[1] + m[2], 1000.0, 1e-6);
+  p.stall_reasons[0].max_threads_per_sm = 0;
+  EXPECT_LT(by_stack(attribute_samples(p, 1))[1], 680.0);
+}
+
+// The thin arrangement with the model: path_light's 4 blocks of 150 KB wait for path_heavy's first
+// grid, then hold 4 SMs for 33 ms, and path_heavy's next grids run their last 4 blocks in a second wave.
+TEST(Attribution, ThinBesideFullWithTheModelSplitsByWork) {
+  Profile p = with_h100_limits(base_profile());
+  add_grid(p, 1, 1, 100 * kMs, 101 * kMs, kSms, 256, 150'000);
+  add_grid(p, 2, 2, 101 * kMs, 134 * kMs, 4, 256, 150'000);
+  add_grid(p, 3, 1, 101 * kMs + 1, 103 * kMs, kSms, 256, 150'000);
+  add_grid(p, 4, 1, 103 * kMs, 105 * kMs, kSms, 256, 150'000);
+  PcBatchRecord b;
+  b.prev_timestamp = 100 * kMs;
+  b.timestamp = 300 * kMs;
+  b.samples = {{1, 0, 0x10, kLongScoreboard, 1000, 0}};
+  p.batches.push_back(b);
+  EXPECT_NEAR(by_stack(attribute_samples(p, 1))[1], 750.0, 3.0);
+}
+
+// Every estimate is counted: a kernel from one stack is exact whatever overlaps it; a kernel from two
+// stacks sharing the window is the model's, sample for sample.
+TEST(Attribution, SamplesSplitBetweenStacksAreCountedAsEstimated) {
+  Profile p = base_profile();
+  add_launch(p, 1, 1, 1, 110 * kMs, 140 * kMs);
+  add_launch(p, 2, 2, 1, 150 * kMs, 160 * kMs);
+  add_launch(p, 3, 1, 2, 110 * kMs, 160 * kMs);  // relu: stack 1 only
+  PcBatchRecord b;
+  b.prev_timestamp = 120 * kMs;
+  b.timestamp = 200 * kMs;
+  b.samples = {{1, 0, 0x10, kLongScoreboard, 400, 0}, {2, 0, 0x20, kLongScoreboard, 100, 0}};
+  p.batches.push_back(b);
+  auto r = attribute_samples(p);
+  EXPECT_NEAR(r.stats.estimated, 400.0, 1e-9);
+  EXPECT_NEAR(r.stats.attributed, 500.0, 1e-9);
+  for (const auto& s : r.samples) EXPECT_EQ(s.estimated, s.function == 1) << s.function;
+}
+
 // Step 3 of sm_time: beside path_light, path_heavy's grid runs in two waves and takes twice as long;
 // it does no more work than alone, so each stretched execution weighs 132 SMs x its 1 ms alone.
 TEST(Attribution, AStretchedExecutionWeighsNoMoreThanItsWorkAlone) {

@@ -105,3 +105,24 @@ TEST(TopSummary, NothingForAProfileThatCannotBeRead) {
 
 }  // namespace
 }  // namespace aiflame
+
+namespace aiflame {
+namespace {
+
+// Issue 65: the summary says which share of the samples is tied to its launch exactly and which share
+// the model placed between launch stacks.
+TEST(Summary, SaysHowMuchTheModelEstimated) {
+  AttributionStats s;
+  s.samples = 1000;
+  s.attributed = 990;
+  s.estimated = 31;
+  std::ostringstream out;
+  print_summary(Profile{}, s, "/nonexistent/x.aiflame", out);
+  EXPECT_NE(out.str().find("aiflame: 95.90% of GPU samples tied to their launch exactly (a kernel from one launch "
+                           "stack, or a launch id), 3.10% split between launch stacks by the model"),
+            std::string::npos)
+      << out.str();
+}
+
+}  // namespace
+}  // namespace aiflame

@@ -79,6 +79,19 @@ TEST(HtmlReport, PrefixEncodedStacksRebuildExactly) {
   EXPECT_EQ(j["kernel_table"]["nccl_allreduce"][3].get<int>(), 1);  // (process, device, ms, launches)
 }
 
+// The share of each stack's samples that the attribution's model split between launch stacks goes to
+// the page (which marks those frames "~"), and nothing when none was.
+TEST(HtmlReport, StacksCarryTheShareTheModelEstimated) {
+  FlameData d = sample_data();
+  EXPECT_FALSE(html_report_data(d).contains("stack_estimated"));
+  d.stacks[0].count = 8;
+  d.stacks[0].estimated = 2;
+  auto j = html_report_data(d);
+  ASSERT_TRUE(j.contains("stack_estimated"));
+  EXPECT_DOUBLE_EQ(j["stack_estimated"][0].get<double>(), 0.25);
+  EXPECT_DOUBLE_EQ(j["stack_estimated"][1].get<double>(), 0.0);
+}
+
 TEST(HtmlReport, HostileNamesCannotLeaveTheirElements) {
   FlameData d = sample_data();
   d.title = "<script>alert(1)</script> & \"co\"";

@@ -128,6 +128,18 @@ TEST(SvgWriter, WidthsAndPositionsProportionalToCounts) {
   EXPECT_EQ(find(fs, "c")->title, "c (10 samples, 10.00%)");
 }
 
+// Frames whose samples the attribution's model split between launch stacks say how much (issue 65).
+TEST(SvgWriter, TooltipsMarkTheShareTheModelEstimated) {
+  FlameData d;
+  d.stacks = {stack({"a", "b"}, 30), stack({"a", "c"}, 10), stack({"d"}, 60)};
+  d.stacks[0].estimated = 15;
+  auto fs = frames_of(render(d));
+  EXPECT_EQ(find(fs, "b")->title, "b (30 samples, 30.00%, ~50.00% split between launch stacks by the model)");
+  EXPECT_EQ(find(fs, "a")->title, "a (40 samples, 40.00%, ~37.50% split between launch stacks by the model)");
+  EXPECT_EQ(find(fs, "c")->title, "c (10 samples, 10.00%)");
+  EXPECT_EQ(find(fs, "d")->title, "d (60 samples, 60.00%)");
+}
+
 TEST(SvgWriter, MergesSharedPrefixesAndSortsChildren) {
   FlameData d;
   d.stacks = {stack({"p", "x", "y"}, 5), stack({"p", "x", "z"}, 3), stack({"p", "w"}, 2), stack({"p", "x", "y"}, 1)};

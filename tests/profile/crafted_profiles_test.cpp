@@ -30,6 +30,7 @@ struct Crafted {
   std::vector<KernelRecord> kernels;
   std::vector<GraphNodeRecord> nodes;
   PcBatchRecord batch;
+  StallReasonsRecord reasons{0, {{3, "smsp__pcsamp_warps_issue_stalled_long_scoreboard"}}};
 };
 
 std::string write_crafted(const std::string& name, const std::function<void(Crafted&)>& edit) {
@@ -57,7 +58,7 @@ std::string write_crafted(const std::string& name, const std::function<void(Craf
   w.add(StringRecord{1, "gemm"});
   w.add(StringRecord{2, "train.py"});
   w.add(StringRecord{3, "step"});
-  w.add(StallReasonsRecord{0, {{3, "smsp__pcsamp_warps_issue_stalled_long_scoreboard"}}});
+  w.add(c.reasons);
   w.add(StackRecord{1, {}, {{2, 3, 10}}});
   for (const auto& l : c.launches) w.add(l);
   for (const auto& n : c.nodes) w.add(n);
@@ -127,6 +128,36 @@ TEST(CraftedProfiles, KernelFarInTheFuture) {
     c.kernels.push_back(k);
     c.launches.push_back(LaunchRecord{2, 1, k.start - 10, 1, 307, true, 0});
     c.batch.timestamp = k.end + 1000;
+  });
+  report_every_format(path, 10);
+  std::remove(path.c_str());
+}
+
+// The block-scheduler model on hostile SM fields: limits of one SM with one slot, grids of 2^31
+// blocks, zero-thread and huge-shared-memory blocks, a thousand executions overlapping at once. The
+// report must finish in bounded time (cohorts of blocks, the model's step budget) with every sample.
+TEST(CraftedProfiles, BlockSchedulerFieldsAtTheirLimits) {
+  std::string path = write_crafted("sm_limits", [](Crafted& c) {
+    c.reasons.sm_count = 1;
+    c.reasons.max_threads_per_sm = 32;
+    c.reasons.max_blocks_per_sm = 1;
+    c.reasons.registers_per_sm = 1;
+    c.reasons.shared_per_sm = 1;
+    c.reasons.shared_reserved_per_block = 0xffffffffu;
+    KernelRecord k = c.kernels[0];
+    for (uint32_t i = 0; i < 1000; i++) {
+      k.correlation_id = 2 + i;
+      k.start = 1'100'000'000 + i;
+      k.end = 1'200'000'000 - i;
+      k.grid[0] = i % 3 ? INT32_MAX : 0; k.grid[1] = k.grid[2] = 1;
+      k.block[0] = i % 5 ? 1024 : 0; k.block[1] = k.block[2] = 1;
+      k.registers = i % 7 ? 255 : 0xffffffffu;
+      k.static_shared = 0xffffffffu;
+      k.dynamic_shared = i;
+      c.kernels.push_back(k);
+      // Two launch stacks (the second without a Stack record), so that the model simulates the group.
+      c.launches.push_back(LaunchRecord{2 + i, 1, 1'050'000'000, 1 + i % 2, 307, true, 0});
+    }
   });
   report_every_format(path, 10);
   std::remove(path.c_str());

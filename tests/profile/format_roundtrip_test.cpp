@@ -244,14 +244,14 @@ TEST(FormatRoundTrip, KernelAndLaunchRecordsKeepEveryField) {
   EXPECT_TRUE(lr.native_unwound);
 }
 
-// A record decoded as written now (*now) and with its last byte cut, as files written before its
-// one-byte trailing field existed hold it (*old).
+// A record decoded as written now (*now) and with its last `cut` bytes cut, as files written before
+// its trailing fields existed hold it (*old).
 template <class R>
-void decode_now_and_old(const R& r, R* now, R* old) {
+void decode_now_and_old(const R& r, R* now, R* old, size_t cut = 1) {
   ByteWriter w;
   encode(w, r);
   std::string bytes = w.take();
-  std::string old_bytes = bytes.substr(0, bytes.size() - 1);
+  std::string old_bytes = bytes.substr(0, bytes.size() - cut);
   ByteReader rn(bytes), ro(old_bytes);
   ASSERT_TRUE(decode(rn, *now));
   ASSERT_TRUE(decode(ro, *old));
@@ -262,7 +262,7 @@ TEST(FormatRoundTrip, KernelRecordWithoutGraphNodeDecodes) {
   KernelRecord k;
   k.correlation_id = 5; k.start = 10; k.end = 30; k.name = 2; k.graph_id = 9; k.graph_node_id = 77;
   KernelRecord a, b;
-  decode_now_and_old(k, &a, &b);  // graph_node_id 77 is one varint byte: the old layout
+  decode_now_and_old(k, &a, &b, 4);  // graph_node_id 77 and the three zero SM fields: one byte each
   ASSERT_FALSE(HasFatalFailure());
   EXPECT_EQ(a.graph_node_id, 77u);
   EXPECT_EQ(b.graph_node_id, 0u);
@@ -274,12 +274,54 @@ TEST(FormatRoundTrip, KernelRecordWithoutGraphNodeDecodes) {
 TEST(FormatRoundTrip, StallReasonsWithoutSmCountDecode) {
   StallReasonsRecord r{2, {{3, "smsp__pcsamp_warps_issue_stalled_long_scoreboard"}}, 114};
   StallReasonsRecord a, b;
-  decode_now_and_old(r, &a, &b);  // 114 is one varint byte: the old layout
+  decode_now_and_old(r, &a, &b, 6);  // 114 and the five zero SM limits: one varint byte each
   ASSERT_FALSE(HasFatalFailure());
   EXPECT_EQ(a.sm_count, 114u);
   EXPECT_EQ(b.sm_count, 0u);
   ASSERT_EQ(b.reasons.size(), 1u);
   EXPECT_EQ(b.reasons[0].second, "smsp__pcsamp_warps_issue_stalled_long_scoreboard");
+}
+
+// What a block holds of an SM (registers, shared memory) and the device's SM limits, added for the
+// block-scheduler model, read back; records written before them decode with zeros, which the
+// attribution takes for "not known" (docs/attribution.md).
+TEST(FormatRoundTrip, SmFieldsReadBackAndOlderRecordsGoWithout) {
+  KernelRecord k;
+  k.correlation_id = 5; k.start = 10; k.end = 30; k.name = 2; k.graph_node_id = 77;
+  k.block[0] = 32; k.block[1] = 4; k.block[2] = 1;
+  k.registers = 40; k.static_shared = 100; k.dynamic_shared = 50;  // one varint byte each
+  KernelRecord a, b;
+  decode_now_and_old(k, &a, &b, 3);
+  ASSERT_FALSE(HasFatalFailure());
+  EXPECT_EQ(a.registers, 40u);
+  EXPECT_EQ(a.static_shared, 100u);
+  EXPECT_EQ(a.dynamic_shared, 50u);
+  EXPECT_EQ(b.graph_node_id, 77u);
+  EXPECT_EQ(b.registers, 0u);
+  EXPECT_EQ(b.dynamic_shared, 0u);
+  KernelRow row = a;
+  EXPECT_EQ(row.threads, 128u);
+  EXPECT_EQ(row.registers, 40u);
+  EXPECT_EQ(row.shared, 150u);
+
+  StallReasonsRecord r{2, {{3, "x"}}, 114, 100, 32, 120, 110, 1};  // one varint byte each
+  StallReasonsRecord ra, rb;
+  decode_now_and_old(r, &ra, &rb, 5);
+  ASSERT_FALSE(HasFatalFailure());
+  EXPECT_EQ(ra.max_threads_per_sm, 100u);
+  EXPECT_EQ(ra.max_blocks_per_sm, 32u);
+  EXPECT_EQ(ra.registers_per_sm, 120u);
+  EXPECT_EQ(ra.shared_per_sm, 110u);
+  EXPECT_EQ(ra.shared_reserved_per_block, 1u);
+  EXPECT_EQ(rb.sm_count, 114u);
+  EXPECT_EQ(rb.max_threads_per_sm, 0u);
+  EXPECT_EQ(rb.shared_per_sm, 0u);
+  Profile p;
+  p.stall_reasons = {ra};
+  EXPECT_NE(p.sm_limits(2), nullptr);
+  EXPECT_EQ(p.sm_limits(3), nullptr);
+  p.stall_reasons = {rb};
+  EXPECT_EQ(p.sm_limits(2), nullptr);  // the SM count alone: the older rule
 }
 
 // A grid's blocks as a kernel row keeps them: unknown (a dimension of 0 or less) and capped at 2^32-1.

@@ -38,10 +38,17 @@ extern "C" CUresult CUDAAPI cuDeviceGet(CUdevice* dev, int ordinal) {
   *dev = ordinal;
   return CUDA_SUCCESS;
 }
+// Each SM has an H100's limits; other attributes are not known.
 extern "C" CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attr, CUdevice dev) {
-  if (attr != CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT) return CUDA_ERROR_INVALID_VALUE;
-  *value = 100 + dev;
-  return CUDA_SUCCESS;
+  switch (attr) {
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *value = 100 + dev; return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *value = 2048; return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR: *value = 32; return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR: *value = 65536; return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR: *value = 233472; return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK: *value = 1024; return CUDA_SUCCESS;
+    default: return CUDA_ERROR_INVALID_VALUE;
+  }
 }
 
 namespace aiflame {
@@ -92,6 +99,9 @@ CUpti_ActivityKernel10 kernel_record(uint32_t correlation, uint64_t start, uint6
   k.streamId = 7;
   k.gridX = 64; k.gridY = 2; k.gridZ = 1;
   k.blockX = 256; k.blockY = 1; k.blockZ = 1;
+  k.registersPerThread = 40;
+  k.staticSharedMemory = 4096;
+  k.dynamicSharedMemory = 100;
   k.name = name;
   return k;
 }
@@ -378,6 +388,14 @@ TEST(CuptiBackend, ContinuousModeNeverStartsOrStopsAndLaunchesCarryTheirDevice) 
   ASSERT_EQ(p.launches.size(), 100u);
   for (const auto& l : p.launches) EXPECT_EQ(l.device, 3u);
   EXPECT_EQ(p.sm_count(3), 103u);  // the device's SMs, from libcuda, for attribution's SMs x time
+  // and each SM's limits, for the block-scheduler model
+  const StallReasonsRecord* limits = p.sm_limits(3);
+  ASSERT_NE(limits, nullptr);
+  EXPECT_EQ(limits->max_threads_per_sm, 2048u);
+  EXPECT_EQ(limits->max_blocks_per_sm, 32u);
+  EXPECT_EQ(limits->registers_per_sm, 65536u);
+  EXPECT_EQ(limits->shared_per_sm, 233472u);
+  EXPECT_EQ(limits->shared_reserved_per_block, 1024u);
   EXPECT_EQ(fake.mode, CUPTI_PC_SAMPLING_COLLECTION_MODE_CONTINUOUS);
   EXPECT_EQ(fake.start_stop, 0u);
   EXPECT_EQ(fake.starts + fake.stops, 0);
@@ -466,6 +484,9 @@ TEST(CuptiBackend, ActivityBuffersBecomeKernelRecords) {
   EXPECT_EQ(k1.stream, 7u);
   EXPECT_EQ(p.str(k1.name), "_Z6kernelPf");
   EXPECT_EQ(k1.graph_node_id, 0u);
+  EXPECT_EQ(k1.threads, 256u);  // what a block holds of an SM, for the block-scheduler model
+  EXPECT_EQ(k1.registers, 40u);
+  EXPECT_EQ(k1.shared, 4196u);
   EXPECT_EQ(p.kernels[1].correlation_id, 2u);
   EXPECT_EQ(p.kernels[1].end - p.kernels[1].start, 3000u);
   EXPECT_EQ(p.str(p.kernels[2].name), "[unknown kernel]");

@@ -59,7 +59,7 @@
     for (let i = 0; i < n; i++) off[i + 1] += off[i];
     const fill = off.slice(0, n);
     for (let i = 1; i < n; i++) kids[fill[parent[i]]++] = i;
-    return { parent, frame, n, off, kids, val: new Float64Array(n) };
+    return { parent, frame, n, off, kids, val: new Float64Array(n), est: new Float64Array(n) };
   }
 
   // The stacks' prefix tree, rebuilt from the sorted, prefix-shared encoding in one pass.
@@ -83,29 +83,36 @@
   }
   const normal = buildNormal();
   timings.tree = performance.now() - T0;
+  // Of each stack's samples, the share the attribution's model split between launch stacks.
+  const estShare = D.stack_estimated || null;
   function setWeights(t, w) {
     t.val.fill(0);
-    for (let s = 0; s < nStacks; s++) if (w[s]) t.val[t.leaf[s]] += w[s];
-    for (let i = t.n - 1; i > 0; i--) t.val[t.parent[i]] += t.val[i];
+    t.est.fill(0);
+    for (let s = 0; s < nStacks; s++) if (w[s]) { t.val[t.leaf[s]] += w[s]; if (estShare) t.est[t.leaf[s]] += w[s] * estShare[s]; }
+    for (let i = t.n - 1; i > 0; i--) { t.val[t.parent[i]] += t.val[i]; t.est[t.parent[i]] += t.est[i]; }
   }
   // The inverted tree (leaves at the root), built for the weights in view.
   function buildInverted(w) {
     const parent = [-1], frame = [-1], child = new Map();
-    const val = [0];
+    const val = [0], est = [0];
     for (let s = 0; s < nStacks; s++) {
       if (!w[s]) continue;
       let node = 0;
+      const e = estShare ? w[s] * estShare[s] : 0;
       val[0] += w[s];
+      est[0] += e;
       for (let x = normal.leaf[s]; x > 0; x = normal.parent[x]) {
         const f = normal.frame[x], key = node * 4194304 + f;
         let c = child.get(key);
-        if (c === undefined) { c = parent.length; parent.push(node); frame.push(f); val.push(0); child.set(key, c); }
+        if (c === undefined) { c = parent.length; parent.push(node); frame.push(f); val.push(0); est.push(0); child.set(key, c); }
         val[c] += w[s];
+        est[c] += e;
         node = c;
       }
     }
     const t = finish(Int32Array.from(parent), Int32Array.from(frame), parent.length);
     t.val = Float64Array.from(val);
+    t.est = Float64Array.from(est);
     for (let i = 0; i < t.n; i++) t.kids.subarray(t.off[i], t.off[i + 1]).sort((a, b) => t.frame[a] - t.frame[b]);
     return t;
   }
@@ -222,7 +229,9 @@
     const n = hit(ev);
     const all = Math.max(tree.val[0], 1);
     $('details').textContent = n === null ? '' : `${label(n)} (${n === 0 ? 'root' : frameKind(tree.frame[n]).replace('_', ' ')}): ` +
-      `${Math.round(tree.val[n])} samples, ${(100 * tree.val[n] / all).toFixed(2)}%`;
+      `${Math.round(tree.val[n])} samples, ${(100 * tree.val[n] / all).toFixed(2)}%` +
+      // "~": part of these samples was split between launch stacks by the attribution's model.
+      (tree.est[n] > 0.5 ? `, ~${(100 * tree.est[n] / Math.max(tree.val[n], 1)).toFixed(1)}% split between launch stacks by the model` : '');
   });
 
   function rebuild() {

@@ -78,6 +78,9 @@ AIFLAME_SAME_OFFSET(correlationId)
 AIFLAME_SAME_OFFSET(name)
 AIFLAME_SAME_OFFSET(graphId)
 AIFLAME_SAME_OFFSET(graphNodeId)
+AIFLAME_SAME_OFFSET(registersPerThread)
+AIFLAME_SAME_OFFSET(staticSharedMemory)
+AIFLAME_SAME_OFFSET(dynamicSharedMemory)
 #undef AIFLAME_SAME_OFFSET
 
 std::string fix_for(CUptiResult r) {
@@ -369,6 +372,9 @@ void CuptiBackend::on_activity_buffer(uint8_t* buffer, size_t valid) {
     kr.block[0] = k->blockX; kr.block[1] = k->blockY; kr.block[2] = k->blockZ;
     kr.graph_id = k->graphId;
     kr.graph_node_id = k->graphNodeId;
+    kr.registers = k->registersPerThread;
+    kr.static_shared = k->staticSharedMemory > 0 ? static_cast<uint32_t>(k->staticSharedMemory) : 0;
+    kr.dynamic_shared = k->dynamicSharedMemory > 0 ? static_cast<uint32_t>(k->dynamicSharedMemory) : 0;
     rec_.add_kernel(kr);
   }
 }

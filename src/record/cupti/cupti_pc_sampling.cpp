@@ -68,16 +68,23 @@ bool CuptiBackend::claim_device(uint32_t device) {
 }
 
 namespace {
-// The device's streaming multiprocessors, for attribution's SMs-x-time split (0: libcuda not loaded).
-uint32_t sm_count(uint32_t device) {
+// A device attribute (0: libcuda not loaded, or the driver does not know it).
+uint32_t device_attribute(uint32_t device, CUdevice_attribute a) {
   using AttributeFn = CUresult (*)(int*, CUdevice_attribute, CUdevice);
   static auto attribute = reinterpret_cast<AttributeFn>(cuda_driver_symbol("cuDeviceGetAttribute"));
   CUdevice dev{};
   int n = 0;
-  if (!attribute || !cu_device(device, &dev) ||
-      attribute(&n, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev) != CUDA_SUCCESS || n <= 0)
-    return 0;
+  if (!attribute || !cu_device(device, &dev) || attribute(&n, a, dev) != CUDA_SUCCESS || n <= 0) return 0;
   return static_cast<uint32_t>(n);
+}
+// What attribution's block-scheduler model places blocks against: the SMs and each SM's limits.
+void device_limits(uint32_t device, StallReasonsRecord& sr) {
+  sr.sm_count = device_attribute(device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  sr.max_threads_per_sm = device_attribute(device, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR);
+  sr.max_blocks_per_sm = device_attribute(device, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR);
+  sr.registers_per_sm = device_attribute(device, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR);
+  sr.shared_per_sm = device_attribute(device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
+  sr.shared_reserved_per_block = device_attribute(device, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK);
 }
 }  // namespace
 
@@ -107,7 +114,7 @@ bool CuptiBackend::enable_sampling(Context& c) {
   if (!check(api_.cuptiPCSamplingGetStallReasons(&sp), "cuptiPCSamplingGetStallReasons")) return false;
   StallReasonsRecord sr;
   sr.device = c.device;
-  sr.sm_count = sm_count(c.device);
+  device_limits(c.device, sr);
   for (size_t i = 0; i < n; i++) {
     sr.reasons.emplace_back(idx[i], std::string(names[i].data()));
     if (sr.reasons.back().second.ends_with("_not_issued")) c.duplicate_reasons.insert(idx[i]);
