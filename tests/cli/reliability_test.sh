@@ -97,7 +97,7 @@ check "concurrent runs: three say where their profile went" '[ "$(cat "$T"/err? 
 check "concurrent runs: no run-private file left" '! ls "$T" | grep -q "rec-"'
 ok=0
 for f in "$T/c.data" "$T/c.data-2" "$T/c.data-3" "$T/c.data-4"; do
-  "$AIFLAME" report -q "$f" -o "$T/c.folded" -f && cmp -s "$T/c.folded" "$SRC/tests/data/demo_matmul.folded" && ok=$((ok + 1))
+  "$AIFLAME" report -q "$f" --annotate -o "$T/c.folded" -f && cmp -s "$T/c.folded" "$SRC/tests/data/demo_matmul.folded" && ok=$((ok + 1))
 done
 check "concurrent runs: all four profiles readable and whole ($ok)" '[ $ok -eq 4 ]'
 

@@ -27,7 +27,7 @@ check "-o - is standard output" 'cmp -s "$T/plain.txt" "$T/dash.txt"'
 check "-o x.txt writes the text report" 'cmp -s "$T/plain.txt" "$T/x.txt"'
 "$AIFLAME" report -q "$FIX" --format text -o "$T/y.out"
 check "--format text" 'cmp -s "$T/plain.txt" "$T/y.out"'
-"$AIFLAME" report -q "$FIX" --format folded -o - >"$T/f.folded"
+"$AIFLAME" report -q "$FIX" --format folded --annotate -o - >"$T/f.folded"
 check "-o - with --format folded writes folded stacks" 'cmp -s "$T/f.folded" "$SRC/tests/data/demo_matmul.folded"'
 check "the report names the kernels" 'grep -q "^ *[0-9]* *[0-9.]*% .* matmul_basic$" "$T/plain.txt"'
 
