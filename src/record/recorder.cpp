@@ -298,6 +298,10 @@ AIFLAME_HOT __attribute__((always_inline)) inline void Recorder::launch_lean(
   if (!thread.tid) [[unlikely]]
     thread.tid = static_cast<uint32_t>(gettid());
   const AutogradTracker::Launch ag = autograd_.on_launch(st.stack_id, pending, timestamp);
+  // A duration left by another recorder on this thread (an earlier duty-cycle window, a recording
+  // before this one) is not of a launch this profile holds.
+  if (thread.recorder != serial_) [[unlikely]]
+    thread.prev_duration = 0;
   write_launch(writer_, thread, ag, api, correlation_id, timestamp, device, st.unwound);
   LaunchTally& tally = thread.recorder == serial_ ? *thread.tally : this->tally();
   const uint64_t dt = clock_.now() - t0;
@@ -352,6 +356,10 @@ void Recorder::on_launch_measured(uint32_t api, uint32_t correlation_id, uint64_
   const AutogradTracker::Launch ag =
       ab_off ? AutogradTracker::Launch{st.stack_id} : autograd_.on_launch(st.stack_id, pending, timestamp);
   uint64_t c2 = stats ? CaptureStats::now() : 0;
+  // A duration left by another recorder on this thread (an earlier duty-cycle window, a recording
+  // before this one) is not of a launch this profile holds.
+  if (thread.recorder != serial_) [[unlikely]]
+    thread.prev_duration = 0;
   write_launch(writer_, thread, ag, api, correlation_id, timestamp, device, st.unwound);
   if (stats) {
     CaptureStats& cs = CaptureStats::instance();
