@@ -106,7 +106,7 @@ AIFLAME_TLS_ENROLL(tls::kLaunch, t_launch);
 
 // A launch's record and its thread's state, after the autograd tracking named its stack (`ag`): the
 // product's launch path and the measured one (Recorder::launch_lean, on_launch_measured).
-__attribute__((always_inline)) inline void write_launch(ProfileWriter& writer, LaunchThread& thread,
+__attribute__((always_inline)) inline void write_launch(ProfileWriter& writer, LaunchThread& thread, uint64_t serial,
                                                         const AutogradTracker::Launch& ag, uint32_t api,
                                                         uint32_t correlation_id, uint64_t timestamp, uint32_t device,
                                                         bool unwound) {
@@ -123,7 +123,9 @@ __attribute__((always_inline)) inline void write_launch(ProfileWriter& writer, L
   rec.api = api;
   rec.native_unwound = unwound;
   rec.device = device;
-  rec.prev_duration = thread.prev_duration;
+  // A duration left by another recorder on this thread (an earlier duty-cycle window, a recording
+  // before this one) is not of a launch this profile holds.
+  rec.prev_duration = thread.recorder == serial ? thread.prev_duration : 0;
   thread.prev_duration = 0;
   // No lock: a buffer of this thread, taken by the collector's flush (which resolves a deferred
   // backward launch's stack id: AutogradTracker::resolve).
@@ -298,11 +300,7 @@ AIFLAME_HOT __attribute__((always_inline)) inline void Recorder::launch_lean(
   if (!thread.tid) [[unlikely]]
     thread.tid = static_cast<uint32_t>(gettid());
   const AutogradTracker::Launch ag = autograd_.on_launch(st.stack_id, pending, timestamp);
-  // A duration left by another recorder on this thread (an earlier duty-cycle window, a recording
-  // before this one) is not of a launch this profile holds.
-  if (thread.recorder != serial_) [[unlikely]]
-    thread.prev_duration = 0;
-  write_launch(writer_, thread, ag, api, correlation_id, timestamp, device, st.unwound);
+  write_launch(writer_, thread, serial_, ag, api, correlation_id, timestamp, device, st.unwound);
   LaunchTally& tally = thread.recorder == serial_ ? *thread.tally : this->tally();
   const uint64_t dt = clock_.now() - t0;
   const bool shared = &tally == &tallies_[kTallies];
@@ -356,11 +354,7 @@ void Recorder::on_launch_measured(uint32_t api, uint32_t correlation_id, uint64_
   const AutogradTracker::Launch ag =
       ab_off ? AutogradTracker::Launch{st.stack_id} : autograd_.on_launch(st.stack_id, pending, timestamp);
   uint64_t c2 = stats ? CaptureStats::now() : 0;
-  // A duration left by another recorder on this thread (an earlier duty-cycle window, a recording
-  // before this one) is not of a launch this profile holds.
-  if (thread.recorder != serial_) [[unlikely]]
-    thread.prev_duration = 0;
-  write_launch(writer_, thread, ag, api, correlation_id, timestamp, device, st.unwound);
+  write_launch(writer_, thread, serial_, ag, api, correlation_id, timestamp, device, st.unwound);
   if (stats) {
     CaptureStats& cs = CaptureStats::instance();
     uint64_t c3 = CaptureStats::now();
